@@ -1,0 +1,48 @@
+#include "cli/app.h"
+
+#include <cstdio>
+#include <map>
+
+#include "core/error.h"
+#include "core/logging.h"
+#include "qserve/version.h"
+
+namespace qserve::cli {
+namespace {
+std::map<CLI::App*, CommandBody>& bodies() {
+  static std::map<CLI::App*, CommandBody> m;
+  return m;
+}
+}  // namespace
+
+void set_command_body(CLI::App* sub, CommandBody body) { bodies()[sub] = std::move(body); }
+
+int run_main(int argc, char** argv) {
+  init_logging();
+  CLI::App app{"qserve: W4A8KV4 LLM serving engine (QServe / QoQ) with a CPU reference backend"};
+  app.set_version_flag("--version", std::string("qserve ") + kVersion);
+  app.require_subcommand(1);
+  add_generate_command(app);
+  add_convert_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (auto* sub : app.get_subcommands()) {
+      auto it = bodies().find(sub);
+      if (it != bodies().end()) return it->second();
+    }
+    std::fprintf(stderr, "qserve: error: no subcommand\n");
+    return 2;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "qserve: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "qserve: error: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace qserve::cli
