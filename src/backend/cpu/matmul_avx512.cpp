@@ -9,6 +9,10 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #pragma GCC push_options
 #pragma GCC target("avx512f,fma")
+// GCC 12's avx512fintrin.h builds some intrinsics on _mm256_undefined_* and
+// then warns about it; the warning is about the header, not this code.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 namespace qserve::detail {
 namespace {
