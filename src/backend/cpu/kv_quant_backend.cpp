@@ -22,6 +22,7 @@ class KvQuantBackend final : public Backend {
   Tensor upload(const Tensor& host) override { return inner_->upload(host); }
   Tensor download(const Tensor& t) override { return inner_->download(t); }
   void copy(const Tensor& src, Tensor& dst) override { inner_->copy(src, dst); }
+  void zero(Tensor& t) override { inner_->zero(t); }
   std::unique_ptr<Linear> make_linear(const Tensor& weight, const Tensor& bias) override {
     return inner_->make_linear(weight, bias);
   }
