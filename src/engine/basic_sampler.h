@@ -1,0 +1,28 @@
+// Token choice for the engine loop: greedy, or temperature / top-k / top-p /
+// min-p sampling with a repetition penalty, plus log-probabilities.
+//
+// The random draw is counter-based: uniform = hash(seed, output index), so a
+// request's tokens depend on its seed and history only, never on what else is
+// in the batch nor on preemption and recompute. (The sampler of the sampling
+// work, src/engine/sampler.h, takes the same parameters; this is the engine's
+// own small implementation until that one is wired in.)
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "qserve/request.h"
+
+namespace qserve {
+
+// logits: [vocab] raw. context: prompt + generated ids (for the repetition
+// penalty). step: index of the token being chosen among the generated ones.
+// suppress: ids that must not be chosen (EOS before min_tokens); may be empty.
+int32_t choose_token(std::span<const float> logits, const GenerationParams& params, std::span<const int32_t> context,
+                     uint64_t seed, int step, std::span<const int32_t> suppress);
+
+// log-softmax of the raw logits for `token` and the top `n` tokens (highest first).
+GeneratedTokenLogprobs token_logprobs(std::span<const float> logits, int32_t token, int n);
+
+}  // namespace qserve
