@@ -1,11 +1,12 @@
 // Token choice for the engine loop: greedy, or temperature / top-k / top-p /
 // min-p sampling with a repetition penalty, plus log-probabilities.
 //
-// The random draw is counter-based: uniform = hash(seed, output index), so a
-// request's tokens depend on its seed and history only, never on what else is
-// in the batch nor on preemption and recompute. (The sampler of the sampling
-// work, src/engine/sampler.h, takes the same parameters; this is the engine's
-// own small implementation until that one is wired in.)
+// The repetition penalty, suppressed ids and min-p are applied to a copy of
+// the logits; temperature / top-k / top-p and the draw are sample_token_cpu
+// (src/backend/cpu/sampling.h), the definition the CUDA sampler matches. The
+// draw is counter-based, uniform = hash(seed, output index), so a request's
+// tokens depend on its seed and history only, never on what else is in the
+// batch nor on preemption and recompute.
 #pragma once
 
 #include <cstdint>
