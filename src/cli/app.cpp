@@ -24,6 +24,8 @@ int run_main(int argc, char** argv) {
   app.require_subcommand(1);
   add_generate_command(app);
   add_convert_command(app);
+  add_quantize_command(app);
+  add_eval_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -31,6 +33,10 @@ int run_main(int argc, char** argv) {
   }
   try {
     for (auto* sub : app.get_subcommands()) {
+      for (auto* nested : sub->get_subcommands()) {  // "eval ppl": the innermost body wins
+        auto it = bodies().find(nested);
+        if (it != bodies().end()) return it->second();
+      }
       auto it = bodies().find(sub);
       if (it != bodies().end()) return it->second();
     }
