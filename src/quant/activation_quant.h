@@ -3,8 +3,9 @@
 //   Xq[t, i] = clamp(round_half_even(X[t, i] / s_x[t]), -127, 127),
 //   a_sum[t] = s_x[t] * sum_i Xq[t, i] (fp16, for per-channel W4 layers).
 // A row of zeros (or one whose scale underflows fp16) gets s_x = 0 and Xq = 0.
-// The per-element arithmetic is __host__ __device__ so that CPU and GPU
-// producers agree exactly when they see the same float inputs.
+// The per-element arithmetic, __host__ __device__, for the GPU producers; it
+// matches quant::quantize_activation_row (quant/weight_format.h), the host
+// reference, so that CPU and GPU agree exactly on the same float inputs.
 #pragma once
 
 #include <cstdint>
@@ -21,10 +22,5 @@ QS_HOST_DEVICE int act_quantize_value(float x, float scale) {
   const float v = rintf(kv_div_rn(x, scale));
   return static_cast<int>(v < -127.f ? -127.f : (v > 127.f ? 127.f : v));
 }
-
-#if !defined(__CUDA_ARCH__)
-// x[n] f32 -> q[n] int8, *scale fp16 bits, *sum fp16 bits (if sum != nullptr).
-void quantize_row_int8(const float* x, int n, int8_t* q, uint16_t* scale, uint16_t* sum);
-#endif
 
 }  // namespace qserve

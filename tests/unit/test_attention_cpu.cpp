@@ -103,7 +103,9 @@ TEST(PagedAttentionCpu, Fp16CacheMatchesDenseAttentionAndChunkingAgrees) {
     const auto qkv = random_f16(rng, static_cast<size_t>(T) * row);
     const auto bias = random_f16(rng, row, 0.1f);
     std::vector<uint16_t> q(static_cast<size_t>(T) * 8 * 64);
-    rope_kv_write_cpu(qkv.data(), bias.data(), {T, pos.data(), slots.data()}, shape, style, table.data(), q.data(), f.cache);
+    const QkvInput in{.q = qkv.data(), .k = qkv.data() + 8 * 64, .v = qkv.data() + 10 * 64, .q_stride = row, .k_stride = row,
+                      .v_stride = row, .q_bias = bias.data(), .k_bias = bias.data() + 8 * 64, .v_bias = bias.data() + 10 * 64};
+    rope_kv_write_cpu(in, {T, pos.data(), slots.data()}, shape, style, table.data(), q.data(), f.cache);
     std::vector<int32_t> starts{0};
     for (int c : ctx) starts.push_back(starts.back() + c);
     std::vector<uint16_t> out(q.size(), 0xFFFF);

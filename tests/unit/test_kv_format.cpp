@@ -10,6 +10,7 @@
 
 #include "core/half.h"
 #include "quant/activation_quant.h"
+#include "quant/weight_format.h"
 #include "quant/kv_format.h"
 
 namespace qserve {
@@ -167,14 +168,14 @@ TEST(KvPageLayout, WriteReadEveryTokenOfAPage) {
   }
 }
 
-TEST(ActivationQuant, SymmetricInt8PerRow) {
+TEST(ActivationQuant, DeviceHelpersMatchTheHostRow) {
   std::mt19937 rng(3);
   std::normal_distribution<float> n(0.f, 3.f);
   std::vector<float> x(4096);
   for (auto& v : x) v = n(rng);
   std::vector<int8_t> q(x.size());
   uint16_t s_bits, sum_bits;
-  quantize_row_int8(x.data(), static_cast<int>(x.size()), q.data(), &s_bits, &sum_bits);
+  quant::quantize_activation_row(x.data(), static_cast<int64_t>(x.size()), q.data(), &s_bits, &sum_bits);
   const float s = half_to_float(s_bits);
   float absmax = 0;
   int64_t total = 0;
@@ -183,12 +184,14 @@ TEST(ActivationQuant, SymmetricInt8PerRow) {
     ASSERT_GE(q[i], -127);
     ASSERT_LE(std::fabs(q[i] * s - x[i]), 0.5f * s + 1e-3f * absmax) << i;
     total += q[i];
+    ASSERT_EQ(act_quantize_value(x[i], s), q[i]) << i;
   }
+  EXPECT_EQ(s_bits, float_to_half(act_raw_scale(absmax)));
   EXPECT_NEAR(s, absmax / 127.f, absmax / 127.f * 1e-3f);
   EXPECT_EQ(sum_bits, float_to_half(s * static_cast<float>(total)));
   std::vector<float> zeros(64, 0.f);
   std::vector<int8_t> qz(64, 5);
-  quantize_row_int8(zeros.data(), 64, qz.data(), &s_bits, &sum_bits);
+  quant::quantize_activation_row(zeros.data(), 64, qz.data(), &s_bits, &sum_bits);
   EXPECT_EQ(half_to_float(s_bits), 0.f);
   for (int8_t v : qz) EXPECT_EQ(v, 0);
 }

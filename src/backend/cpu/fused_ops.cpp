@@ -6,7 +6,8 @@
 
 #include "core/error.h"
 #include "core/half.h"
-#include "quant/activation_quant.h"
+#include "quant/kv_format.h"
+#include "quant/weight_format.h"
 
 namespace qserve {
 
@@ -30,7 +31,7 @@ void rmsnorm_row(const uint16_t* x, uint16_t* residual, const uint16_t* gamma, i
 }
 
 void quantize_rows_out(const float* y, int r, int cols, const Int8Rows& out) {
-  quantize_row_int8(y, cols, out.q + static_cast<int64_t>(r) * cols, out.scale + r, out.sum ? out.sum + r : nullptr);
+  quant::quantize_activation_row(y, cols, out.q + static_cast<int64_t>(r) * cols, out.scale + r, out.sum ? out.sum + r : nullptr);
 }
 
 }  // namespace
@@ -55,12 +56,12 @@ void rmsnorm_cpu(const uint16_t* x, uint16_t* residual, const uint16_t* gamma, i
   }
 }
 
-void silu_mul_quant_cpu(const uint16_t* gate_up, int rows, int cols, const Int8Rows& out) {
+void silu_mul_quant_cpu(const uint16_t* gate, const uint16_t* up, int64_t stride, int rows, int cols,
+                        const Int8Rows& out) {
   std::vector<float> y(cols);
   for (int r = 0; r < rows; ++r) {
-    const uint16_t* g = gate_up + static_cast<int64_t>(r) * 2 * cols;
     for (int i = 0; i < cols; ++i) {
-      const float a = half_to_float(g[i]), u = half_to_float(g[cols + i]);
+      const float a = half_to_float(gate[r * stride + i]), u = half_to_float(up[r * stride + i]);
       y[i] = a / (1.f + std::exp(-a)) * u;
     }
     quantize_rows_out(y.data(), r, cols, out);

@@ -27,9 +27,11 @@ void rmsnorm_quant_cpu(const uint16_t* x, uint16_t* residual, const uint16_t* ga
 void rmsnorm_cpu(const uint16_t* x, uint16_t* residual, const uint16_t* gamma, int rows, int cols, float eps,
                  uint16_t* out);
 
-// y = silu(gate) * up, quantized per row.
-//   gate_up: [rows, 2 * cols] fp16, gate in columns [0, cols), up in [cols, 2 cols)
-void silu_mul_quant_cpu(const uint16_t* gate_up, int rows, int cols, const Int8Rows& out);
+// y = silu(gate) * up, quantized per row. gate, up: [rows, cols] fp16 with
+// row strides in elements (a fused gate_up GEMM output [rows, 2 cols] is
+// gate = p, up = p + cols, both with stride 2 cols).
+void silu_mul_quant_cpu(const uint16_t* gate, const uint16_t* up, int64_t stride, int rows, int cols,
+                        const Int8Rows& out);
 
 // Quantization (+ sum) of an fp16 tensor (the attention output before o_proj).
 void quantize_int8_cpu(const uint16_t* x, int rows, int cols, const Int8Rows& out);

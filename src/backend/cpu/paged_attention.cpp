@@ -22,27 +22,26 @@ void check_shape(const AttentionShape& shape, const KvPageLayout& layout) {
 
 }  // namespace
 
-void rope_kv_write_cpu(const uint16_t* qkv, const uint16_t* bias, const KvWriteBatch& batch,
-                       const AttentionShape& shape, RopeStyle style, const float* rope_table, uint16_t* q_out,
-                       const PagedKvCache& cache) {
+void rope_kv_write_cpu(const QkvInput& in, const KvWriteBatch& batch, const AttentionShape& shape, RopeStyle style,
+                       const float* rope_table, uint16_t* q_out, const PagedKvCache& cache) {
   check_shape(shape, cache.layout);
   const int d = shape.head_dim, hq = shape.num_q_heads, hkv = shape.num_kv_heads;
-  const int row = (hq + 2 * hkv) * d;
   const KvPageLayout& layout = cache.layout;
   std::vector<float> x(d);
   std::vector<uint16_t> h(d);
   for (int t = 0; t < batch.num_tokens; ++t) {
-    const uint16_t* src = qkv + static_cast<int64_t>(t) * row;
     const float* cs = rope_table + static_cast<int64_t>(batch.positions[t]) * d;  // [d/2][2]
     const int slot = batch.slot_mapping[t];
     for (int head = 0; head < hq + 2 * hkv; ++head) {
+      const int kind = head < hq ? 0 : head < hq + hkv ? 1 : 2;  // q, k, v
+      const int hh = kind == 0 ? head : kind == 1 ? head - hq : head - hq - hkv;
+      const uint16_t* src = kind == 0 ? in.q + t * in.q_stride : kind == 1 ? in.k + t * in.k_stride : in.v + t * in.v_stride;
+      const uint16_t* bias = kind == 0 ? in.q_bias : kind == 1 ? in.k_bias : in.v_bias;
       for (int i = 0; i < d; ++i) {
-        const int c = head * d + i;
-        x[i] = half_to_float(src[c]);
-        if (bias) x[i] = kv_add_rn(x[i], half_to_float(bias[c]));
+        x[i] = half_to_float(src[hh * d + i]);
+        if (bias) x[i] = kv_add_rn(x[i], half_to_float(bias[hh * d + i]));
       }
-      const bool is_v = head >= hq + hkv;
-      if (!is_v) {
+      if (kind != 2) {
         for (int i = 0; i < d / 2; ++i) {
           int a, b;
           rope_pair(style, d, i, a, b);
@@ -53,21 +52,20 @@ void rope_kv_write_cpu(const uint16_t* qkv, const uint16_t* bias, const KvWriteB
         }
       }
       for (int i = 0; i < d; ++i) h[i] = float_to_half(x[i]);
-      if (head < hq) {
-        std::copy(h.begin(), h.end(), q_out + (static_cast<int64_t>(t) * hq + head) * d);
+      if (kind == 0) {
+        std::copy(h.begin(), h.end(), q_out + (static_cast<int64_t>(t) * hq + hh) * d);
       } else if (slot >= 0) {
-        const int kv_head = is_v ? head - hq - hkv : head - hq;
-        uint8_t* pool = is_v ? cache.v_pages : cache.k_pages;
+        uint8_t* pool = kind == 2 ? cache.v_pages : cache.k_pages;
         const int64_t page = slot / layout.page_size;
         QS_CHECK(page < cache.num_pages) << "slot " << slot << " beyond the cache";
-        kv_write_token(layout, pool + page * layout.page_bytes(), kv_head, slot % layout.page_size, h.data());
+        kv_write_token(layout, pool + page * layout.page_bytes(), hh, slot % layout.page_size, h.data());
       }
     }
   }
 }
 
 void paged_attention_cpu(const uint16_t* q, const AttentionShape& shape, const PagedKvCache& cache,
-                         const AttentionBatch& batch, float softmax_scale, uint16_t* out) {
+                         const PagedAttentionBatch& batch, float softmax_scale, uint16_t* out) {
   check_shape(shape, cache.layout);
   const KvPageLayout& layout = cache.layout;
   const int d = shape.head_dim, hq = shape.num_q_heads, hkv = shape.num_kv_heads;

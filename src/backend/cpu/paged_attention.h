@@ -28,24 +28,35 @@ struct KvWriteBatch {
   const int32_t* slot_mapping = nullptr;  // [num_tokens] physical page * page_size + slot; < 0: not written
 };
 
+// The q, k, v projections of the new tokens: rows of fp16 with a row stride
+// in elements, so that one fused qkv GEMM output [T, (Hq + 2 Hkv) * D] is
+// q = qkv, k = qkv + Hq * D, v = qkv + (Hq + Hkv) * D, all with stride
+// (Hq + 2 Hkv) * D; separate tensors work too.
+struct QkvInput {
+  const uint16_t* q = nullptr;  // [T, Hq * D] (row stride q_stride)
+  const uint16_t* k = nullptr;  // [T, Hkv * D] (row stride k_stride)
+  const uint16_t* v = nullptr;  // [T, Hkv * D] (row stride v_stride)
+  int64_t q_stride = 0, k_stride = 0, v_stride = 0;
+  const uint16_t* q_bias = nullptr;  // [Hq * D] fp16, or null
+  const uint16_t* k_bias = nullptr;  // [Hkv * D]
+  const uint16_t* v_bias = nullptr;  // [Hkv * D]
+};
+
 // Applies bias + RoPE to q and k of every new token, writes q to q_out, and
 // quantizes k and v into their slots of the cache.
-//   qkv:        [num_tokens, (Hq + 2 Hkv) * D] fp16: q heads, then k heads, then v heads
-//   bias:       [(Hq + 2 Hkv) * D] fp16, or null
 //   rope_table: [max_position + 1, D / 2, 2] f32 (build_rope_table)
-//   q_out:      [num_tokens, Hq, D] fp16
-// Per element: x = fp16(qkv) + fp16(bias) in f32, rotated in f32, rounded to
+//   q_out:      [T, Hq, D] fp16 (may be in.q itself when q_stride == Hq * D)
+// Per element: x = fp16 value + fp16 bias in f32, rotated in f32, rounded to
 // fp16 (q_out; and the k/v value that is quantized).
-void rope_kv_write_cpu(const uint16_t* qkv, const uint16_t* bias, const KvWriteBatch& batch,
-                       const AttentionShape& shape, RopeStyle style, const float* rope_table, uint16_t* q_out,
-                       const PagedKvCache& cache);
+void rope_kv_write_cpu(const QkvInput& in, const KvWriteBatch& batch, const AttentionShape& shape, RopeStyle style,
+                       const float* rope_table, uint16_t* q_out, const PagedKvCache& cache);
 
 // The sequences of one attention call. Sequence b has num_new[b] =
 // q_starts[b + 1] - q_starts[b] new tokens, which are the last positions
 // [context_lens[b] - num_new[b], context_lens[b]) of its context; they are
 // already in the cache. Its logical page j is physical page
 // page_table[b * page_table_stride + j].
-struct AttentionBatch {
+struct PagedAttentionBatch {
   int32_t batch = 0;
   const int32_t* q_starts = nullptr;      // [batch + 1] prefix sums of new tokens (decode: 0, 1, ..., batch)
   const int32_t* context_lens = nullptr;  // [batch]
@@ -58,6 +69,6 @@ struct AttentionBatch {
 // cache, math in f32, output rounded to fp16.
 //   q, out: [total_new_tokens, Hq, D] fp16
 void paged_attention_cpu(const uint16_t* q, const AttentionShape& shape, const PagedKvCache& cache,
-                         const AttentionBatch& batch, float softmax_scale, uint16_t* out);
+                         const PagedAttentionBatch& batch, float softmax_scale, uint16_t* out);
 
 }  // namespace qserve
