@@ -17,6 +17,7 @@
 #include "cli/app.h"
 #include "cli/calibration_text.h"
 #include "cli/model_path.h"
+#include "model/default_model.h"
 #include "core/error.h"
 #include "engine/llama_model.h"
 #include "model/checkpoint.h"

@@ -10,6 +10,7 @@
 #include "cli/app.h"
 #include "cli/calibration_text.h"
 #include "cli/model_path.h"
+#include "model/default_model.h"
 #include "core/error.h"
 #include "model/checkpoint.h"
 #include "quant/quantizer.h"
