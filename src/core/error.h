@@ -58,6 +58,7 @@ class CheckFailure {
 };
 struct Voidify {
   void operator&(CheckFailure&) {}
+  void operator&(CheckFailure&&) {}  // QS_CHECK(cond) with no message
 };
 }  // namespace detail
 

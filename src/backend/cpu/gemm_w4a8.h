@@ -1,0 +1,34 @@
+// CPU reference of the quantized GEMMs: exact INT32 accumulation, then the
+// FP32 epilogue of quant/gemm_epilogue.h, rounded once to fp16.
+// Y[t, o] = epilogue(sum_i Xq[t, i] * Wq[o, i]); threaded over output rows.
+// Layouts: xq [m, k] int8 row-major, s_x / a_sum [m] fp16 bits, y [m, n] fp16
+// bits row-major, acc [m, n] int32 row-major. Weights in canonical storage.
+#pragma once
+
+#include <cstdint>
+
+#include "quant/weight_format.h"
+
+namespace qserve::cpu {
+
+// W4A8 g128: acc = sum_i Xq * W8hat (level-2 dequantized INT8 weights).
+// acc_out and y may each be null.
+void gemm_w4a8_g128(const int8_t* xq, const uint16_t* s_x, int64_t m, const quant::W4G128Weights& w,
+                    int32_t* acc_out, uint16_t* y);
+
+// W4A8 per-channel: acc = sum_i Xq * W4 (raw 0..15); zero point through a_sum.
+void gemm_w4a8_per_channel(const int8_t* xq, const uint16_t* s_x, const uint16_t* a_sum, int64_t m,
+                           const quant::W4PerChannelWeights& w, int32_t* acc_out, uint16_t* y);
+
+// W8A8: acc = sum_i Xq * W8.
+void gemm_w8a8(const int8_t* xq, const uint16_t* s_x, int64_t m, const quant::W8PerChannelWeights& w,
+               int32_t* acc_out, uint16_t* y);
+
+// W4A16 (weight-only g128): x [m, k] fp16 bits; FP32 accumulation of
+// x * ((q - z) * scale), rounded to fp16.
+void gemm_w4a16(const uint16_t* x, int64_t m, const quant::W4A16Weights& w, uint16_t* y);
+
+// The integer core: acc [m, n] = xq [m, k] * wq [n, k]^T (both int8 row-major).
+void gemm_s8s8_s32(const int8_t* xq, const int8_t* wq, int64_t m, int64_t n, int64_t k, int32_t* acc);
+
+}  // namespace qserve::cpu
