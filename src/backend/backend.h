@@ -119,6 +119,8 @@ class Backend {
   virtual Tensor download(const Tensor& t) = 0;
   // dst = src (same dtype, same number of elements).
   virtual void copy(const Tensor& src, Tensor& dst) = 0;
+  // t = 0 (e.g. KV pages handed to a new sequence: they hold another request's data).
+  virtual void zero(Tensor& t) = 0;
 
   // A float linear layer from host weights [out, in] (F32 / F16 / BF16) and an
   // optional bias [out] (empty Tensor = none).

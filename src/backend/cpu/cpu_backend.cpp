@@ -63,6 +63,8 @@ class CpuBackend final : public Backend {
     std::memcpy(dst.data(), src.data(), src.nbytes());
   }
 
+  void zero(Tensor& t) override { std::memset(t.data(), 0, t.nbytes()); }
+
   std::unique_ptr<Linear> make_linear(const Tensor& weight, const Tensor& bias) override {
     QS_CHECK(weight.rank() == 2) << "linear weight " << weight.describe();
     Tensor w = upload(weight);
