@@ -25,7 +25,7 @@ class GenerationResponder {
     created_ = static_cast<int64_t>(std::time(nullptr));
     results_.resize(static_cast<size_t>(common.n * num_prompts));
   }
-  ~GenerationResponder() { server_.in_flight_.fetch_sub(1); }
+  ~GenerationResponder() { release(); }
 
   Generation& generation() { return gen_; }
   bool want_logprobs() const { return common_.params.logprobs >= 0; }
@@ -38,6 +38,7 @@ class GenerationResponder {
       spdlog::error("generation {} failed: {}", id_, e.what());
     }
     gen_.cancel();
+    release();  // the response is written: no longer in flight (SIGTERM may now finish)
   }
 
  private:
@@ -157,7 +158,13 @@ class GenerationResponder {
     sink.write(dump(j));
   }
 
+  void release() {
+    if (counted_) server_.in_flight_.fetch_sub(1);
+    counted_ = false;
+  }
+
   OpenAIServer& server_;
+  bool counted_ = true;  // holds one unit of OpenAIServer::in_flight_
   Generation gen_;
   bool chat_;
   CommonRequest common_;
