@@ -87,6 +87,8 @@ class EngineImpl final : public Engine {
       if (info_.bos_token_id >= 0) info_.bos_token = codec_->token_text(info_.bos_token_id);
       if (!info_.eos_token_ids.empty()) info_.eos_token = codec_->token_text(info_.eos_token_ids[0]);
       info_.chat_template = codec_->chat_template();
+    } else {
+      info_.eos_token_ids = runner_->eos_token_ids();
     }
     stats_.kv_pages_total = num_pages;
     stats_.kv_pages_free = num_pages;
@@ -336,7 +338,9 @@ class EngineImpl final : public Engine {
 
     std::span<const float> logits;
     try {
+      const auto t0 = Clock::now();
       logits = runner_->execute(batch);
+      model_seconds_ += seconds_between(t0, Clock::now());
     } catch (const std::exception& e) {
       // The step failed: its requests fail, the engine keeps serving the rest.
       spdlog::error("model step failed: {}", e.what());
@@ -386,6 +390,8 @@ class EngineImpl final : public Engine {
     stats_.kv_pages_used = kv_->num_used_pages();
     stats_.kv_cache_usage = static_cast<double>(stats_.kv_pages_used) / static_cast<double>(stats_.kv_pages_total);
     stats_.num_preemptions = scheduler_->num_preemptions();
+    stats_.kv_zero_s = runner_->kv_zero_seconds();
+    stats_.model_s = model_seconds_;
     stats_.peak_num_running = std::max(stats_.peak_num_running, stats_.num_running);
     stats_.peak_kv_pages_used = std::max(stats_.peak_kv_pages_used, stats_.kv_pages_used);
   }
@@ -439,6 +445,7 @@ class EngineImpl final : public Engine {
   std::unique_ptr<KvBlockManager> kv_;   // engine thread only
   std::unique_ptr<Scheduler> scheduler_; // engine thread only
   std::unordered_map<uint64_t, Active> active_;  // engine thread only
+  double model_seconds_ = 0;                     // engine thread only
 
   std::atomic<uint64_t> next_id_{1};
   std::atomic<int> sched_waiting_{0};

@@ -6,7 +6,9 @@
 #include <unordered_set>
 
 #include "core/error.h"
+#include "engine/qoq_model.h"
 #include "model/rope.h"
+#include "quant/qoq_checkpoint.h"
 
 namespace qserve {
 
@@ -66,13 +68,19 @@ LlamaModel::LlamaModel(const ModelConfig& config, std::unique_ptr<Backend> backe
 LlamaModel::~LlamaModel() = default;
 
 std::unique_ptr<LlamaModel> LlamaModel::load(const Checkpoint& checkpoint, LlamaModelOptions options) {
+  if (quant::is_qoq_checkpoint(checkpoint.config())) return load_qoq_model(checkpoint, options);
   const ModelConfig config = ModelConfig::from_json(checkpoint.config());
   const LlamaWeights weights = LlamaWeights::load(checkpoint, config);
   return create(config, weights, make_cpu_backend(true), options);
 }
 
+std::unique_ptr<LlamaModel> LlamaModel::create(const ModelConfig& config, const LlamaWeights& w,
+                                               std::unique_ptr<Backend> backend, LlamaModelOptions options) {
+  return create(config, w, std::move(backend), options, nullptr);
+}
+
 std::unique_ptr<LlamaModel> LlamaModel::create(const ModelConfig& config, const LlamaWeights& w, std::unique_ptr<Backend> backend,
-                                               LlamaModelOptions options) {
+                                               LlamaModelOptions options, const LinearFactory& linears) {
   config.validate();
   QS_CHECK(static_cast<int64_t>(w.layers.size()) == config.num_layers) << w.layers.size() << " layers of weights";
   if (options.page_size <= 0) fail(ErrorCode::kInvalidArgument, "KV page size must be positive, got {}", options.page_size);
@@ -81,17 +89,21 @@ std::unique_ptr<LlamaModel> LlamaModel::create(const ModelConfig& config, const 
   m->embed_ = b.upload(w.embed_tokens);
   m->final_norm_ = b.upload(w.final_norm);
   m->lm_head_ = b.make_linear(w.lm_head, {});
-  for (const LlamaLayerWeights& lw : w.layers) {
+  for (size_t l = 0; l < w.layers.size(); ++l) {
+    const LlamaLayerWeights& lw = w.layers[l];
     auto L = std::make_unique<Layer>();
     L->input_norm = b.upload(lw.input_norm);
     L->post_norm = b.upload(lw.post_norm);
-    L->q = b.make_linear(lw.q_proj, lw.q_bias);
-    L->k = b.make_linear(lw.k_proj, lw.k_bias);
-    L->v = b.make_linear(lw.v_proj, lw.v_bias);
-    L->o = b.make_linear(lw.o_proj, lw.o_bias);
-    L->gate = b.make_linear(lw.gate_proj, lw.gate_bias);
-    L->up = b.make_linear(lw.up_proj, lw.up_bias);
-    L->down = b.make_linear(lw.down_proj, lw.down_bias);
+    auto make = [&](const char* module, const Tensor& weight, const Tensor& bias) {
+      return linears ? linears(b, static_cast<int64_t>(l), module) : b.make_linear(weight, bias);
+    };
+    L->q = make("q_proj", lw.q_proj, lw.q_bias);
+    L->k = make("k_proj", lw.k_proj, lw.k_bias);
+    L->v = make("v_proj", lw.v_proj, lw.v_bias);
+    L->o = make("o_proj", lw.o_proj, lw.o_bias);
+    L->gate = make("gate_proj", lw.gate_proj, lw.gate_bias);
+    L->up = make("up_proj", lw.up_proj, lw.up_bias);
+    L->down = make("down_proj", lw.down_proj, lw.down_bias);
     // Linears that share an input must agree on its format (one producer writes it).
     QS_CHECK(L->q->input_format() == L->k->input_format() && L->q->input_format() == L->v->input_format());
     QS_CHECK(L->gate->input_format() == L->up->input_format());

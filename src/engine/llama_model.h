@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <unordered_map>
@@ -81,6 +82,14 @@ class LlamaModel {
   // Any backend; weights are converted / copied by the backend, `weights` may go after.
   static std::unique_ptr<LlamaModel> create(const ModelConfig& config, const LlamaWeights& weights,
                                             std::unique_ptr<Backend> backend, LlamaModelOptions options = {});
+  // The same with the block linears made by `linears` (backend, layer, module
+  // "q_proj" | "k_proj" | "v_proj" | "o_proj" | "gate_proj" | "up_proj" | "down_proj")
+  // instead of backend.make_linear on the float weights, which may then be empty:
+  // how quantized checkpoints (engine/qoq_model.h) bring their own layers.
+  using LinearFactory = std::function<std::unique_ptr<Linear>(Backend&, int64_t, const std::string&)>;
+  static std::unique_ptr<LlamaModel> create(const ModelConfig& config, const LlamaWeights& weights,
+                                            std::unique_ptr<Backend> backend, LlamaModelOptions options,
+                                            const LinearFactory& linears);
   ~LlamaModel();
 
   const ModelConfig& config() const { return config_; }

@@ -48,6 +48,11 @@ class ModelRunner {
   // and returns the logits of the sampled positions, [num_samples, vocab_size]
   // fp32 row-major in batch order. Valid until the next call.
   virtual std::span<const float> execute(const RunnerBatch& batch) = 0;
+
+  // EOS ids from the model's own config (used when the engine has no tokenizer).
+  virtual std::vector<int32_t> eos_token_ids() const { return {}; }
+  // Time spent zeroing fresh pages so far (the cost of the user-data guarantee).
+  virtual double kv_zero_seconds() const { return 0.0; }
 };
 
 }  // namespace qserve

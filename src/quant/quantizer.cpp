@@ -223,8 +223,8 @@ QuantizeReport quantize_checkpoint(const Checkpoint& in, const std::string& out_
     fail(ErrorCode::kInvalidArgument, "the enabled QoQ steps need calibration text (--calib-text)");
   const int64_t n_seq = need_calib ? static_cast<int64_t>(opt.calibration.size()) : 0;
   const int64_t seqlen = n_seq ? static_cast<int64_t>(opt.calibration[0].size()) : 0;
-  for (const auto& seq : opt.calibration)
-    if (static_cast<int64_t>(seq.size()) != seqlen) fail(ErrorCode::kInvalidArgument, "calibration sequences differ in length");
+  for (int64_t q = 0; q < n_seq; ++q)
+    if (static_cast<int64_t>(opt.calibration[q].size()) != seqlen) fail(ErrorCode::kInvalidArgument, "calibration sequences differ in length");
 
   std::error_code ec;
   fs::create_directories(out_dir, ec);
