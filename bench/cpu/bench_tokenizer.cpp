@@ -1,6 +1,6 @@
 // Tokenizer throughput on one thread: encode (cold word cache, then warm),
 // decode, and streaming decode, over a text file split into lines.
-//   bench_tokenizer TOKENIZER(.json|.model|model dir) TEXT_FILE [--reps N]
+//   build/bench/qserve_bench_tokenizer TOKENIZER(.json|.model|model dir) TEXT_FILE [--reps N]
 #include <chrono>
 #include <cstdio>
 #include <fstream>
