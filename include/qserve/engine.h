@@ -97,6 +97,13 @@ struct EngineStats {
   uint64_t num_steps = 0;
   int peak_num_running = 0;            // largest batch seen
   int64_t peak_kv_pages_used = 0;
+  // Prefill = prompt tokens and recomputed ones; decode = one new token of a
+  // sequence whose history is cached. A step is a decode step if it holds only decodes.
+  uint64_t prefill_tokens = 0;         // computed as prefill
+  uint64_t decode_tokens = 0;          // computed as decode
+  uint64_t decode_steps = 0;
+  double prefill_step_s = 0;           // model time of steps with any prefill
+  double decode_step_s = 0;            // model time of decode-only steps
   double model_s = 0;                  // time in the model runner (steps)
   double kv_zero_s = 0;                // of which zeroing fresh KV pages (user-data guarantee)
 };

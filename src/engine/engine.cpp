@@ -317,8 +317,10 @@ class EngineImpl final : public Engine {
     RunnerBatch batch;
     batch.seqs.reserve(plan.chunks.size());
     const auto now = Clock::now();
+    uint64_t decode_tokens = 0;
     for (const ScheduledChunk& c : plan.chunks) {
       const Sequence* seq = scheduler_->find(c.seq);
+      if (c.num_tokens == 1 && c.sample && c.start >= seq->num_prompt_tokens) ++decode_tokens;
       Active& a = active_.at(c.seq);
       if (!a.scheduled) {
         a.scheduled = true;
@@ -340,7 +342,17 @@ class EngineImpl final : public Engine {
     try {
       const auto t0 = Clock::now();
       logits = runner_->execute(batch);
-      model_seconds_ += seconds_between(t0, Clock::now());
+      const double dt = seconds_between(t0, Clock::now());
+      model_seconds_ += dt;
+      std::lock_guard lock(stats_mutex_);
+      stats_.decode_tokens += decode_tokens;
+      stats_.prefill_tokens += static_cast<uint64_t>(plan.num_tokens) - decode_tokens;
+      if (decode_tokens == static_cast<uint64_t>(plan.num_tokens)) {
+        ++stats_.decode_steps;
+        stats_.decode_step_s += dt;
+      } else {
+        stats_.prefill_step_s += dt;
+      }
     } catch (const std::exception& e) {
       // The step failed: its requests fail, the engine keeps serving the rest.
       spdlog::error("model step failed: {}", e.what());
