@@ -156,6 +156,10 @@ class Engine {
   virtual std::shared_ptr<RequestStream> submit(const Request& request) = 0;
   // Same, outputs go to `callback` on the engine thread instead; returns the request id.
   virtual uint64_t submit(const Request& request, OutputCallback callback) = 0;
+  // Submits several requests at once: all are validated first (one bad request
+  // throws and none is enqueued) and they reach the scheduler in one step
+  // (offline batches, the `n` of a completion, benchmarks).
+  virtual std::vector<std::shared_ptr<RequestStream>> submit_all(const std::vector<Request>& requests) = 0;
   // Cancels a request by id; false if it is unknown or already finished. Any thread.
   virtual bool cancel(uint64_t request_id) = 0;
 

@@ -61,9 +61,7 @@ int run_throughput(const ThroughputOptions& o) {
 
   const EngineStats before = engine->stats();
   const auto start = std::chrono::steady_clock::now();
-  std::vector<std::shared_ptr<RequestStream>> streams;
-  streams.reserve(requests.size());
-  for (const Request& r : requests) streams.push_back(engine->submit(r));
+  std::vector<std::shared_ptr<RequestStream>> streams = engine->submit_all(requests);
   std::vector<double> ttft, tpot, e2e;
   int64_t generated = 0;
   for (auto& s : streams) {
