@@ -35,7 +35,7 @@ fi
 
 PY=${PYTHON:-python3}
 PIP_PACKAGES=(numpy tokenizers safetensors gguf pytest openai jinja2 sentencepiece)
-if [ $want_torch -eq 1 ]; then PIP_PACKAGES+=(torch transformers); fi
+if [ $want_torch -eq 1 ]; then PIP_PACKAGES+=(torch transformers accelerate); fi  # accelerate: transformers needs it to load GGUF files
 need_pip=0
 for p in "${PIP_PACKAGES[@]}"; do
   $PY -c "import importlib.util,sys; sys.exit(0 if importlib.util.find_spec('$p') else 1)" 2>/dev/null || need_pip=1
