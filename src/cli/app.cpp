@@ -25,6 +25,7 @@ int run_main(int argc, char** argv) {
   add_generate_command(app);
   add_convert_command(app);
   add_bench_command(app);
+  add_serve_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
