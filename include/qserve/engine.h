@@ -158,8 +158,9 @@ class Engine {
   virtual uint64_t submit(const Request& request, OutputCallback callback) = 0;
   // Submits several requests at once: all are validated first (one bad request
   // throws and none is enqueued) and they reach the scheduler in one step
-  // (offline batches, the `n` of a completion, benchmarks).
-  virtual std::vector<std::shared_ptr<RequestStream>> submit_all(const std::vector<Request>& requests) = 0;
+  // (offline batches, the `n` of a completion, benchmarks). The default (for
+  // test doubles) submits one by one.
+  virtual std::vector<std::shared_ptr<RequestStream>> submit_all(const std::vector<Request>& requests);
   // Cancels a request by id; false if it is unknown or already finished. Any thread.
   virtual bool cancel(uint64_t request_id) = 0;
 

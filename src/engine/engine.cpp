@@ -509,6 +509,12 @@ std::unique_ptr<Engine> Engine::create(const EngineConfig& config, std::unique_p
   return std::make_unique<EngineImpl>(config, std::move(runner), std::move(codec));
 }
 
+std::vector<std::shared_ptr<RequestStream>> Engine::submit_all(const std::vector<Request>& requests) {
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (const Request& r : requests) streams.push_back(submit(r));
+  return streams;
+}
+
 RequestOutput Engine::generate(const Request& request) {
   auto stream = submit(request);
   RequestOutput all;
