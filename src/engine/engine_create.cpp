@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "engine/llama_runner.h"
+#include "engine/tokenizer_codec.h"
 #include "model/checkpoint.h"
 #include "qserve/engine.h"
 
@@ -62,8 +63,9 @@ std::unique_ptr<Engine> Engine::create(const EngineConfig& config) {
     const int64_t want = int64_t{std::max(1, config.max_num_seqs)} * ((len + page_size - 1) / page_size);
     effective.num_kv_pages = std::max<int64_t>(1, std::min(want, kDefaultCpuKvBytes / runner->kv_bytes_per_page(config.page_size)));
   }
-  // The tokenizer joins when src/tokenizer lands; until then requests carry token ids.
-  return create(effective, std::move(runner), nullptr);
+  // The model's own tokenizer (tokenizer.json or tokenizer.model next to the weights).
+  auto codec = TokenizerCodec::load(config.tokenizer.empty() ? path : config.tokenizer);
+  return create(effective, std::move(runner), std::move(codec));
 }
 
 }  // namespace qserve
