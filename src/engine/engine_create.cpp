@@ -64,7 +64,19 @@ std::unique_ptr<Engine> Engine::create(const EngineConfig& config) {
     effective.num_kv_pages = std::max<int64_t>(1, std::min(want, kDefaultCpuKvBytes / runner->kv_bytes_per_page(config.page_size)));
   }
   // The model's own tokenizer (tokenizer.json or tokenizer.model next to the weights).
-  auto codec = TokenizerCodec::load(config.tokenizer.empty() ? path : config.tokenizer);
+  // A model folder without one (random test models, dummy weights) serves token
+  // ids only; an explicit --tokenizer must load.
+  std::shared_ptr<TextCodec> codec;
+  if (!config.tokenizer.empty()) {
+    codec = TokenizerCodec::load(config.tokenizer);
+  } else {
+    try {
+      codec = TokenizerCodec::load(path);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kNotFound) throw;
+      spdlog::warn("engine: no tokenizer for {} ({}); requests must carry token ids", path, e.what());
+    }
+  }
   return create(effective, std::move(runner), std::move(codec));
 }
 
