@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The accuracy table of docs/accuracy.md: quantizes the default model in every
+# precision and ablation step, then evaluates WikiText-2 perplexity
+# (calibration on PTB, never on the evaluated text). One JSON line per row
+# goes to $OUT/results.jsonl (quantize summaries to $OUT/<row>.quantize.txt).
+#   scripts/accuracy_table.sh [OUT]   env: QSERVE, MODEL, SEQLEN, WINDOWS, CALIB_SAMPLES, CALIB_SEQLEN, ROWS
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${1:-build/accuracy}
+QSERVE=${QSERVE:-build/qserve}
+DATA=${QSERVE_SHARED_DATA:-../shared/data}
+MODEL=${MODEL:-${QSERVE_HOME:-$HOME/.cache/qserve}/models/SmolLM2-135M-Instruct}
+SEQLEN=${SEQLEN:-2048}
+WINDOWS=${WINDOWS:-0}
+CALIB=(--calib-text "$DATA/text/ptb.test.txt" --calib-samples "${CALIB_SAMPLES:-32}" --calib-seqlen "${CALIB_SEQLEN:-512}")
+TEXT=$DATA/text/wikitext2_test_joined_LF.txt
+mkdir -p "$OUT"
+# row name | quantize arguments ("-" = evaluate the original model)
+rows=(
+  "fp16|-"
+  "w8a8kv8_smoothquant|--precision w8a8kv8 --rtn --smoothquant"
+  "w4a16_g128_rtn|--precision w4a16 --rtn"
+  "w4a8kv4_g128_rtn|--precision w4a8kv4 --rtn"
+  "w4a8kv4_g128_rot|--precision w4a8kv4 --no-smooth-attn --no-smooth --no-reorder --no-clip"
+  "w4a8kv4_g128_rot_sattn|--precision w4a8kv4 --no-smooth --no-reorder --no-clip"
+  "w4a8kv4_g128_rot_sattn_smooth|--precision w4a8kv4 --no-reorder --no-clip"
+  "w4a8kv4_g128_rot_sattn_smooth_reorder|--precision w4a8kv4 --no-clip"
+  "w4a8kv4_g128_qoq|--precision w4a8kv4"
+  "w4a8kv4_pc_qoq|--precision w4a8kv4 --group-size -1"
+)
+for row in "${rows[@]}"; do
+  name=${row%%|*}
+  args=${row#*|}
+  if [ -n "${ROWS:-}" ] && ! grep -qw "$name" <<<"$ROWS"; then continue; fi
+  model=$MODEL
+  if [ "$args" != "-" ]; then
+    model=$OUT/$name
+    calib=("${CALIB[@]}")
+    # shellcheck disable=SC2086
+    $QSERVE quantize --model "$MODEL" --out "$model" $args "${calib[@]}" -q >"$OUT/$name.quantize.txt"
+  fi
+  $QSERVE eval ppl --model "$model" --text "$TEXT" --seqlen "$SEQLEN" --max-windows "$WINDOWS" --json |
+    python3 -c "import json,sys; j=json.loads(sys.stdin.read()); j['row']='$name'; print(json.dumps(j))" >>"$OUT/results.jsonl"
+  tail -n1 "$OUT/results.jsonl"
+done
