@@ -77,22 +77,41 @@ int nearest_pow2(double x) {
   if (x <= 1.0) return 1;
   return 1 << static_cast<int>(std::lround(std::log2(x)));
 }
+
+// For m > 64: resident CTAs per SM of each candidate tile (registers and
+// shared memory from the compiler's resource report), largest tile first.
+struct TileModel {
+  int tile;
+  int ctas_per_sm;
+};
+constexpr TileModel kLargeMTiles[] = {{5, 1}, {3, 3}, {2, 3}};
+
+// The fraction of the last wave's slots that the grid fills, over all waves.
+double wave_efficiency(int64_t ctas, int64_t slots) {
+  const int64_t waves = (ctas + slots - 1) / slots;
+  return static_cast<double>(ctas) / static_cast<double>(waves * slots);
+}
 }  // namespace
 
-// Tile and split-K rules fitted to a sweep of every (tile, split) on the H200
-// (bench/results/2026-11-29-gemm-w4a8-h200.md): decode tiles with enough
-// splits for ~4 CTAs per SM (g128, with more arithmetic per byte, twice
-// that), 128 x 32 / 128 x 64 tiles for m <= 64, and the 256 x 128 tile once
-// it gives half a wave, without split-K.
+// Tile and split-K rules fitted to sweeps of every (tile, split) on the H200
+// (bench/results/2026-11-29-gemm-w4a8-h200.md):
+//  - m <= 64: the smallest tile that holds m (128 x 64 for 33..64 when it fills
+//    the GPU, else 128 x 32), split-K up to ~4 CTAs per SM at m <= 8 (g128,
+//    with more arithmetic per byte, twice that), ~3 at m <= 16, ~2 above;
+//  - m > 64: the largest tile whose grid fills its waves to >= 80% (the last
+//    one included), else 128 x 32; split-K only when even that
+//    leaves SMs idle (splits cost more than they give once m > 64).
 W4A8Plan plan_w4a8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile, int force_splits,
                    bool g128) {
   QS_CHECK(m > 0 && n > 0 && k > 0 && k % quant::kMmaTileK == 0);
   W4A8Plan plan;
   const int sms = std::max(1, dev.sm_count);
+  const int kt_total = static_cast<int>(k / quant::kMmaTileK);
   auto ctas = [&](int tile) {
     const w4a8::TileShape s = kTiles[tile];
     return ((n + s.bn - 1) / s.bn) * ((m + s.bm - 1) / s.bm);
   };
+  int splits = 0;
   if (force_tile >= 0) {
     QS_CHECK(force_tile < kW4A8TileCount);
     plan.tile = force_tile;
@@ -105,18 +124,27 @@ W4A8Plan plan_w4a8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
   } else if (m <= 64) {
     plan.tile = ctas(3) >= sms ? 3 : 2;
   } else {
-    plan.tile = 2 * ctas(5) >= sms ? 5 : 3;
+    plan.tile = 2;
+    for (const TileModel& t : kLargeMTiles) {
+      const int64_t slots = int64_t{sms} * t.ctas_per_sm;
+      if (wave_efficiency(ctas(t.tile), slots) >= 0.8) {  // also means >= 80% of one wave
+        plan.tile = t.tile;
+        break;
+      }
+    }
+    if (plan.tile == 2 && ctas(2) < sms)
+      splits = std::min(nearest_pow2(static_cast<double>(sms) / ctas(2)), std::max(1, kt_total / 8));
   }
   const w4a8::TileShape s = kTiles[plan.tile];
   plan.grid_n = static_cast<int>((n + s.bn - 1) / s.bn);
   plan.grid_m = static_cast<int>((m + s.bm - 1) / s.bm);
-  const int kt_total = static_cast<int>(k / quant::kMmaTileK);
   const int64_t base = int64_t{plan.grid_n} * plan.grid_m;
-  int splits = 1;
   if (force_splits > 0) {
     splits = force_splits;
-  } else if (m <= 64) {
-    const double per_sm = m <= 8 ? (g128 ? 8.0 : 4.0) : 3.0;
+  } else if (force_tile >= 0 && m > 64) {
+    splits = 1;
+  } else if (m <= 64 && force_tile < 0) {
+    const double per_sm = m <= 8 ? (g128 ? 8.0 : 4.0) : m <= 16 ? 3.0 : 2.0;
     splits = nearest_pow2(per_sm * sms / static_cast<double>(base));
     splits = std::min({splits, 16, std::max(1, kt_total / 4)});  // at least 4 k tiles per split
   }
