@@ -34,7 +34,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 PY=${PYTHON:-python3}
-PIP_PACKAGES=(numpy tokenizers safetensors gguf pytest openai jinja2)
+PIP_PACKAGES=(numpy tokenizers safetensors gguf pytest openai jinja2 sentencepiece)
 if [ $want_torch -eq 1 ]; then PIP_PACKAGES+=(torch transformers); fi
 need_pip=0
 for p in "${PIP_PACKAGES[@]}"; do

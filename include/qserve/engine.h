@@ -97,6 +97,8 @@ struct EngineStats {
   uint64_t num_steps = 0;
   int peak_num_running = 0;            // largest batch seen
   int64_t peak_kv_pages_used = 0;
+  double model_s = 0;                  // time in the model runner (steps)
+  double kv_zero_s = 0;                // of which zeroing fresh KV pages (user-data guarantee)
 };
 
 // The per-request output queue returned by Engine::submit. Thread-safe; one

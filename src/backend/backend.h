@@ -1,0 +1,168 @@
+// The op interface every backend implements: the CPU FP32 reference
+// (src/backend/cpu/, the oracle), the CUDA backend later. The forward pass
+// (src/engine/llama_model.cpp) is written once against this interface.
+//
+// Shapes: T = new tokens of the step (all sequences, concatenated in batch
+// order), H = hidden size, D = head_dim, Hq / Hkv = query / KV heads.
+// Tensors handed to a backend live in that backend's memory (host for the CPU,
+// device for CUDA); `alloc` makes them. "float" below means the backend's
+// activation dtype (`float_dtype()`: F32 on the CPU reference, F16 on CUDA).
+//
+// How the quantized precisions fit (docs/qoq-spec.md sections 1-5):
+//  - A Linear says which input it wants (`input_format()`): float, or per-token
+//    INT8 (+ the per-token activation sum for per-channel W4 layers). The op
+//    that produces a linear's input (rms_norm / add_rms_norm before q/k/v and
+//    gate/up, silu_mul before down, quantize before o_proj) writes that format,
+//    so normalization + quantization fuse into one kernel.
+//  - KV pages are opaque to the forward pass: rope_kv_write stores new K/V in
+//    the cache's format (FP32 today; KV4 / KV8 / FP16 pages later, layout in
+//    docs/kv-cache-layout.md), attention reads it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace qserve {
+
+// What a linear layer consumes.
+enum class ActFormat {
+  kFloat,            // values [T, K] float
+  kInt8PerToken,     // values [T, K] I8, scales [T]: s_x = max|x| / 127 (spec section 2)
+  kInt8PerTokenSum,  // as kInt8PerToken, plus sums [T]: a_sum = s_x * sum_i xq (per-channel W4)
+};
+
+inline const char* act_format_name(ActFormat format) {
+  switch (format) {
+    case ActFormat::kFloat: return "float";
+    case ActFormat::kInt8PerToken: return "int8 per-token";
+    case ActFormat::kInt8PerTokenSum: return "int8 per-token + sum";
+  }
+  return "?";
+}
+
+// A linear layer's input, written by the producer op in the format the layer asked for.
+struct Activations {
+  ActFormat format = ActFormat::kFloat;
+  Tensor values;  // [T, K]: float for kFloat, I8 otherwise
+  Tensor scales;  // [T] F32: per-token scale (int8 formats only)
+  Tensor sums;    // [T] F32: per-token activation sum (kInt8PerTokenSum only)
+
+  int64_t tokens() const { return values.dim(0); }
+  int64_t dim() const { return values.dim(1); }
+};
+
+// y = x W^T (+ bias). FP32 weights on the CPU reference; W4A8 / W8A8 / W4A16
+// implementations hold their packed weights and scales behind the same call.
+class Linear {
+ public:
+  virtual ~Linear() = default;
+  virtual int64_t in_features() const = 0;
+  virtual int64_t out_features() const = 0;
+  virtual ActFormat input_format() const = 0;
+  // x: [T, in] in input_format(); y: [T, out] float (preallocated by the caller).
+  // y[t, o] = sum_i x[t, i] * W[o, i] + bias[o].
+  virtual void forward(const Activations& x, Tensor& y) const = 0;
+  // "fp32 [576 -> 1536] + bias" (logs and errors)
+  virtual std::string describe() const = 0;
+};
+
+// RoPE on a head vector of D values. Rotate-half (Hugging Face Llama): pairs
+// (j, j + D/2). Interleaved (original Llama / GGUF order): pairs (2j, 2j+1).
+// x'_a = x_a cos(p f_j) - x_b sin(p f_j), x'_b = x_b cos(p f_j) + x_a sin(p f_j).
+struct RopeParams {
+  enum class Style { kRotateHalf, kInterleaved };
+  Style style = Style::kRotateHalf;
+  int64_t head_dim = 0;
+  std::vector<float> inv_freq;  // [D/2] f_j, llama3 scaling already applied (model/rope.h)
+};
+
+// Where a step's tokens sit: one entry per sequence (its new tokens), plus the
+// paged KV cache's page tables. Built on the host by the forward pass once per
+// step; a device backend uploads it once (plan) and reuses it for every layer.
+struct AttentionBatch {
+  int64_t page_size = 0;                    // tokens per KV page
+  std::vector<int32_t> token_offsets;       // [S + 1]: new tokens of sequence s are rows [off[s], off[s+1])
+  std::vector<int32_t> positions;           // [T]: absolute position of each new token
+  std::vector<int32_t> context_lens;        // [S]: tokens in the cache once this step's are written
+  std::vector<int32_t> page_table_offsets;  // [S + 1]: pages of sequence s are page_table[off[s] .. off[s+1])
+  std::vector<int32_t> page_table;          // page ids, in position order (position p is in page p / page_size)
+  std::vector<int32_t> slots;               // [T]: page * page_size + p % page_size for each new token
+  std::optional<int64_t> sliding_window;    // keys with position <= p - window are masked
+  int64_t num_seqs() const { return static_cast<int64_t>(context_lens.size()); }
+  int64_t num_tokens() const { return static_cast<int64_t>(positions.size()); }
+};
+
+// One layer's KV pages. FP32 layout of the reference: k and v are
+// [num_pages, Hkv, page_size, D] f32 (token slot s of page p, head h at
+// ((p * Hkv + h) * page_size + s) * D). Quantized layouts add their scales.
+struct KvLayer {
+  Tensor k;
+  Tensor v;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  virtual DType float_dtype() const = 0;
+
+  // Zeroed memory of this backend.
+  virtual Tensor alloc(DType dtype, std::vector<int64_t> shape) = 0;
+  // A host tensor (F32 / F16 / BF16 weights) copied into this backend's memory as float_dtype().
+  virtual Tensor upload(const Tensor& host) = 0;
+  // A host copy (F32) of a tensor of this backend (tests, logits).
+  virtual Tensor download(const Tensor& t) = 0;
+  // dst = src (same dtype, same number of elements).
+  virtual void copy(const Tensor& src, Tensor& dst) = 0;
+  // t = 0 (e.g. KV pages handed to a new sequence: they hold another request's data).
+  virtual void zero(Tensor& t) = 0;
+
+  // A float linear layer from host weights [out, in] (F32 / F16 / BF16) and an
+  // optional bias [out] (empty Tensor = none).
+  virtual std::unique_ptr<Linear> make_linear(const Tensor& weight, const Tensor& bias) = 0;
+  // Activations for `tokens` rows of `dim` values in `format` (allocated here).
+  Activations alloc_activations(ActFormat format, int64_t tokens, int64_t dim) {
+    Activations a;
+    a.format = format;
+    a.values = alloc(format == ActFormat::kFloat ? float_dtype() : DType::kI8, {tokens, dim});
+    if (format != ActFormat::kFloat) a.scales = alloc(DType::kF32, {tokens});
+    if (format == ActFormat::kInt8PerTokenSum) a.sums = alloc(DType::kF32, {tokens});
+    return a;
+  }
+
+  // out[t] = table[ids[t]]; ids: host I32 [T] (validated by the caller), table [V, H], out [T, H].
+  virtual void embedding(const Tensor& table, const Tensor& ids, Tensor& out) = 0;
+  // out = rms_norm(x) * weight in out.format: x [T, H], weight [H].
+  virtual void rms_norm(const Tensor& x, const Tensor& weight, float eps, Activations& out) = 0;
+  // residual += delta, then out = rms_norm(residual) * weight (the residual add fused in).
+  virtual void add_rms_norm(Tensor& residual, const Tensor& delta, const Tensor& weight, float eps, Activations& out) = 0;
+  // out = silu(gate) * up in out.format: gate, up [T, I].
+  virtual void silu_mul(const Tensor& gate, const Tensor& up, Activations& out) = 0;
+  // out = x in out.format (the quantize node before o_proj; a copy for kFloat): x [T, K].
+  virtual void quantize(const Tensor& x, Activations& out) = 0;
+  // x += y: [T, H].
+  virtual void add(Tensor& x, const Tensor& y) = 0;
+  // out[r] = x[rows[r]]: rows host I32 [R], x [T, H], out [R, H] (last-token selection before lm_head).
+  virtual void gather_rows(const Tensor& x, const Tensor& rows, Tensor& out) = 0;
+
+  // RoPE on q [T, Hq, D] and k [T, Hkv, D] in place at batch.positions, then
+  // K and V [T, Hkv, D] of the new tokens written to their cache slots.
+  virtual void rope_kv_write(Tensor& q, Tensor& k, const Tensor& v, const RopeParams& rope, const AttentionBatch& batch,
+                             KvLayer& kv) = 0;
+  // Causal attention of each new token over its sequence's cached keys at
+  // positions <= its own (GQA: query head h reads KV head h / (Hq / Hkv)):
+  // q [T, Hq, D] (after RoPE), out [T, Hq * D]; softmax(q.k * scale) v.
+  virtual void attention(const Tensor& q, const KvLayer& kv, const AttentionBatch& batch, float scale, Tensor& out) = 0;
+};
+
+// The FP32 reference backend (threads from core/thread_pool.h). `fast` picks
+// the SIMD matmul when the CPU has one (AVX-512 / AVX2+FMA); false keeps the
+// scalar reference everywhere.
+std::unique_ptr<Backend> make_cpu_backend(bool fast = true);
+
+}  // namespace qserve

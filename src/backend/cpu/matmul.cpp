@@ -1,0 +1,81 @@
+#include "backend/cpu/matmul.h"
+
+#include <algorithm>
+
+#include "core/thread_pool.h"
+
+namespace qserve {
+namespace {
+
+enum class Isa { kScalar, kAvx2, kAvx512 };
+
+Isa detect_isa() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return Isa::kAvx512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::kAvx2;
+#endif
+  return Isa::kScalar;
+}
+
+Isa isa() {
+  static const Isa cached = detect_isa();
+  return cached;
+}
+
+// Columns [n0, n1) of y, plain loops.
+void matmul_scalar_cols(const float* x, const float* w, const float* bias, float* y, int64_t T, int64_t K, int64_t N, int64_t n0,
+                        int64_t n1) {
+  for (int64_t t = 0; t < T; ++t) {
+    const float* xt = x + t * K;
+    for (int64_t n = n0; n < n1; ++n) {
+      const float* wn = w + n * K;
+      float acc = 0.0f;
+      for (int64_t i = 0; i < K; ++i) acc += xt[i] * wn[i];
+      y[t * N + n] = bias ? acc + bias[n] : acc;
+    }
+  }
+}
+
+// Work split: columns in blocks of 16 (the SIMD kernels tile by 4 columns);
+// at least ~64k multiply-adds per chunk so tiny layers stay on one thread.
+template <typename Fn>
+void split_columns(int64_t T, int64_t K, int64_t N, Fn&& fn) {
+  constexpr int64_t kBlock = 16;
+  const int64_t blocks = (N + kBlock - 1) / kBlock;
+  const int64_t work_per_block = std::max<int64_t>(1, T * K * kBlock);
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / work_per_block);
+  ThreadPool::global().parallel_for(
+      blocks, [&](int64_t b0, int64_t b1) { fn(b0 * kBlock, std::min(N, b1 * kBlock)); }, grain);
+}
+
+}  // namespace
+
+void matmul_f32_ref(const float* x, const float* w, const float* bias, float* y, int64_t T, int64_t K, int64_t N) {
+  split_columns(T, K, N, [&](int64_t n0, int64_t n1) { matmul_scalar_cols(x, w, bias, y, T, K, N, n0, n1); });
+}
+
+void matmul_f32_fast(const float* x, const float* w, const float* bias, float* y, int64_t T, int64_t K, int64_t N) {
+  switch (isa()) {
+    case Isa::kAvx512:
+      split_columns(T, K, N, [&](int64_t n0, int64_t n1) { detail::matmul_f32_avx512(x, w, bias, y, T, K, N, n0, n1); });
+      return;
+    case Isa::kAvx2:
+      split_columns(T, K, N, [&](int64_t n0, int64_t n1) { detail::matmul_f32_avx2(x, w, bias, y, T, K, N, n0, n1); });
+      return;
+    case Isa::kScalar:
+      matmul_f32_ref(x, w, bias, y, T, K, N);
+      return;
+  }
+}
+
+const char* matmul_f32_fast_isa() {
+  switch (isa()) {
+    case Isa::kAvx512: return "avx512";
+    case Isa::kAvx2: return "avx2";
+    case Isa::kScalar: return "scalar";
+  }
+  return "?";
+}
+
+}  // namespace qserve

@@ -1,0 +1,50 @@
+// AVX-512F instance of matmul_kernel.inc (called only when the CPU has it).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "backend/cpu/matmul.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#pragma GCC push_options
+#pragma GCC target("avx512f,fma")
+// GCC 12's avx512fintrin.h builds some intrinsics on _mm256_undefined_* and
+// then warns about it; the warning is about the header, not this code.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace qserve::detail {
+namespace {
+
+struct V {
+  using Reg = __m512;
+  using Mask = __mmask16;
+  static constexpr int64_t W = 16;
+  static constexpr int TM = 4;  // 16 accumulators + 4 x + 1 w of 32 registers
+  static constexpr int TN = 4;
+  static Reg zero() { return _mm512_setzero_ps(); }
+  static Reg load(const float* p) { return _mm512_loadu_ps(p); }
+  static Mask tail_mask(int64_t n) { return static_cast<Mask>((1u << n) - 1u); }
+  static Reg load_tail(const float* p, Mask m) { return _mm512_maskz_loadu_ps(m, p); }
+  static Reg fma(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
+  static float sum(Reg a) { return _mm512_reduce_add_ps(a); }
+};
+
+#include "backend/cpu/matmul_kernel.inc"
+
+}  // namespace
+
+void matmul_f32_avx512(const float* x, const float* w, const float* bias, float* y, int64_t T, int64_t K, int64_t N, int64_t n0,
+                       int64_t n1) {
+  matmul_cols(x, w, bias, y, T, K, N, n0, n1);
+}
+
+}  // namespace qserve::detail
+
+#pragma GCC pop_options
+#else
+namespace qserve::detail {
+void matmul_f32_avx512(const float*, const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, int64_t) {}
+}  // namespace qserve::detail
+#endif

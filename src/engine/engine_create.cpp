@@ -1,0 +1,61 @@
+// Engine::create(config): the model named by the config on its backend.
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "core/error.h"
+#include "engine/llama_runner.h"
+#include "model/checkpoint.h"
+#include "qserve/engine.h"
+
+namespace qserve {
+namespace {
+
+constexpr int64_t kDefaultCpuKvBytes = int64_t{1} << 30;  // 1 GiB of KV pages when no budget is given
+
+std::string default_model_dir() {
+  const char* home = std::getenv("QSERVE_HOME");
+  std::string base;
+  if (home && *home) {
+    base = home;
+  } else {
+    const char* user_home = std::getenv("HOME");
+    base = std::string(user_home ? user_home : ".") + "/.cache/qserve";
+  }
+  return base + "/models/SmolLM2-135M-Instruct";
+}
+
+}  // namespace
+
+std::unique_ptr<Engine> Engine::create(const EngineConfig& config) {
+  if (config.device != "cpu") {
+    fail(ErrorCode::kUnsupported, "device '{}': this build runs the engine on the CPU only", config.device);
+  }
+  if (config.precision != "fp16" && config.precision != "fp32") {
+    fail(ErrorCode::kUnsupported, "precision '{}' on the CPU: the CPU engine computes in FP32 (use fp16 or fp32)",
+         config.precision);
+  }
+  if (config.load_format != "auto") {
+    fail(ErrorCode::kUnsupported, "--load-format {} is not available on the CPU engine", config.load_format);
+  }
+  const std::string path = config.model.empty() ? default_model_dir() : config.model;
+  if (!std::filesystem::exists(path)) {
+    fail(ErrorCode::kNotFound, "model '{}' not found{}", path,
+         config.model.empty() ? " (the default model; install it with scripts/install_model.sh)" : "");
+  }
+  auto checkpoint = open_checkpoint(path);
+  auto model = LlamaModel::load(*checkpoint);
+  spdlog::info("engine: {} from {}", model->config().summary(), path);
+  std::string name = std::filesystem::path(path).filename().string();
+  if (name.empty()) name = std::filesystem::path(path).parent_path().filename().string();
+  if (name.size() > 5 && name.ends_with(".gguf")) name.resize(name.size() - 5);
+  auto runner = std::make_unique<LlamaModelRunner>(std::move(model), name);
+
+  EngineConfig effective = config;
+  if (effective.num_kv_pages <= 0 && effective.kv_cache_bytes <= 0) effective.kv_cache_bytes = kDefaultCpuKvBytes;
+  // The tokenizer joins when src/tokenizer lands; until then requests carry token ids.
+  return create(effective, std::move(runner), nullptr);
+}
+
+}  // namespace qserve

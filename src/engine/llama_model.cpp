@@ -1,0 +1,365 @@
+#include "engine/llama_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <unordered_set>
+
+#include "core/error.h"
+#include "engine/qoq_model.h"
+#include "model/rope.h"
+#include "quant/qoq_checkpoint.h"
+
+namespace qserve {
+
+struct LlamaModel::Layer {
+  Tensor input_norm;  // [H] float
+  Tensor post_norm;   // [H] float
+  std::unique_ptr<Linear> q, k, v, o, gate, up, down;
+};
+
+// Activation buffers of one step, sized for `capacity` tokens and reused while
+// steps fit (so a device backend does not allocate per step).
+struct LlamaModel::Workspace {
+  int64_t capacity = 0;
+  Tensor x;        // [T, H] the residual stream
+  Activations attn_in, o_in, mlp_in, down_in, head_in;
+  Tensor q, k, v;  // [T, Hq * D], [T, Hkv * D], [T, Hkv * D]
+  Tensor attn;     // [T, Hq * D]
+  Tensor o_out;    // [T, H]
+  Tensor gate, up; // [T, I]
+  Tensor mlp_out;  // [T, H]
+  Tensor last_x;   // [T, H] rows of the sequences' last tokens
+  Tensor logits;   // [T, V]
+};
+
+namespace {
+
+// The first `rows` rows of a [capacity, ...] buffer.
+Tensor rows_of(const Tensor& t, int64_t rows) {
+  std::vector<int64_t> shape = t.shape();
+  shape[0] = rows;
+  return Tensor(t.dtype(), std::move(shape), const_cast<void*>(t.data()), t.owner());
+}
+
+Activations rows_of(const Activations& a, int64_t rows) {
+  Activations out;
+  out.format = a.format;
+  out.values = rows_of(a.values, rows);
+  if (!a.scales.empty()) out.scales = rows_of(a.scales, rows);
+  if (!a.sums.empty()) out.sums = rows_of(a.sums, rows);
+  return out;
+}
+
+Tensor host_i32(const std::vector<int32_t>& v) {
+  return Tensor(DType::kI32, {static_cast<int64_t>(v.size())}, const_cast<int32_t*>(v.data()));
+}
+
+}  // namespace
+
+LlamaModel::LlamaModel(const ModelConfig& config, std::unique_ptr<Backend> backend, LlamaModelOptions options)
+    : config_(config), backend_(std::move(backend)), options_(options) {
+  rope_.style = RopeParams::Style::kRotateHalf;  // Hugging Face layout (GGUF q/k are permuted to it on conversion)
+  rope_.head_dim = config_.head_dim;
+  rope_.inv_freq = rope_inv_freq(config_);
+  ws_ = std::make_unique<Workspace>();
+}
+
+LlamaModel::~LlamaModel() = default;
+
+std::unique_ptr<LlamaModel> LlamaModel::load(const Checkpoint& checkpoint, LlamaModelOptions options) {
+  if (quant::is_qoq_checkpoint(checkpoint.config())) return load_qoq_model(checkpoint, options);
+  const ModelConfig config = ModelConfig::from_json(checkpoint.config());
+  const LlamaWeights weights = LlamaWeights::load(checkpoint, config);
+  return create(config, weights, make_cpu_backend(true), options);
+}
+
+std::unique_ptr<LlamaModel> LlamaModel::create(const ModelConfig& config, const LlamaWeights& w,
+                                               std::unique_ptr<Backend> backend, LlamaModelOptions options) {
+  return create(config, w, std::move(backend), options, nullptr);
+}
+
+std::unique_ptr<LlamaModel> LlamaModel::create(const ModelConfig& config, const LlamaWeights& w, std::unique_ptr<Backend> backend,
+                                               LlamaModelOptions options, const LinearFactory& linears) {
+  config.validate();
+  QS_CHECK(static_cast<int64_t>(w.layers.size()) == config.num_layers) << w.layers.size() << " layers of weights";
+  if (options.page_size <= 0) fail(ErrorCode::kInvalidArgument, "KV page size must be positive, got {}", options.page_size);
+  std::unique_ptr<LlamaModel> m(new LlamaModel(config, std::move(backend), options));
+  Backend& b = *m->backend_;
+  m->embed_ = b.upload(w.embed_tokens);
+  m->final_norm_ = b.upload(w.final_norm);
+  m->lm_head_ = b.make_linear(w.lm_head, {});
+  for (size_t l = 0; l < w.layers.size(); ++l) {
+    const LlamaLayerWeights& lw = w.layers[l];
+    auto L = std::make_unique<Layer>();
+    L->input_norm = b.upload(lw.input_norm);
+    L->post_norm = b.upload(lw.post_norm);
+    auto make = [&](const char* module, const Tensor& weight, const Tensor& bias) {
+      return linears ? linears(b, static_cast<int64_t>(l), module) : b.make_linear(weight, bias);
+    };
+    L->q = make("q_proj", lw.q_proj, lw.q_bias);
+    L->k = make("k_proj", lw.k_proj, lw.k_bias);
+    L->v = make("v_proj", lw.v_proj, lw.v_bias);
+    L->o = make("o_proj", lw.o_proj, lw.o_bias);
+    L->gate = make("gate_proj", lw.gate_proj, lw.gate_bias);
+    L->up = make("up_proj", lw.up_proj, lw.up_bias);
+    L->down = make("down_proj", lw.down_proj, lw.down_bias);
+    // Linears that share an input must agree on its format (one producer writes it).
+    QS_CHECK(L->q->input_format() == L->k->input_format() && L->q->input_format() == L->v->input_format());
+    QS_CHECK(L->gate->input_format() == L->up->input_format());
+    m->layers_.push_back(std::move(L));
+  }
+  return m;
+}
+
+int64_t LlamaModel::kv_bytes_per_page(int64_t page_size) const {
+  return config_.num_layers * 2 * config_.num_kv_heads * page_size * config_.head_dim *
+         static_cast<int64_t>(dtype_size(backend_->float_dtype()));
+}
+
+void LlamaModel::allocate_kv_cache(int64_t num_pages, int64_t page_size) {
+  if (num_pages <= 0 || page_size <= 0)
+    fail(ErrorCode::kInvalidArgument, "KV cache needs positive pages and page size, got {} x {}", num_pages, page_size);
+  kv_.clear();
+  for (int64_t l = 0; l < config_.num_layers; ++l) {
+    KvLayer layer;
+    layer.k = backend_->alloc(backend_->float_dtype(), {num_pages, config_.num_kv_heads, page_size, config_.head_dim});
+    layer.v = backend_->alloc(backend_->float_dtype(), {num_pages, config_.num_kv_heads, page_size, config_.head_dim});
+    kv_.push_back(std::move(layer));
+  }
+  page_size_ = page_size;
+  num_pages_ = num_pages;
+  sequences_.clear();
+  free_pages_.clear();
+}
+
+void LlamaModel::zero_kv_pages(std::span<const int32_t> pages) {
+  for (KvLayer& layer : kv_)
+    for (Tensor* t : {&layer.k, &layer.v}) {
+      const int64_t per_page = t->numel() / num_pages_;
+      const size_t bytes = per_page * dtype_size(t->dtype());
+      for (int32_t p : pages) {
+        QS_CHECK(p >= 0 && p < num_pages_) << "page " << p;
+        Tensor view(t->dtype(), {per_page}, static_cast<char*>(t->data()) + p * bytes, t->owner());
+        backend_->zero(view);
+      }
+    }
+}
+
+// The pool grows by reallocation (pages keep their ids: the old pool is the
+// prefix of the new one).
+void LlamaModel::grow_pool(int64_t min_pages) {
+  if (min_pages <= num_pages_) return;
+  if (min_pages > options_.max_kv_pages)
+    fail(ErrorCode::kResourceExhausted, "KV cache full: {} pages of {} tokens needed, limit {}", min_pages, page_size_,
+         options_.max_kv_pages);
+  int64_t n = std::max<int64_t>(options_.initial_kv_pages, 1);
+  while (n < min_pages) n *= 2;
+  n = std::min(n, options_.max_kv_pages);
+  for (KvLayer& layer : kv_)
+    for (Tensor* t : {&layer.k, &layer.v}) {
+      Tensor bigger = backend_->alloc(t->dtype(), {n, config_.num_kv_heads, page_size_, config_.head_dim});
+      Tensor prefix = rows_of(bigger, num_pages_);
+      backend_->copy(*t, prefix);
+      *t = std::move(bigger);
+    }
+  for (int64_t p = n - 1; p >= num_pages_; --p) free_pages_.push_back(static_cast<int32_t>(p));
+  num_pages_ = n;
+}
+
+int64_t LlamaModel::cached_tokens(int64_t seq_id) const {
+  auto it = sequences_.find(seq_id);
+  return it == sequences_.end() ? 0 : it->second.length;
+}
+
+void LlamaModel::release(int64_t seq_id) {
+  auto it = sequences_.find(seq_id);
+  if (it == sequences_.end()) return;
+  for (auto p = it->second.pages.rbegin(); p != it->second.pages.rend(); ++p) free_pages_.push_back(*p);
+  sequences_.erase(it);
+}
+
+void LlamaModel::forward(const Batch& batch, Logits& out) {
+  if (kv_.empty()) {  // first use: an empty pool that grows
+    page_size_ = options_.page_size;
+    for (int64_t l = 0; l < config_.num_layers; ++l) kv_.push_back({});
+    num_pages_ = 0;
+    for (KvLayer& layer : kv_)
+      for (Tensor* t : {&layer.k, &layer.v})
+        *t = backend_->alloc(backend_->float_dtype(), {0, config_.num_kv_heads, page_size_, config_.head_dim});
+  }
+  // Validate everything before touching the cache.
+  std::unordered_set<int64_t> seen;
+  int64_t pages_needed = 0;
+  for (const SequenceInput& s : batch.seqs) {
+    if (!seen.insert(s.seq_id).second) fail(ErrorCode::kInvalidArgument, "sequence {} appears twice in one batch", s.seq_id);
+    const int64_t cached = cached_tokens(s.seq_id);
+    if (s.start < 0 || s.start > cached)
+      fail(ErrorCode::kInvalidArgument, "sequence {}: start {} but {} tokens are cached", s.seq_id, s.start, cached);
+    if (s.tokens.empty()) fail(ErrorCode::kInvalidArgument, "sequence {}: no new tokens", s.seq_id);
+    const int64_t end = s.start + static_cast<int64_t>(s.tokens.size());
+    if (end > config_.max_position_embeddings)
+      fail(ErrorCode::kOutOfRange, "sequence {}: {} tokens exceed the model's context of {}", s.seq_id, end,
+           config_.max_position_embeddings);
+    for (int32_t id : s.tokens)
+      if (id < 0 || id >= config_.vocab_size)
+        fail(ErrorCode::kInvalidArgument, "sequence {}: token id {} outside the vocabulary [0, {})", s.seq_id, id,
+             config_.vocab_size);
+    auto it = sequences_.find(s.seq_id);
+    const int64_t have = it == sequences_.end() ? 0 : static_cast<int64_t>(it->second.pages.size());
+    pages_needed += std::max<int64_t>(0, (end + page_size_ - 1) / page_size_ - have);
+  }
+  if (pages_needed > static_cast<int64_t>(free_pages_.size()))
+    grow_pool(num_pages_ + pages_needed - static_cast<int64_t>(free_pages_.size()));
+
+  // Page tables first (the map does not move its values once all entries exist).
+  for (const SequenceInput& s : batch.seqs) {
+    SequenceState& st = sequences_[s.seq_id];
+    const int64_t need = (s.start + static_cast<int64_t>(s.tokens.size()) + page_size_ - 1) / page_size_;
+    while (static_cast<int64_t>(st.pages.size()) < need) {
+      st.pages.push_back(free_pages_.back());
+      free_pages_.pop_back();
+    }
+  }
+  PagedBatch paged;
+  paged.all_logits = batch.all_logits;
+  for (const SequenceInput& s : batch.seqs) paged.seqs.push_back({s.tokens, s.start, sequences_.at(s.seq_id).pages, true});
+  run(paged, out);
+  for (const SequenceInput& s : batch.seqs) sequences_.at(s.seq_id).length = s.start + static_cast<int64_t>(s.tokens.size());
+}
+
+void LlamaModel::forward_paged(const PagedBatch& batch, Logits& out) {
+  if (kv_.empty()) fail(ErrorCode::kInvalidArgument, "forward_paged before allocate_kv_cache");
+  run(batch, out);
+}
+
+void LlamaModel::run(const PagedBatch& batch, Logits& out) {
+  const ModelConfig& c = config_;
+  const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
+  const int64_t S = static_cast<int64_t>(batch.seqs.size());
+  if (S == 0) fail(ErrorCode::kInvalidArgument, "empty batch");
+
+  // Step metadata (host), validated.
+  AttentionBatch ab;
+  ab.page_size = page_size_;
+  ab.sliding_window = c.sliding_window;
+  ab.token_offsets.push_back(0);
+  ab.page_table_offsets.push_back(0);
+  std::vector<int32_t> ids;
+  std::vector<int32_t> last_rows;  // rows whose logits are returned
+  for (const PagedSequenceInput& s : batch.seqs) {
+    const int64_t n = static_cast<int64_t>(s.tokens.size());
+    if (n == 0) fail(ErrorCode::kInvalidArgument, "a sequence of the batch has no new tokens");
+    if (s.start < 0) fail(ErrorCode::kInvalidArgument, "negative start position {}", s.start);
+    const int64_t end = s.start + n;
+    if (end > c.max_position_embeddings)
+      fail(ErrorCode::kOutOfRange, "sequence of {} tokens exceeds the model's context of {}", end, c.max_position_embeddings);
+    const int64_t pages = (end + page_size_ - 1) / page_size_;
+    if (static_cast<int64_t>(s.page_table.size()) < pages)
+      fail(ErrorCode::kInvalidArgument, "page table of {} pages for {} tokens of {} per page", s.page_table.size(), end, page_size_);
+    for (int64_t i = 0; i < pages; ++i) {
+      const int32_t p = s.page_table[i];
+      if (p < 0 || p >= num_pages_) fail(ErrorCode::kInvalidArgument, "page {} outside the pool of {}", p, num_pages_);
+      ab.page_table.push_back(p);
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const int32_t id = s.tokens[i];
+      if (id < 0 || id >= V) fail(ErrorCode::kInvalidArgument, "token id {} outside the vocabulary [0, {})", id, V);
+      ids.push_back(id);
+      const int64_t pos = s.start + i;
+      ab.positions.push_back(static_cast<int32_t>(pos));
+      ab.slots.push_back(static_cast<int32_t>(s.page_table[pos / page_size_] * page_size_ + pos % page_size_));
+    }
+    ab.token_offsets.push_back(static_cast<int32_t>(ids.size()));
+    ab.page_table_offsets.push_back(static_cast<int32_t>(ab.page_table.size()));
+    ab.context_lens.push_back(static_cast<int32_t>(end));
+    if (s.want_logits) last_rows.push_back(static_cast<int32_t>(ids.size() - 1));
+  }
+  const int64_t T = static_cast<int64_t>(ids.size());
+
+  // Workspace for T tokens.
+  Backend& b = *backend_;
+  Workspace& w = *ws_;
+  const Layer& L0 = *layers_[0];
+  if (w.capacity < T) {
+    const int64_t cap = std::max<int64_t>(T, 2 * w.capacity);
+    const DType f = b.float_dtype();
+    w.x = b.alloc(f, {cap, H});
+    w.attn_in = b.alloc_activations(L0.q->input_format(), cap, H);
+    w.o_in = b.alloc_activations(L0.o->input_format(), cap, c.q_dim());
+    w.mlp_in = b.alloc_activations(L0.gate->input_format(), cap, H);
+    w.down_in = b.alloc_activations(L0.down->input_format(), cap, I);
+    w.head_in = b.alloc_activations(lm_head_->input_format(), cap, H);
+    w.q = b.alloc(f, {cap, c.q_dim()});
+    w.k = b.alloc(f, {cap, c.kv_dim()});
+    w.v = b.alloc(f, {cap, c.kv_dim()});
+    w.attn = b.alloc(f, {cap, c.q_dim()});
+    w.o_out = b.alloc(f, {cap, H});
+    w.gate = b.alloc(f, {cap, I});
+    w.up = b.alloc(f, {cap, I});
+    w.mlp_out = b.alloc(f, {cap, H});
+    w.last_x = b.alloc(f, {cap, H});
+    w.capacity = cap;
+  }
+  const int64_t logit_rows = batch.all_logits ? T : static_cast<int64_t>(last_rows.size());
+  if (w.logits.empty() || w.logits.dim(0) < logit_rows)  // [rows, V] can be large: sized on its own
+    w.logits = b.alloc(b.float_dtype(), {std::max<int64_t>(logit_rows, w.logits.empty() ? 0 : 2 * w.logits.dim(0)), V});
+  Tensor x = rows_of(w.x, T);
+  Activations attn_in = rows_of(w.attn_in, T), o_in = rows_of(w.o_in, T), mlp_in = rows_of(w.mlp_in, T),
+              down_in = rows_of(w.down_in, T);
+  Tensor q = rows_of(w.q, T), k = rows_of(w.k, T), v = rows_of(w.v, T), attn = rows_of(w.attn, T);
+  Tensor o_out = rows_of(w.o_out, T), gate = rows_of(w.gate, T), up = rows_of(w.up, T), mlp_out = rows_of(w.mlp_out, T);
+
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const float eps = c.rms_norm_eps;
+  b.embedding(embed_, host_i32(ids), x);
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    const Layer& L = *layers_[l];
+    // x += previous MLP output; attention input = norm(x)
+    if (l == 0) b.rms_norm(x, L.input_norm, eps, attn_in);
+    else b.add_rms_norm(x, mlp_out, L.input_norm, eps, attn_in);
+    L.q->forward(attn_in, q);
+    L.k->forward(attn_in, k);
+    L.v->forward(attn_in, v);
+    b.rope_kv_write(q, k, v, rope_, ab, kv_[l]);
+    b.attention(q, kv_[l], ab, scale, attn);
+    b.quantize(attn, o_in);
+    L.o->forward(o_in, o_out);
+    // x += attention output; MLP input = norm(x)
+    b.add_rms_norm(x, o_out, L.post_norm, eps, mlp_in);
+    L.gate->forward(mlp_in, gate);
+    L.up->forward(mlp_in, up);
+    b.silu_mul(gate, up, down_in);
+    L.down->forward(down_in, mlp_out);
+  }
+  b.add(x, mlp_out);
+
+  out.vocab_size = V;
+  const int64_t R = static_cast<int64_t>(last_rows.size());
+  if (batch.all_logits) {
+    Activations head_in = rows_of(w.head_in, T);
+    b.rms_norm(x, final_norm_, eps, head_in);
+    Tensor logits = rows_of(w.logits, T);
+    lm_head_->forward(head_in, logits);
+    Tensor host = b.download(logits);
+    out.all.assign(host.data_as<float>(), host.data_as<float>() + T * V);
+    out.last.resize(R * V);
+    for (int64_t r = 0; r < R; ++r)
+      std::memcpy(out.last.data() + r * V, out.all.data() + static_cast<int64_t>(last_rows[r]) * V, V * sizeof(float));
+    return;
+  }
+  out.all.clear();
+  out.last.clear();
+  if (R == 0) return;
+  // Only the rows that need logits go through the final norm and lm_head.
+  Tensor last_x = rows_of(w.last_x, R);
+  b.gather_rows(x, host_i32(last_rows), last_x);
+  Activations head_in = rows_of(w.head_in, R);
+  b.rms_norm(last_x, final_norm_, eps, head_in);
+  Tensor logits = rows_of(w.logits, R);
+  lm_head_->forward(head_in, logits);
+  Tensor host = b.download(logits);
+  out.last.assign(host.data_as<float>(), host.data_as<float>() + R * V);
+}
+
+}  // namespace qserve

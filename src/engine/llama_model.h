@@ -1,0 +1,143 @@
+// The forward pass of the Llama family (Llama, Mistral, Qwen2) on any Backend,
+// with a paged KV cache. One call runs a batch of sequences, each with any
+// number of new tokens (a whole prompt, a prefill chunk or one decode token),
+// and returns the logits of each sequence's last new token (or of every new
+// token, for perplexity and teacher forcing).
+//
+//   auto ckpt = open_checkpoint(dir);
+//   auto model = LlamaModel::load(*ckpt);                 // CPU FP32 backend
+//   Batch batch;
+//   batch.seqs.push_back({/*seq_id=*/0, prompt_ids, /*start=*/0});
+//   Logits logits;
+//   model->forward(batch, logits);                        // prefill
+//   batch.seqs[0] = {0, {next_id}, int64_t(prompt_ids.size())};
+//   model->forward(batch, logits);                        // one decode step
+//   model->release(0);                                    // frees its KV pages
+//
+// Two ways to drive the KV cache:
+//  - forward(Batch): sequences by id; the model keeps their page tables and
+//    grows its page pool as needed (generate, tests, benchmarks).
+//  - forward_paged(PagedBatch): the caller's block manager owns the page
+//    tables (the serving engine); allocate_kv_cache() sizes the pool once.
+// Use one or the other on a given model.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/checkpoint.h"
+#include "model/llama_weights.h"
+#include "model/model_config.h"
+
+namespace qserve {
+
+// One sequence's share of a forward call.
+struct SequenceInput {
+  int64_t seq_id = 0;
+  std::vector<int32_t> tokens;  // the new tokens, at positions start .. start + n - 1
+  int64_t start = 0;            // K/V of positions [0, start) are cached; start < cached length rewinds
+};
+
+struct Batch {
+  std::vector<SequenceInput> seqs;  // distinct seq ids
+  bool all_logits = false;          // also return the logits of every new token
+};
+
+// One sequence's share of a forward_paged call.
+struct PagedSequenceInput {
+  std::span<const int32_t> tokens;      // [n] new tokens at positions start .. start + n - 1
+  int64_t start = 0;                    // K/V of [0, start) are in the pages already
+  std::span<const int32_t> page_table;  // [>= ceil((start + n) / page_size)] physical pages, in position order
+  bool want_logits = true;              // return the logits of its last new token
+};
+
+struct PagedBatch {
+  std::vector<PagedSequenceInput> seqs;
+  bool all_logits = false;
+};
+
+struct Logits {
+  int64_t vocab_size = 0;
+  std::vector<float> last;  // [sequences that want logits, V] f32, in batch order
+  std::vector<float> all;   // [T, V] f32 for every new token in batch order (all_logits only)
+  std::span<const float> row(int64_t i) const { return {last.data() + i * vocab_size, static_cast<size_t>(vocab_size)}; }
+  std::span<const float> all_row(int64_t t) const { return {all.data() + t * vocab_size, static_cast<size_t>(vocab_size)}; }
+};
+
+struct LlamaModelOptions {
+  int64_t page_size = 16;          // tokens per KV page (forward(Batch) mode)
+  int64_t initial_kv_pages = 64;   // the pool doubles when it runs out (forward(Batch) mode)
+  int64_t max_kv_pages = 1 << 20;  // beyond this, kResourceExhausted
+};
+
+class LlamaModel {
+ public:
+  // The CPU FP32 backend (SIMD matmuls) on the checkpoint's weights.
+  static std::unique_ptr<LlamaModel> load(const Checkpoint& checkpoint, LlamaModelOptions options = {});
+  // Any backend; weights are converted / copied by the backend, `weights` may go after.
+  static std::unique_ptr<LlamaModel> create(const ModelConfig& config, const LlamaWeights& weights,
+                                            std::unique_ptr<Backend> backend, LlamaModelOptions options = {});
+  // The same with the block linears made by `linears` (backend, layer, module
+  // "q_proj" | "k_proj" | "v_proj" | "o_proj" | "gate_proj" | "up_proj" | "down_proj")
+  // instead of backend.make_linear on the float weights, which may then be empty:
+  // how quantized checkpoints (engine/qoq_model.h) bring their own layers.
+  using LinearFactory = std::function<std::unique_ptr<Linear>(Backend&, int64_t, const std::string&)>;
+  static std::unique_ptr<LlamaModel> create(const ModelConfig& config, const LlamaWeights& weights,
+                                            std::unique_ptr<Backend> backend, LlamaModelOptions options,
+                                            const LinearFactory& linears);
+  ~LlamaModel();
+
+  const ModelConfig& config() const { return config_; }
+  Backend& backend() { return *backend_; }
+
+  // Sequences by id (see the header comment). Errors (kInvalidArgument /
+  // kOutOfRange / kResourceExhausted) leave the cache as it was.
+  void forward(const Batch& batch, Logits& out);
+  void release(int64_t seq_id);                  // frees the pages of a sequence (no-op if unknown)
+  int64_t cached_tokens(int64_t seq_id) const;   // 0 if unknown
+  int64_t num_free_pages() const { return static_cast<int64_t>(free_pages_.size()); }
+  int64_t num_pages() const { return num_pages_; }
+
+  // Pages owned by the caller.
+  void allocate_kv_cache(int64_t num_pages, int64_t page_size);
+  int64_t kv_bytes_per_page(int64_t page_size) const;  // all layers, K and V
+  void zero_kv_pages(std::span<const int32_t> pages);  // before reuse by another request
+  void forward_paged(const PagedBatch& batch, Logits& out);
+
+ private:
+  struct Layer;
+  struct Workspace;
+  struct SequenceState {
+    std::vector<int32_t> pages;
+    int64_t length = 0;
+  };
+
+  LlamaModel(const ModelConfig& config, std::unique_ptr<Backend> backend, LlamaModelOptions options);
+  void grow_pool(int64_t min_pages);
+  void run(const PagedBatch& batch, Logits& out);
+
+  ModelConfig config_;
+  std::unique_ptr<Backend> backend_;
+  LlamaModelOptions options_;
+  RopeParams rope_;
+
+  Tensor embed_;       // [V, H] float
+  Tensor final_norm_;  // [H]
+  std::unique_ptr<Linear> lm_head_;
+  std::vector<std::unique_ptr<Layer>> layers_;
+
+  // KV cache: per layer, [num_pages, Hkv, page_size, D] (KvLayer).
+  std::vector<KvLayer> kv_;
+  int64_t page_size_ = 0;
+  int64_t num_pages_ = 0;
+  std::vector<int32_t> free_pages_;  // forward(Batch) mode
+  std::unordered_map<int64_t, SequenceState> sequences_;
+  std::unique_ptr<Workspace> ws_;
+};
+
+}  // namespace qserve

@@ -1,0 +1,61 @@
+// The offline QoQ quantizer (spec section 6): reads an FP16/BF16/FP32 Llama
+// checkpoint, runs calibration sequences through the model block by block,
+// applies the enabled transforms, quantizes each block's linear layers and
+// writes the quantized checkpoint (docs/quantized-checkpoint.md) one shard per
+// block, so peak memory stays near one block in FP32 plus the calibration
+// activations [tokens, hidden] (and the FP16 embedding / lm_head).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/checkpoint.h"
+#include "quant/llama_weights.h"
+#include "quant/precision.h"
+
+namespace qserve::quant {
+
+struct QuantizeOptions {
+  Precision precision = Precision::kW4A8KV4;
+  int64_t group = 128;             // -1: per channel (W4A8 only)
+  bool fold_norms = false;         // implied by rotation
+  bool rotate = true;
+  bool smooth_attention = true;
+  bool smooth_output = true;       // o_proj (via v_proj) and down_proj
+  bool smooth_input = false;       // SmoothQuant input smoothing (folded into the norms)
+  bool reorder = true;             // g128 only
+  bool clip = true;
+  double smooth_attention_alpha = 0.5;
+  double smooth_output_alpha = 0.2;
+  double smooth_input_alpha = 0.5;
+  uint64_t rotation_seed = 0;
+  std::vector<std::vector<int32_t>> calibration;  // token sequences (equal lengths)
+  std::string calibration_name;                   // recorded in the config
+  // Called at each step: (layer index or -1 for the outer weights, number of layers, stage name).
+  std::function<void(int64_t, int64_t, const std::string&)> progress;
+};
+
+struct LayerReport {
+  double key_outlier_before = 0, key_outlier_after = 0;  // max |K| / median |K| over channels
+  double mean_clip_ratio = 1;
+};
+
+struct QuantizeReport {
+  std::vector<LayerReport> layers;
+  double seconds = 0;
+};
+
+// Reads the model shape from a Hugging Face config.json (Error(kCorruptData / kUnsupported)).
+LlamaShape llama_shape_from_config(const nlohmann::json& config);
+
+// Writes the quantized checkpoint of `in` into directory out_dir (created).
+QuantizeReport quantize_checkpoint(const Checkpoint& in, const std::string& out_dir, const QuantizeOptions& opt);
+
+// The transforms of one block, given its calibration statistics (exposed for tests).
+// taps are updated to describe the transformed block's inputs.
+struct BlockTaps;
+LayerReport transform_block(const LlamaShape& shape, BlockWeights& w, BlockTaps& taps, const QuantizeOptions& opt);
+
+}  // namespace qserve::quant

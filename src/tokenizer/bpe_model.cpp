@@ -1,0 +1,177 @@
+#include "tokenizer/bpe_model.h"
+
+#include <fmt/format.h>
+
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "tokenizer/unicode.h"
+
+namespace qserve {
+namespace {
+
+using json = nlohmann::json;
+
+std::string optional_string(const json& m, const char* key) {
+  if (!m.contains(key) || m.at(key).is_null()) return "";
+  return m.at(key).get<std::string>();
+}
+
+}  // namespace
+
+BpeModel::BpeModel(const json& m) {
+  const json& vocab = m.at("vocab");
+  if (!vocab.is_object()) fail(ErrorCode::kCorruptData, "tokenizer.json: model.vocab is not an object");
+  vocab_.reserve(vocab.size());
+  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
+    const int64_t id = it.value().get<int64_t>();
+    if (id < 0 || id >= (int64_t{1} << 24))
+      fail(ErrorCode::kCorruptData, "tokenizer.json: token id {} out of range", id);
+    vocab_[it.key()] = static_cast<int32_t>(id);
+    if (static_cast<size_t>(id) >= id_to_token_.size()) id_to_token_.resize(id + 1);
+    id_to_token_[id] = it.key();
+  }
+  continuing_subword_prefix_ = optional_string(m, "continuing_subword_prefix");
+  end_of_word_suffix_ = optional_string(m, "end_of_word_suffix");
+  fuse_unk_ = m.value("fuse_unk", false);
+  byte_fallback_ = m.value("byte_fallback", false);
+  ignore_merges_ = m.value("ignore_merges", false);
+  if (const std::string unk = optional_string(m, "unk_token"); !unk.empty()) {
+    if (auto it = vocab_.find(unk); it != vocab_.end()) unk_id_ = it->second;
+  }
+  for (int b = 0; b < 256; ++b) {
+    auto it = vocab_.find(fmt::format("<0x{:02X}>", b));
+    byte_ids_[b] = it == vocab_.end() ? -1 : it->second;
+  }
+
+  const json& merges = m.at("merges");
+  merges_.reserve(merges.size());
+  int32_t rank = 0;
+  for (const json& entry : merges) {
+    std::string a, b;
+    if (entry.is_string()) {
+      const std::string s = entry.get<std::string>();
+      const size_t sp = s.find(' ');
+      if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
+        fail(ErrorCode::kCorruptData, "tokenizer.json: merge '{}' is not two tokens", s);
+      a = s.substr(0, sp);
+      b = s.substr(sp + 1);
+    } else if (entry.is_array() && entry.size() == 2) {
+      a = entry[0].get<std::string>();
+      b = entry[1].get<std::string>();
+    } else {
+      fail(ErrorCode::kCorruptData, "tokenizer.json: merge {} is malformed", rank);
+    }
+    auto ia = vocab_.find(a), ib = vocab_.find(b);
+    if (ia == vocab_.end() || ib == vocab_.end())
+      fail(ErrorCode::kCorruptData, "tokenizer.json: merge '{} {}' uses a token not in vocab", a, b);
+    const std::string& cp = continuing_subword_prefix_;
+    const std::string merged = a + (!cp.empty() && b.starts_with(cp) ? b.substr(cp.size()) : b);
+    auto ir = vocab_.find(merged);
+    if (ir == vocab_.end())
+      fail(ErrorCode::kCorruptData, "tokenizer.json: merge '{} {}' makes '{}', not in vocab", a, b, merged);
+    merges_.insert_or_assign(pair_key(ia->second, ib->second), Merge{rank, ir->second});
+    ++rank;
+  }
+}
+
+const std::string* BpeModel::id_to_token(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= id_to_token_.size()) return nullptr;
+  return &id_to_token_[id];
+}
+
+std::optional<BpeModel::Merge> BpeModel::find_merge(int32_t a, int32_t b) const {
+  auto it = merges_.find(pair_key(a, b));
+  if (it == merges_.end()) return std::nullopt;
+  return it->second;
+}
+
+void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out) const {
+  if (word.empty()) return;
+  const bool cacheable = word.size() <= kMaxCachedWord;
+  if (cacheable) {
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    auto it = cache_.find(std::string(word));
+    if (it != cache_.end()) {
+      out.insert(out.end(), it->second.begin(), it->second.end());
+      return;
+    }
+  }
+  const size_t start = out.size();
+  encode_uncached(word, out);
+  if (cacheable) {
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    if (cache_.size() >= kMaxCacheEntries) cache_.clear();
+    cache_.emplace(std::string(word), std::vector<int32_t>(out.begin() + start, out.end()));
+  }
+}
+
+// Hugging Face's BPE::merge_word + Word::merge_all: characters to ids (byte
+// fallback, unk), then the lowest-ranked adjacent pair merged, leftmost first,
+// until no pair has a merge.
+void BpeModel::encode_uncached(std::string_view word, std::vector<int32_t>& out) const {
+  if (ignore_merges_) {
+    if (auto it = vocab_.find(std::string(word)); it != vocab_.end()) {
+      out.push_back(it->second);
+      return;
+    }
+  }
+  std::vector<int32_t> ids;
+  ids.reserve(word.size());
+  std::optional<int32_t> pending_unk;  // a (fused) unk not yet appended
+  std::string s;
+  size_t pos = 0;
+  while (pos < word.size()) {
+    const size_t b = pos;
+    const bool is_first = b == 0;
+    pos += std::min<size_t>(unicode::utf8_seq_len(static_cast<uint8_t>(word[b])), word.size() - b);
+    const bool is_last = pos == word.size();
+    s.assign(word.substr(b, pos - b));
+    if (!is_first && !continuing_subword_prefix_.empty()) s.insert(0, continuing_subword_prefix_);
+    if (is_last && !end_of_word_suffix_.empty()) s += end_of_word_suffix_;
+    if (auto it = vocab_.find(s); it != vocab_.end()) {
+      if (pending_unk) {
+        ids.push_back(*pending_unk);
+        pending_unk.reset();
+      }
+      ids.push_back(it->second);
+      continue;
+    }
+    if (byte_fallback_) {
+      bool all = true;
+      for (char c : s) all = all && byte_ids_[static_cast<uint8_t>(c)] >= 0;
+      if (all) {
+        for (char c : s) ids.push_back(byte_ids_[static_cast<uint8_t>(c)]);
+        continue;
+      }
+    }
+    if (!unk_id_) fail(ErrorCode::kInvalidArgument, "tokenizer: '{}' has no token and no unk token", s);
+    if (pending_unk && !fuse_unk_) ids.push_back(*pending_unk);
+    pending_unk = *unk_id_;
+  }
+  if (pending_unk) ids.push_back(*pending_unk);
+
+  // ranks[i]: rank of the merge of ids[i], ids[i + 1] (kNone when there is none).
+  constexpr int32_t kNone = std::numeric_limits<int32_t>::max();
+  std::vector<int32_t> ranks(ids.size() > 0 ? ids.size() - 1 : 0);
+  auto rank_of = [&](size_t i) {
+    auto m = find_merge(ids[i], ids[i + 1]);
+    return m ? m->rank : kNone;
+  };
+  for (size_t i = 0; i + 1 < ids.size(); ++i) ranks[i] = rank_of(i);
+  while (!ranks.empty()) {
+    size_t best = 0;
+    for (size_t i = 1; i < ranks.size(); ++i)
+      if (ranks[i] < ranks[best]) best = i;
+    if (ranks[best] == kNone) break;
+    ids[best] = find_merge(ids[best], ids[best + 1])->result;
+    ids.erase(ids.begin() + best + 1);
+    ranks.erase(ranks.begin() + best);
+    if (best < ranks.size()) ranks[best] = rank_of(best);
+    if (best > 0) ranks[best - 1] = rank_of(best - 1);
+  }
+  out.insert(out.end(), ids.begin(), ids.end());
+}
+
+}  // namespace qserve

@@ -1,0 +1,172 @@
+// The CPU backend: the SIMD matmul against the scalar reference, and the
+// reference ops against direct formulas on small odd shapes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/matmul.h"
+#include "core/half.h"
+
+namespace qserve {
+namespace {
+
+std::vector<float> random_vector(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// Every K tail (0..16), token and column tails, with and without bias.
+TEST(CpuMatmul, FastEqualsReference) {
+  SCOPED_TRACE(matmul_f32_fast_isa());
+  const int64_t shapes[][3] = {{1, 1, 1},   {1, 7, 5},    {3, 17, 9},  {4, 16, 4},   {5, 33, 19},  {7, 72, 24},
+                               {2, 576, 37}, {9, 100, 130}, {65, 31, 7}, {70, 129, 66}, {1, 1536, 64}, {13, 15, 1}};
+  uint32_t seed = 1;
+  for (const auto& s : shapes) {
+    const int64_t T = s[0], K = s[1], N = s[2];
+    for (bool with_bias : {false, true}) {
+      const auto x = random_vector(T * K, seed++);
+      const auto w = random_vector(N * K, seed++);
+      const auto b = random_vector(N, seed++);
+      std::vector<float> ref(T * N, NAN), fast(T * N, NAN);
+      matmul_f32_ref(x.data(), w.data(), with_bias ? b.data() : nullptr, ref.data(), T, K, N);
+      matmul_f32_fast(x.data(), w.data(), with_bias ? b.data() : nullptr, fast.data(), T, K, N);
+      // Direct check of the reference on one element, then fast vs reference everywhere.
+      double direct = with_bias ? b[N - 1] : 0.0;
+      for (int64_t i = 0; i < K; ++i) direct += static_cast<double>(x[(T - 1) * K + i]) * w[(N - 1) * K + i];
+      EXPECT_NEAR(ref[(T - 1) * N + N - 1], direct, 1e-4 * std::sqrt(static_cast<double>(K)));
+      for (int64_t i = 0; i < T * N; ++i)
+        ASSERT_NEAR(fast[i], ref[i], 2e-5f * std::sqrt(static_cast<float>(K)) * (1.0f + std::fabs(ref[i])))
+            << "T " << T << " K " << K << " N " << N << " at " << i;
+    }
+  }
+}
+
+TEST(CpuOps, RmsNormMatchesFormula) {
+  const int64_t T = 3, H = 37;
+  const auto x = random_vector(T * H, 7), w = random_vector(H, 8);
+  std::vector<float> out(T * H);
+  cpu::rms_norm_rows(x.data(), w.data(), 1e-5f, T, H, out.data());
+  for (int64_t t = 0; t < T; ++t) {
+    double ss = 0;
+    for (int64_t i = 0; i < H; ++i) ss += x[t * H + i] * x[t * H + i];
+    const double inv = 1.0 / std::sqrt(ss / H + 1e-5);
+    for (int64_t i = 0; i < H; ++i) EXPECT_NEAR(out[t * H + i], w[i] * x[t * H + i] * inv, 1e-5);
+  }
+}
+
+TEST(CpuOps, Int8ActivationRowFollowsTheContract) {
+  auto backend = make_cpu_backend();
+  const int64_t K = 33;
+  auto row = random_vector(K, 3, 2.0f);
+  row[5] = -7.25f;  // the max |x|
+  for (ActFormat f : {ActFormat::kInt8PerToken, ActFormat::kInt8PerTokenSum}) {
+    Activations a = backend->alloc_activations(f, 2, K);
+    cpu::write_activation_row(row.data(), K, 1, a);
+    const float s = a.scales.data_as<float>()[1];
+    EXPECT_EQ(s, half_to_float(float_to_half(7.25f / 127.0f)));
+    int64_t qsum = 0;
+    for (int64_t i = 0; i < K; ++i) {
+      const int8_t q = a.values.data_as<int8_t>()[K + i];
+      EXPECT_EQ(q, static_cast<int8_t>(std::clamp(std::nearbyint(row[i] / s), -127.0f, 127.0f)));
+      qsum += q;
+    }
+    if (f == ActFormat::kInt8PerTokenSum) {
+      EXPECT_FLOAT_EQ(a.sums.data_as<float>()[1], s * qsum);
+    }
+    std::vector<float> back(K);
+    cpu::read_activation_row(a, 1, back.data());
+    for (int64_t i = 0; i < K; ++i) EXPECT_NEAR(back[i], row[i], s / 2 + 1e-6f);
+  }
+  std::vector<float> zeros(K, 0.0f);  // max |x| = 0: scale 0, values 0
+  Activations a = backend->alloc_activations(ActFormat::kInt8PerToken, 1, K);
+  cpu::write_activation_row(zeros.data(), K, 0, a);
+  EXPECT_EQ(a.scales.data_as<float>()[0], 0.0f);
+}
+
+TEST(CpuOps, RopeStylesRotatePairs) {
+  RopeParams rope;
+  rope.head_dim = 6;
+  rope.inv_freq = {1.0f, 0.1f, 0.01f};
+  const int32_t pos[] = {0, 5};
+  for (auto style : {RopeParams::Style::kRotateHalf, RopeParams::Style::kInterleaved}) {
+    rope.style = style;
+    auto x = random_vector(2 * 2 * 6, 11);  // [T=2, heads=2, D=6]
+    const auto orig = x;
+    cpu::rope(x.data(), 2, 2, rope, pos);
+    for (int h = 0; h < 2; ++h)
+      for (int j = 0; j < 6; ++j) EXPECT_FLOAT_EQ(x[h * 6 + j], orig[h * 6 + j]);  // position 0: identity
+    for (int h = 0; h < 2; ++h)
+      for (int j = 0; j < 3; ++j) {
+        const int a = style == RopeParams::Style::kRotateHalf ? j : 2 * j;
+        const int b = style == RopeParams::Style::kRotateHalf ? j + 3 : 2 * j + 1;
+        const float* o = orig.data() + (2 + h) * 6;
+        const float* r = x.data() + (2 + h) * 6;
+        const double ang = 5.0 * rope.inv_freq[j];
+        EXPECT_NEAR(r[a], o[a] * std::cos(ang) - o[b] * std::sin(ang), 1e-5);
+        EXPECT_NEAR(r[b], o[b] * std::cos(ang) + o[a] * std::sin(ang), 1e-5);
+      }
+  }
+}
+
+// Paged attention over scattered pages equals dense causal attention.
+TEST(CpuOps, PagedAttentionEqualsDense) {
+  const int64_t heads = 6, kv_heads = 2, D = 12, P = 3, num_pages = 16;
+  // Two sequences: A has 4 cached + 3 new tokens, B has 0 cached + 5 new.
+  const int64_t lens[] = {7, 5}, news[] = {3, 5};
+  AttentionBatch batch;
+  batch.page_size = P;
+  batch.token_offsets = {0, 3, 8};
+  batch.context_lens = {7, 5};
+  batch.page_table_offsets = {0, 3, 5};
+  batch.page_table = {9, 2, 14, 5, 11};  // scattered
+  const auto kd = random_vector(12 * kv_heads * D, 21), vd = random_vector(12 * kv_heads * D, 22);  // dense [seq tok, kvh, D]
+  std::vector<float> kp(num_pages * kv_heads * P * D, NAN), vp(kp.size(), NAN);
+  int64_t dense_base[] = {0, 7};
+  for (int s = 0; s < 2; ++s)
+    for (int64_t j = 0; j < lens[s]; ++j) {
+      const int32_t page = batch.page_table[batch.page_table_offsets[s] + j / P];
+      for (int64_t h = 0; h < kv_heads; ++h)
+        for (int64_t d = 0; d < D; ++d) {
+          kp[((page * kv_heads + h) * P + j % P) * D + d] = kd[((dense_base[s] + j) * kv_heads + h) * D + d];
+          vp[((page * kv_heads + h) * P + j % P) * D + d] = vd[((dense_base[s] + j) * kv_heads + h) * D + d];
+        }
+      if (j >= lens[s] - news[s]) batch.positions.push_back(static_cast<int32_t>(j));
+    }
+  const auto q = random_vector(8 * heads * D, 23);
+  for (std::optional<int64_t> window : {std::optional<int64_t>{}, std::optional<int64_t>{2}}) {
+    batch.sliding_window = window;
+    std::vector<float> out(8 * heads * D, NAN);
+    cpu::attention(q.data(), kp.data(), vp.data(), heads, kv_heads, D, batch, 0.3f, out.data());
+    for (int64_t t = 0; t < 8; ++t) {
+      const int s = t < 3 ? 0 : 1;
+      const int64_t p = batch.positions[t];
+      for (int64_t h = 0; h < heads; ++h) {
+        const int64_t kvh = h / 3;
+        std::vector<double> sc;
+        const int64_t lo = window ? std::max<int64_t>(0, p - *window + 1) : 0;
+        for (int64_t j = lo; j <= p; ++j) {
+          double dot = 0;
+          for (int64_t d = 0; d < D; ++d) dot += q[(t * heads + h) * D + d] * kd[((dense_base[s] + j) * kv_heads + kvh) * D + d];
+          sc.push_back(dot * 0.3);
+        }
+        double mx = *std::max_element(sc.begin(), sc.end()), den = 0;
+        for (double& e : sc) den += (e = std::exp(e - mx));
+        for (int64_t d = 0; d < D; ++d) {
+          double o = 0;
+          for (int64_t j = lo; j <= p; ++j) o += sc[j - lo] / den * vd[((dense_base[s] + j) * kv_heads + kvh) * D + d];
+          ASSERT_NEAR(out[(t * heads + h) * D + d], o, 1e-5) << "t " << t << " h " << h;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace qserve

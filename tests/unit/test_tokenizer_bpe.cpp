@@ -1,0 +1,112 @@
+// Byte-level / byte-fallback BPE from tokenizer.json against Hugging Face
+// `tokenizers` (reference ids: scripts/dump_tokenizer_reference.py).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "core/error.h"
+#include "tokenizer/bpe_tokenizer.h"
+#include "tokenizer_test_util.h"
+
+namespace qserve {
+namespace {
+
+namespace fs = std::filesystem;
+
+class BpeReference : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(BpeReference, MatchesHuggingFace) {
+  const std::string dir = test::tokenizer_data_dir() + "/" + GetParam();
+  auto tok = load_tokenizer(dir + "/tokenizer.json");
+  test::check_against_reference(*tok, test::load_reference(dir + "/reference.json"), true);
+}
+
+INSTANTIATE_TEST_SUITE_P(Bpe, BpeReference,
+                         ::testing::Values("bpe_gpt2", "bpe_llama3", "bpe_qwen2", "bpe_digits", "bpe_bytefallback",
+                                           "bpe_metaspace"));
+
+// The default model's tokenizer (SmolLM2, 49,152 tokens): from the converted
+// model directory, or QSERVE_SMOLLM2_TOKENIZER (a tokenizer.json or its folder).
+std::string find_smollm2_tokenizer() {
+  if (const char* e = std::getenv("QSERVE_SMOLLM2_TOKENIZER")) return e;
+  const fs::path models = fs::path(QSERVE_SOURCE_DIR) / "models";
+  if (!fs::is_directory(models)) return "";
+  for (const auto& entry : fs::recursive_directory_iterator(models)) {
+    if (entry.path().filename() == "tokenizer.json" &&
+        entry.path().string().find("SmolLM2") != std::string::npos)
+      return entry.path().string();
+  }
+  return "";
+}
+
+TEST(TokenizerSmolLM2, MatchesHuggingFace) {
+  const std::string path = find_smollm2_tokenizer();
+  if (path.empty())
+    GTEST_SKIP() << "skipped: the default model is not installed (scripts/install_model.sh) and "
+                    "QSERVE_SMOLLM2_TOKENIZER is not set";
+  auto tok = load_tokenizer(path);
+  test::check_against_reference(*tok, test::load_reference(test::tokenizer_data_dir() + "/smollm2/reference.json"),
+                                true);
+}
+
+TEST(BpeTokenizer, TokenLookupAndSpecials) {
+  auto tok = load_tokenizer(test::tokenizer_data_dir() + "/bpe_qwen2/tokenizer.json");
+  const auto im_end = tok->token_id("<|im_end|>");
+  ASSERT_TRUE(im_end.has_value());
+  EXPECT_TRUE(tok->is_special(*im_end));
+  EXPECT_EQ(tok->token_text(*im_end), "<|im_end|>");
+  const auto think = tok->token_id("<think>");
+  ASSERT_TRUE(think.has_value());
+  EXPECT_FALSE(tok->is_special(*think));
+  EXPECT_FALSE(tok->token_id("no such token").has_value());
+  EXPECT_EQ(tok->encode("a<|im_end|>b", false).size(), 3u);
+  // skip_special drops <|im_end|> but keeps the non-special <think>.
+  EXPECT_EQ(tok->decode(tok->encode("<think>x<|im_end|>", false), true), "<think>x");
+}
+
+TEST(BpeTokenizer, InvalidUtf8InputRoundTrips) {
+  auto tok = load_tokenizer(test::tokenizer_data_dir() + "/bpe_gpt2/tokenizer.json");
+  const std::string bad = "ok \xC3 \xFF\xFE end \xE2\x82";
+  EXPECT_EQ(tok->decode_bytes(tok->encode(bad, false)), bad);
+}
+
+TEST(TokenizerLoad, BadInputsAreClearErrors) {
+  const fs::path tmp = fs::temp_directory_path() / "qserve_tokenizer_load_test";
+  fs::create_directories(tmp);
+  EXPECT_THROW(load_tokenizer((tmp / "missing").string()), Error);
+  EXPECT_THROW(load_tokenizer(tmp.string()), Error);  // no tokenizer file
+  auto write = [&](const std::string& s) {
+    std::ofstream(tmp / "tokenizer.json") << s;
+  };
+  write("{not json");
+  EXPECT_THROW(load_tokenizer(tmp.string()), Error);
+  write(R"({"model": {"type": "WordPiece", "vocab": {}}})");
+  EXPECT_THROW(load_tokenizer(tmp.string()), Error);
+  write(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["a b"]}})");
+  EXPECT_THROW(load_tokenizer(tmp.string()), Error);
+  write(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "pre_tokenizer": {"type": "Nope"}})");
+  EXPECT_THROW(load_tokenizer(tmp.string()), Error);
+  write(R"({"model": {"type": "BPE", "vocab": [1, 2], "merges": []}})");
+  EXPECT_THROW(load_tokenizer(tmp.string()), Error);
+  fs::remove_all(tmp);
+}
+
+TEST(TokenizerLoad, BosEosFromConfigs) {
+  const fs::path tmp = fs::temp_directory_path() / "qserve_tokenizer_cfg_test";
+  fs::create_directories(tmp);
+  fs::copy_file(test::tokenizer_data_dir() + "/bpe_llama3/tokenizer.json", tmp / "tokenizer.json",
+                fs::copy_options::overwrite_existing);
+  std::ofstream(tmp / "tokenizer_config.json") << R"({"bos_token": "<|begin_of_text|>", "eos_token": {"content": "<|end_of_text|>"}})";
+  std::ofstream(tmp / "generation_config.json") << R"({"eos_token_id": [1, 2]})";
+  auto tok = load_tokenizer(tmp.string());
+  EXPECT_EQ(tok->bos_id(), *tok->token_id("<|begin_of_text|>"));
+  EXPECT_EQ(tok->eos_ids(), (std::vector<int32_t>{1, 2}));
+  EXPECT_EQ(tok->encode("x", true).front(), tok->bos_id());
+  std::ofstream(tmp / "tokenizer_config.json") << R"({"bos_token": "<|begin_of_text|>", "add_bos_token": false})";
+  EXPECT_EQ(load_tokenizer(tmp.string())->encode("x", true).size(), 1u);
+  fs::remove_all(tmp);
+}
+
+}  // namespace
+}  // namespace qserve
