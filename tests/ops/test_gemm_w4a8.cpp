@@ -27,6 +27,8 @@
 namespace qserve {
 namespace {
 
+#ifdef QSERVE_HAVE_CUDA
+
 struct Case {
   bool g128;
   int64_t m, n, k;
@@ -100,8 +102,6 @@ Activations random_activations(int64_t m, int64_t k, std::mt19937& rng) {
   }
   return a;
 }
-
-#ifdef QSERVE_HAVE_CUDA
 
 cuda::CudaContext& context() {
   static cuda::CudaContext ctx(0);
