@@ -4,7 +4,8 @@ if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
   set(CMAKE_CUDA_ARCHITECTURES 80-real 90a-real)
 endif()
 enable_language(CUDA)
-# CMake < 3.26 does not know nvcc's C++20 flag; nvcc 12+ accepts it.
+# CMake 3.25 does not know nvcc 13's C++20 flag ("requires the language
+# dialect CUDA20"): tell it.
 if(NOT DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION OR CMAKE_CUDA20_STANDARD_COMPILE_OPTION STREQUAL "")
   set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
   set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")

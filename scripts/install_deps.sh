@@ -22,6 +22,8 @@ APT_PACKAGES=(
   nlohmann-json3-dev libcpp-httplib-dev libcli11-dev libfmt-dev libspdlog-dev
   libsentencepiece-dev libre2-dev libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-pip
+  clang libclang-rt-14-dev  # libFuzzer (scripts/fuzz.sh)
+  chromium                  # headless browser for the chat-page test (tests/e2e/test_server_chat_page.py)
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -35,7 +37,7 @@ fi
 
 PY=${PYTHON:-python3}
 PIP_PACKAGES=(numpy tokenizers safetensors gguf pytest openai jinja2 sentencepiece)
-if [ $want_torch -eq 1 ]; then PIP_PACKAGES+=(torch transformers); fi
+if [ $want_torch -eq 1 ]; then PIP_PACKAGES+=(torch transformers accelerate); fi  # accelerate: transformers needs it to load GGUF files
 need_pip=0
 for p in "${PIP_PACKAGES[@]}"; do
   $PY -c "import importlib.util,sys; sys.exit(0 if importlib.util.find_spec('$p') else 1)" 2>/dev/null || need_pip=1

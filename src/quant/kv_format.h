@@ -161,7 +161,6 @@ QS_HOST_DEVICE float kv_dequantize_value(int q, float scale, float zero) {
 }
 
 // ---- host helpers (kv_format.cpp) ------------------------------------------
-#if !defined(__CUDA_ARCH__)
 struct KvTokenParams {
   uint16_t scale_bits = 0, zero_bits = 0;  // stored fp16
   float scale = 0.f, zero = 0.f;           // the same values as float
@@ -177,6 +176,5 @@ void kv_dequantize_head(const uint8_t* values, uint16_t scale, uint16_t zero, in
 // Quantize + store / load + dequantize one token-head at (head, slot) of a page.
 void kv_write_token(const KvPageLayout& layout, uint8_t* page, int head, int slot, const uint16_t* x);
 void kv_read_token(const KvPageLayout& layout, const uint8_t* page, int head, int slot, float* out);
-#endif
 
 }  // namespace qserve

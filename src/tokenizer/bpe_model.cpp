@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <limits>
+#include <queue>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -107,7 +108,56 @@ void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out) con
   }
 }
 
-// Hugging Face's BPE::merge_word + Word::merge_all: characters to ids (byte
+// Hugging Face's Word::merge_all, step for step (the same queue order and the
+// same test for stale entries, so ties and odd vocabularies merge alike):
+// a queue of (rank, position) pairs, lowest rank first, then leftmost.
+void BpeModel::merge_all(std::vector<int32_t>& ids) const {
+  struct Symbol {
+    int32_t id;
+    int32_t prev, next;  // -1: none
+    bool removed;
+  };
+  struct Entry {
+    int32_t rank;
+    int32_t pos;
+    int32_t result;
+    bool operator<(const Entry& o) const {  // priority_queue pops the largest
+      return rank != o.rank ? rank > o.rank : pos > o.pos;
+    }
+  };
+  const auto n = static_cast<int32_t>(ids.size());
+  if (n < 2) return;
+  std::vector<Symbol> sym(n);
+  for (int32_t i = 0; i < n; ++i) sym[i] = {ids[i], i - 1, i + 1 < n ? i + 1 : -1, false};
+  std::vector<Entry> heap;
+  heap.reserve(n);
+  for (int32_t i = 0; i + 1 < n; ++i)
+    if (auto m = find_merge(ids[i], ids[i + 1])) heap.push_back({m->rank, i, m->result});
+  std::priority_queue<Entry> queue(std::less<Entry>(), std::move(heap));
+  while (!queue.empty()) {
+    const Entry top = queue.top();
+    queue.pop();
+    Symbol& cur = sym[top.pos];
+    if (cur.removed || cur.next < 0) continue;
+    const int32_t next_pos = cur.next;
+    const Symbol right = sym[next_pos];
+    const auto m = find_merge(cur.id, right.id);
+    if (!m || m->result != top.result) continue;  // a stale entry
+    cur.id = top.result;
+    cur.next = right.next;
+    sym[next_pos].removed = true;
+    if (right.next >= 0) sym[right.next].prev = top.pos;
+    if (cur.prev >= 0)
+      if (auto p = find_merge(sym[cur.prev].id, cur.id)) queue.push({p->rank, cur.prev, p->result});
+    if (cur.next >= 0)
+      if (auto q = find_merge(cur.id, sym[cur.next].id)) queue.push({q->rank, top.pos, q->result});
+  }
+  ids.clear();
+  for (int32_t i = 0; i < n; ++i)
+    if (!sym[i].removed) ids.push_back(sym[i].id);
+}
+
+// Hugging Face's BPE::merge_word: characters to ids (byte
 // fallback, unk), then the lowest-ranked adjacent pair merged, leftmost first,
 // until no pair has a merge.
 void BpeModel::encode_uncached(std::string_view word, std::vector<int32_t>& out) const {
@@ -152,25 +202,7 @@ void BpeModel::encode_uncached(std::string_view word, std::vector<int32_t>& out)
   }
   if (pending_unk) ids.push_back(*pending_unk);
 
-  // ranks[i]: rank of the merge of ids[i], ids[i + 1] (kNone when there is none).
-  constexpr int32_t kNone = std::numeric_limits<int32_t>::max();
-  std::vector<int32_t> ranks(ids.size() > 0 ? ids.size() - 1 : 0);
-  auto rank_of = [&](size_t i) {
-    auto m = find_merge(ids[i], ids[i + 1]);
-    return m ? m->rank : kNone;
-  };
-  for (size_t i = 0; i + 1 < ids.size(); ++i) ranks[i] = rank_of(i);
-  while (!ranks.empty()) {
-    size_t best = 0;
-    for (size_t i = 1; i < ranks.size(); ++i)
-      if (ranks[i] < ranks[best]) best = i;
-    if (ranks[best] == kNone) break;
-    ids[best] = find_merge(ids[best], ids[best + 1])->result;
-    ids.erase(ids.begin() + best + 1);
-    ranks.erase(ranks.begin() + best);
-    if (best < ranks.size()) ranks[best] = rank_of(best);
-    if (best > 0) ranks[best - 1] = rank_of(best - 1);
-  }
+  merge_all(ids);
   out.insert(out.end(), ids.begin(), ids.end());
 }
 

@@ -39,6 +39,7 @@ class BpeModel {
   }
   std::optional<Merge> find_merge(int32_t a, int32_t b) const;
   void encode_uncached(std::string_view word, std::vector<int32_t>& out) const;
+  void merge_all(std::vector<int32_t>& ids) const;
 
   std::unordered_map<std::string, int32_t> vocab_;
   std::vector<std::string> id_to_token_;  // [size()] ("" where no token has the id)

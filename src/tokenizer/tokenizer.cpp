@@ -66,8 +66,9 @@ std::string IncrementalDecoder::step(int32_t id) {
 }
 
 std::string IncrementalDecoder::flush() {
-  const std::string full = tokenizer_.decode(std::span(ids_).subspan(prefix_offset_), skip_special_);
-  std::string out = full.size() > emitted_ ? full.substr(emitted_) : std::string();
+  // Raw bytes, as in step(), so that emitted_ counts the same bytes.
+  const std::string full = tokenizer_.decode_impl(std::span(ids_).subspan(prefix_offset_), skip_special_, false);
+  std::string out = full.size() > emitted_ ? utf8_make_valid(std::string_view(full).substr(emitted_)) : std::string();
   prefix_offset_ = read_offset_ = ids_.size();
   emitted_ = 0;
   return out;

@@ -58,6 +58,7 @@ class Tokenizer {
   void set_eos_ids(std::vector<int32_t> ids) { eos_ids_ = std::move(ids); }
 
  protected:
+  friend class IncrementalDecoder;
   // Ids -> bytes. Invalid UTF-8 may remain (decode() replaces it as Hugging
   // Face's from_utf8_lossy does); raw_tail: see decode_bytes().
   virtual std::string decode_impl(std::span<const int32_t> ids, bool skip_special, bool raw_tail) const = 0;

@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include "model/checkpoint.h"
+#include "model/default_model.h"
 #include "model/safetensors.h"
 #include "test_files.h"
 
@@ -95,6 +98,46 @@ TEST(Checkpoint, BrokenDirectoriesGiveClearErrors) {
   expect_error([&] { open_checkpoint(dir.path().string()); }, ErrorCode::kCorruptData, {"model.safetensors"});
   write_bytes(dir.file("weights.bin"), "hello");
   expect_error([&] { open_checkpoint(dir.file("weights.bin")); }, ErrorCode::kUnsupported, {"weights.bin"});
+}
+
+// Sets an environment variable for one scope, then restores it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) {
+      ::setenv(name, value, 1);
+    } else {
+      ::unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(Checkpoint, ResolvesTheModelPath) {
+  TempDir home;
+  ScopedEnv h("QSERVE_HOME", home.path().c_str());
+  ScopedEnv m("QSERVE_MODEL", nullptr);
+  EXPECT_EQ(resolve_model_path("/some/dir"), "/some/dir");
+  expect_error([] { resolve_model_path(""); }, ErrorCode::kNotFound, {"scripts/install_model.sh"});
+  const std::string dir = home.file("models/SmolLM2-135M-Instruct");
+  EXPECT_EQ(default_model_dir(), dir);
+  std::filesystem::create_directories(dir);
+  write_bytes(dir + "/config.json", "{}");
+  EXPECT_EQ(resolve_model_path(""), dir);
+  ScopedEnv m2("QSERVE_MODEL", "/env/model.gguf");
+  EXPECT_EQ(resolve_model_path(""), "/env/model.gguf");
+  EXPECT_EQ(resolve_model_path("flag"), "flag");
 }
 
 }  // namespace

@@ -28,13 +28,11 @@ struct RopeConfig {
   int32_t llama3_original_max_position = 8192;
 };
 
-#if !defined(__CUDA_ARCH__)
 // inv_freq[d/2] after scaling.
 std::vector<double> rope_inv_freq(const RopeConfig& config, int head_dim);
 
 // [max_positions, head_dim / 2, 2] f32: {cos, sin} of position * inv_freq[i].
 std::vector<float> build_rope_table(const RopeConfig& config, int head_dim, int max_positions);
-#endif
 
 // Indices (a, b) of the elements of pair i in a head vector.
 QS_HOST_DEVICE void rope_pair(RopeStyle style, int head_dim, int i, int& a, int& b) {

@@ -35,9 +35,7 @@ QS_HOST_DEVICE float sampling_uniform(uint64_t seed, uint64_t step) {
   return static_cast<float>(r >> 40) * (1.f / 16777216.f);
 }
 
-#if !defined(__CUDA_ARCH__)
 // logits: [vocab] f32. `step` = the request's number of generated tokens so far.
 int32_t sample_token_cpu(const float* logits, int32_t vocab, const SamplingParams& params, uint64_t step);
-#endif
 
 }  // namespace qserve

@@ -1,0 +1,218 @@
+// Attention and fused-op benchmarks on the GPU (one executable, sections
+// chosen by flags):
+//   --decode   decode attention us and effective GB/s (KV bytes read / time),
+//              Llama-3-8B (32 q / 8 KV heads) and Llama-2-7B (32 / 32), d = 128,
+//              batch x context grid, KV4 vs KV8 vs FP16-KV in the same run
+//   --prefill  prefill attention TFLOP/s
+//   --fused    fused memory-bound kernels' GB/s against a copy kernel
+//   --quick    a small subset of each section
+// Inputs are random (never zeros); small problems rotate over disjoint pages
+// so that repeated launches do not measure the L2 cache.
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/attention/decode_attention.h"
+#include "backend/cuda/kernels/fused_ops.h"
+#include "bench_common.h"
+
+using namespace qserve;
+
+namespace {
+
+// Random pages: codes and fp16 values random, (scale, zero) pairs sane.
+__global__ void fill_pages_kernel(uint8_t* pool, int64_t bytes, KvPageLayout layout, uint64_t seed) {
+  const int64_t hb = layout.head_block_bytes(), vr = layout.values_region_bytes();
+  for (int64_t i = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) * 4; i < bytes;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x * 4) {
+    uint64_t h = (i + seed) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 32;
+    uint32_t w = static_cast<uint32_t>(h);
+    const int64_t in_block = (i % layout.page_bytes()) % hb;
+    if (layout.dtype == KvDtype::kFp16) {
+      // two halves in +-[0.125, 2): sign, exponent 12..15, random mantissa
+      auto mk = [](uint32_t r) { return static_cast<uint32_t>(((r & 1) << 15) | ((12 + ((r >> 1) & 3)) << 10) | ((r >> 3) & 0x3ff)); };
+      w = mk(w) | (mk(w >> 13) << 16);
+    } else if (in_block >= vr) {
+      // {scale, zero}: scale in [0.03, 0.06), zero in [0, 16)
+      const half s = __float2half(0.03f + (w & 0xff) * (0.03f / 256.f));
+      const half z = __float2half(((w >> 8) & 0xff) * (15.f / 255.f));
+      w = static_cast<uint32_t>(__half_as_ushort(s)) | (static_cast<uint32_t>(__half_as_ushort(z)) << 16);
+    }
+    *reinterpret_cast<uint32_t*>(pool + i) = w;
+  }
+}
+
+struct Model {
+  const char* name;
+  int hq, hkv, d;
+};
+
+void bench_decode(bool quick, bench::Report& report) {
+  const Model models[] = {{"Llama-3-8B", 32, 8, 128}, {"Llama-2-7B", 32, 32, 128}};
+  std::vector<int> batches{1, 16, 64, 128, 256}, contexts{512, 1536, 4096, 16384};
+  if (quick) batches = {1, 64, 256}, contexts = {1536, 4096};
+  const KvDtype dtypes[] = {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16};
+  const int page_size = 64;
+  const int sms = bench::num_sms();
+  const size_t pool_cap = size_t{40} << 30;   // per pool (K or V)
+  const size_t min_span = size_t{512} << 20;  // rotate over at least this many bytes
+  std::printf("\n## Decode attention (page size %d, fp16 out)\n\n", page_size);
+  std::printf("| model | batch | context | KV4 us | KV4 TB/s | KV8 us | KV8 TB/s | FP16 us | FP16 TB/s | FP16/KV4 | FP16/KV8 |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (const Model& m : models) {
+    const AttentionShape shape{m.hq, m.hkv, m.d};
+    for (int batch : batches)
+      for (int ctx : contexts) {
+        double us[3] = {0, 0, 0}, tbs[3] = {0, 0, 0};
+        for (int di = 0; di < 3; ++di) {
+          const KvPageLayout layout{page_size, m.hkv, m.d, dtypes[di]};
+          const int pages_per_seq = (ctx + page_size - 1) / page_size;
+          const int64_t pages_needed = static_cast<int64_t>(batch) * pages_per_seq;
+          const size_t need = pages_needed * layout.page_bytes();
+          if (need > pool_cap) continue;
+          const int sets = static_cast<int>(std::max<size_t>(1, std::min<size_t>(pool_cap / need, (min_span + need - 1) / need)));
+          const int64_t num_pages = pages_needed * sets;
+          bench::DeviceMem k(num_pages * layout.page_bytes()), v(num_pages * layout.page_bytes());
+          fill_pages_kernel<<<4096, 256>>>(k.as<uint8_t>(), k.bytes, layout, 1);
+          fill_pages_kernel<<<4096, 256>>>(v.as<uint8_t>(), v.bytes, layout, 2);
+          std::vector<int32_t> pt(static_cast<size_t>(sets) * batch * pages_per_seq);
+          for (size_t i = 0; i < pt.size(); ++i) pt[i] = static_cast<int32_t>(i);  // set s uses its own pages
+          bench::DeviceMem dpt(pt.size() * 4), dctx(batch * 4), dq(static_cast<size_t>(batch) * m.hq * m.d * 2),
+              dout(static_cast<size_t>(batch) * m.hq * m.d * 2);
+          cudaMemcpy(dpt.ptr, pt.data(), pt.size() * 4, cudaMemcpyHostToDevice);
+          std::vector<int32_t> ctxs(batch, ctx);
+          cudaMemcpy(dctx.ptr, ctxs.data(), batch * 4, cudaMemcpyHostToDevice);
+          bench::fill_random_half(dq.as<uint16_t>(), static_cast<size_t>(batch) * m.hq * m.d, 3);
+          const cuda::DecodePlan plan = cuda::plan_decode_attention(shape, dtypes[di], batch, ctx, sms);
+          bench::DeviceMem ws(plan.workspace_bytes);
+          const PagedKvCache cache{k.as<uint8_t>(), v.as<uint8_t>(), static_cast<int32_t>(num_pages), layout};
+          int iter = 0;
+          auto run = [&] {
+            const int set = iter++ % sets;
+            const cuda::DecodeArgs args{dq.as<uint16_t>(), dout.as<uint16_t>(), dctx.as<int32_t>(),
+                                        dpt.as<int32_t>() + static_cast<size_t>(set) * batch * pages_per_seq,
+                                        pages_per_seq, batch, 1.f / std::sqrt(static_cast<float>(m.d))};
+            bench::check(cuda::decode_attention(args, shape, cache, plan, ws.ptr, nullptr), "decode_attention");
+          };
+          us[di] = bench::time_us(run);
+          const double kv_bytes = 2.0 * batch * ctx * m.hkv * (layout.token_value_bytes() + (kv_has_params(dtypes[di]) ? 4 : 0));
+          tbs[di] = kv_bytes / (us[di] * 1e-6) / 1e12;
+          report.add_decode(m.name, batch, ctx, dtypes[di], plan.num_splits, us[di], tbs[di]);
+        }
+        auto cell = [](double v, const char* fmt) {
+          static char buf[8][32];
+          static int k = 0;
+          char* b = buf[k++ % 8];
+          if (v > 0) std::snprintf(b, 32, fmt, v); else std::snprintf(b, 32, "-");
+          return b;
+        };
+        std::printf("| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", m.name, batch, ctx, cell(us[0], "%.1f"),
+                    cell(tbs[0], "%.2f"), cell(us[1], "%.1f"), cell(tbs[1], "%.2f"), cell(us[2], "%.1f"), cell(tbs[2], "%.2f"),
+                    cell(us[0] > 0 && us[2] > 0 ? us[2] / us[0] : 0, "%.2fx"),
+                    cell(us[1] > 0 && us[2] > 0 ? us[2] / us[1] : 0, "%.2fx"));
+        std::fflush(stdout);
+      }
+  }
+}
+
+void bench_fused(bool quick, bench::Report& report) {
+  // copy ceiling: bytes read + written
+  const size_t copy_bytes = size_t{1} << 30;
+  bench::DeviceMem a(copy_bytes), b(copy_bytes);
+  bench::fill_random_half(a.as<uint16_t>(), copy_bytes / 2, 5);
+  const double copy_us = bench::time_us([&] { bench::check(cuda::copy_bytes(b.ptr, a.ptr, copy_bytes, nullptr), "copy"); });
+  const double copy_tbs = 2.0 * copy_bytes / (copy_us * 1e-6) / 1e12;
+  std::printf("\n## Fused memory-bound kernels vs a copy kernel (copy: 1 GiB in %.0f us, %.2f TB/s read + write)\n\n",
+              copy_us, copy_tbs);
+  std::printf("| kernel | rows x cols | us | TB/s | vs copy |\n|---|---|---|---|---|\n");
+  report.add("{\"op\":\"copy\",\"bytes\":" + std::to_string(copy_bytes) + ",\"us\":" + std::to_string(copy_us) +
+             ",\"tb_s\":" + std::to_string(copy_tbs) + "}");
+  std::vector<int> row_counts{256, 8192, 32768};
+  if (quick) row_counts = {8192};
+  for (int rows : row_counts) {
+    struct Case {
+      const char* name;
+      int cols;
+      double bytes_per_row;  // read + written
+    };
+    const int h = 4096, inter = 14336;
+    const Case cases[] = {
+        {"rmsnorm+residual+quant+sum", h, h * 2.0 * 3 + h + 4},  // x, residual in/out, int8, scale+sum
+        {"silu*mul+quant+sum", inter, inter * 2.0 * 2 + inter + 4},
+        {"quant+sum (o_proj input)", h, h * 2.0 + h + 4},
+        {"embedding gather", h, h * 2.0 * 2},
+    };
+    for (int ci = 0; ci < 4; ++ci) {
+      const Case& c = cases[ci];
+      const size_t n = static_cast<size_t>(rows) * c.cols;
+      bench::DeviceMem x(n * 2 * (ci == 1 ? 2 : 1)), res(n * 2), q(n), sc(rows * 2), sm(rows * 2), gamma(c.cols * 2),
+          ids(rows * 4), out(n * 2);
+      bench::fill_random_half(x.as<uint16_t>(), x.bytes / 2, 7);
+      bench::fill_random_half(res.as<uint16_t>(), n, 8);
+      bench::fill_random_half(gamma.as<uint16_t>(), c.cols, 9);
+      std::vector<int32_t> hid(rows);
+      for (int r = 0; r < rows; ++r) hid[r] = (r * 7919) % rows;
+      cudaMemcpy(ids.ptr, hid.data(), rows * 4, cudaMemcpyHostToDevice);
+      const Int8Rows o{q.as<int8_t>(), sc.as<uint16_t>(), sm.as<uint16_t>()};
+      std::function<void()> fn;
+      if (ci == 0)
+        fn = [&] { bench::check(cuda::rmsnorm_quant(x.as<uint16_t>(), res.as<uint16_t>(), gamma.as<uint16_t>(), rows, c.cols, 1e-5f, o, nullptr), "rmsnorm_quant"); };
+      else if (ci == 1)
+        fn = [&] { bench::check(cuda::silu_mul_quant(x.as<uint16_t>(), x.as<uint16_t>() + c.cols, 2 * c.cols, rows, c.cols, o, nullptr), "silu"); };
+      else if (ci == 2)
+        fn = [&] { bench::check(cuda::quantize_int8(x.as<uint16_t>(), rows, c.cols, o, nullptr), "quantize"); };
+      else
+        fn = [&] { bench::check(cuda::embedding_gather(x.as<uint16_t>(), rows, ids.as<int32_t>(), rows, c.cols, out.as<uint16_t>(), nullptr), "gather"); };
+      const double us = bench::time_us(fn);
+      const double tbs = rows * c.bytes_per_row / (us * 1e-6) / 1e12;
+      std::printf("| %s | %d x %d | %.1f | %.2f | %.0f%% |\n", c.name, rows, c.cols, us, tbs, 100.0 * tbs / copy_tbs);
+      std::fflush(stdout);
+      report.add(std::string("{\"op\":\"") + c.name + "\",\"rows\":" + std::to_string(rows) + ",\"cols\":" +
+                 std::to_string(c.cols) + ",\"us\":" + std::to_string(us) + ",\"tb_s\":" + std::to_string(tbs) +
+                 ",\"vs_copy\":" + std::to_string(tbs / copy_tbs) + "}");
+    }
+  }
+}
+
+void bench_prefill(bool quick, bench::Report& report);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool decode = false, prefill = false, fused = false, quick = false;
+  std::string json_path;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--decode") decode = true;
+    else if (a == "--prefill") prefill = true;
+    else if (a == "--fused") fused = true;
+    else if (a == "--quick") quick = true;
+    else if (a == "--json" && i + 1 < argc) json_path = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: %s [--decode] [--prefill] [--fused] [--quick] [--json FILE]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (!decode && !prefill && !fused) decode = prefill = fused = true;
+  bench::Report report;
+  bench::print_device();
+  if (fused) bench_fused(quick, report);
+  if (decode) bench_decode(quick, report);
+  if (prefill) bench_prefill(quick, report);
+  if (!json_path.empty()) report.write(json_path);
+  return 0;
+}
+
+namespace {
+void bench_prefill(bool, bench::Report&) { std::printf("\n(prefill attention: not built yet)\n"); }
+}  // namespace

@@ -1,0 +1,50 @@
+// Decode attention over the paged KV cache (docs/kv-cache-layout.md): one new
+// token per sequence, GQA (the 1..8 query heads of a KV head are served by
+// one thread block, so each KV byte is read once), head_dim 64 or 128, KV4 /
+// KV8 / FP16 pages, FP16 math. When batch x KV heads cannot fill the GPU the
+// context is split across blocks (flash-decoding) and merged exactly.
+//
+// Plan once per step (host, no device calls), run once per layer:
+//   DecodePlan plan = plan_decode_attention(shape, dtype, batch, max_context, num_sms);
+//   decode_attention(..., plan, workspace /* plan.workspace_bytes */, stream);
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/cpu/paged_attention.h"  // AttentionShape
+#include "quant/kv_format.h"
+
+namespace qserve::cuda {
+
+struct DecodePlan {
+  int32_t num_splits = 1;    // blocks per (sequence, KV head)
+  int32_t split_tokens = 0;  // tokens per split, a multiple of the chunk size
+  size_t workspace_bytes = 0;
+};
+
+// num_sms: the device's multiprocessor count (cudaDevAttrMultiProcessorCount).
+// max_context: the largest context length in the batch (an upper bound is fine).
+// force_splits > 0 overrides the heuristic (tests).
+DecodePlan plan_decode_attention(const AttentionShape& shape, KvDtype dtype, int batch, int max_context, int num_sms,
+                                 int force_splits = 0);
+
+struct DecodeArgs {
+  const uint16_t* q = nullptr;             // [batch, Hq, D] fp16 (after RoPE)
+  uint16_t* out = nullptr;                 // [batch, Hq, D] fp16
+  const int32_t* context_lens = nullptr;   // [batch] tokens in the cache, the new one included
+  const int32_t* page_table = nullptr;     // [batch, page_table_stride]
+  int32_t page_table_stride = 0;
+  int32_t batch = 0;
+  float softmax_scale = 0.f;
+};
+
+// Returns cudaErrorInvalidValue for an unsupported shape (head_dim other than
+// 64 / 128, group above 8) and the launch status otherwise. No allocation,
+// no synchronization: safe to capture in a CUDA graph.
+cudaError_t decode_attention(const DecodeArgs& args, const AttentionShape& shape, const PagedKvCache& cache,
+                             const DecodePlan& plan, void* workspace, cudaStream_t stream);
+
+}  // namespace qserve::cuda

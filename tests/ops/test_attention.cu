@@ -1,0 +1,165 @@
+// CUDA attention ops against the CPU reference: RoPE + KV write (pages byte
+// for byte) and decode attention, on odd sizes, every GQA ratio, both head
+// dims, KV4 / KV8 / FP16 pages scattered over the pool, outputs poisoned.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "attention_scenario.h"
+#include "backend/cuda/attention/decode_attention.h"
+#include "backend/cuda/attention/rope_kv_write.h"
+#include "cuda_test_util.h"
+
+namespace qserve::test {
+namespace {
+
+const char* dtype_name(KvDtype d) { return d == KvDtype::kInt4 ? "kv4" : d == KvDtype::kInt8 ? "kv8" : "fp16"; }
+
+std::string describe(const AttentionShape& s, KvDtype dtype, int page_size, const std::vector<int32_t>& ctx) {
+  std::string r = std::to_string(s.num_q_heads) + "/" + std::to_string(s.num_kv_heads) + " heads, d=" +
+                  std::to_string(s.head_dim) + ", " + dtype_name(dtype) + ", page " + std::to_string(page_size) + ", ctx";
+  for (size_t i = 0; i < ctx.size() && i < 6; ++i) r += " " + std::to_string(ctx[i]);
+  if (ctx.size() > 6) r += " ... (" + std::to_string(ctx.size()) + " seqs)";
+  return r;
+}
+
+int num_sms() {
+  int n = 0;
+  cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0);
+  return n;
+}
+
+// ---- RoPE + KV write --------------------------------------------------------
+
+void check_rope_kv_write(AttentionShape shape, KvDtype dtype, int page_size, RopeStyle style, bool bias,
+                         std::vector<int32_t> ctx, uint32_t seed) {
+  SCOPED_TRACE(describe(shape, dtype, page_size, ctx) + (style == RopeStyle::kInterleaved ? ", interleaved" : ", rotate-half") +
+               (bias ? ", bias" : ""));
+  std::mt19937 rng(seed);
+  AttentionScenario s = make_scenario(shape, dtype, page_size, style, ctx, rng);
+  const int T = s.seq_start.back();
+  // fresh random pools, written once by the CPU and once by the GPU
+  std::vector<uint8_t> k0(s.k_pool.size()), v0(s.v_pool.size());
+  for (auto& x : k0) x = static_cast<uint8_t>(rng());
+  for (auto& x : v0) x = static_cast<uint8_t>(rng());
+  std::vector<uint16_t> bias_h = random_half(rng, s.row_elems(), 0.5f);
+  QkvInput in = s.qkv_input(s.qkv.data());
+  const int64_t d = shape.head_dim;
+  if (bias) {
+    in.q_bias = bias_h.data();
+    in.k_bias = bias_h.data() + shape.num_q_heads * d;
+    in.v_bias = bias_h.data() + (shape.num_q_heads + shape.num_kv_heads) * d;
+  }
+  // every third token not written (slot -1), like padding
+  std::vector<int32_t> slots = s.slots;
+  for (size_t i = 2; i < slots.size(); i += 3) slots[i] = -1;
+  std::vector<uint8_t> k_cpu = k0, v_cpu = v0;
+  std::vector<uint16_t> q_cpu(static_cast<size_t>(T) * shape.num_q_heads * d);
+  PagedKvCache cpu_cache{k_cpu.data(), v_cpu.data(), s.num_pages, s.layout};
+  rope_kv_write_cpu(in, {T, s.positions.data(), slots.data()}, shape, style, s.rope_table.data(), q_cpu.data(), cpu_cache);
+
+  DeviceBuffer<uint8_t> dk(k0), dv(v0);
+  DeviceBuffer<uint16_t> dqkv(s.qkv), dbias(bias_h), dq(q_cpu.size());
+  DeviceBuffer<int32_t> dpos(s.positions), dslots(slots);
+  DeviceBuffer<float> dtable(s.rope_table);
+  QkvInput din = s.qkv_input(dqkv.get());
+  if (bias) {
+    din.q_bias = dbias.get();
+    din.k_bias = dbias.get() + shape.num_q_heads * d;
+    din.v_bias = dbias.get() + (shape.num_q_heads + shape.num_kv_heads) * d;
+  }
+  PagedKvCache gpu_cache{dk.get(), dv.get(), s.num_pages, s.layout};
+  QS_CUDA_OK(cuda::rope_kv_write(din, {T, dpos.get(), dslots.get()}, shape, style, dtable.get(), dq.get(), gpu_cache, nullptr));
+  QS_CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(dq.download(), q_cpu) << "q after RoPE";
+  const auto k_gpu = dk.download(), v_gpu = dv.download();
+  size_t k_diff = 0, v_diff = 0, first = SIZE_MAX;
+  for (size_t i = 0; i < k_gpu.size(); ++i) {
+    if (k_gpu[i] != k_cpu[i] && k_diff++ == 0) first = i;
+    if (v_gpu[i] != v_cpu[i]) ++v_diff;
+  }
+  EXPECT_EQ(k_diff, 0u) << "K pool bytes differ, first at " << first;
+  EXPECT_EQ(v_diff, 0u) << "V pool bytes differ";
+}
+
+TEST(RopeKvWriteCuda, PagesMatchCpuByteForByte) {
+  QS_SKIP_WITHOUT_CUDA();
+  uint32_t seed = 1;
+  for (KvDtype dtype : {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16})
+    for (int d : {64, 128})
+      for (RopeStyle style : {RopeStyle::kRotateHalf, RopeStyle::kInterleaved})
+        for (int page : {1, 16, 64})
+          check_rope_kv_write({8, 2, d}, dtype, page, style, (seed % 2) == 1, {1, 65, 17}, seed++);
+  check_rope_kv_write({32, 8, 128}, KvDtype::kInt4, 64, RopeStyle::kRotateHalf, true, {300}, 99);
+  check_rope_kv_write({12, 12, 64}, KvDtype::kInt8, 16, RopeStyle::kInterleaved, false, {63, 64}, 98);
+}
+
+// ---- decode attention -------------------------------------------------------
+
+void check_decode(AttentionShape shape, KvDtype dtype, int page_size, std::vector<int32_t> ctx, uint32_t seed,
+                  int force_splits = 0) {
+  SCOPED_TRACE(describe(shape, dtype, page_size, ctx) + ", splits " + std::to_string(force_splits));
+  std::mt19937 rng(seed);
+  const RopeStyle style = seed % 2 ? RopeStyle::kInterleaved : RopeStyle::kRotateHalf;
+  AttentionScenario s = make_scenario(shape, dtype, page_size, style, ctx, rng);
+  const int B = static_cast<int>(ctx.size()), hq = shape.num_q_heads, d = shape.head_dim;
+  // the query of each sequence: its last position's q
+  std::vector<uint16_t> q(static_cast<size_t>(B) * hq * d);
+  for (int b = 0; b < B; ++b)
+    std::copy_n(s.q_all.begin() + static_cast<int64_t>(s.seq_start[b + 1] - 1) * hq * d, hq * d, q.begin() + b * hq * d);
+  std::vector<int32_t> starts(B + 1);
+  std::iota(starts.begin(), starts.end(), 0);
+  const float scale = 1.f / std::sqrt(static_cast<float>(d));
+  std::vector<uint16_t> want(q.size());
+  paged_attention_cpu(q.data(), shape, s.host_cache(), {B, starts.data(), ctx.data(), s.page_table.data(), s.stride},
+                      scale, want.data());
+
+  DeviceBuffer<uint8_t> dk(s.k_pool), dv(s.v_pool);
+  DeviceBuffer<uint16_t> dq(q), dout(q.size());  // poisoned: 0xFFFF is a NaN
+  DeviceBuffer<int32_t> dctx(ctx), dpt(s.page_table);
+  const int max_ctx = *std::max_element(ctx.begin(), ctx.end());
+  const cuda::DecodePlan plan = cuda::plan_decode_attention(shape, dtype, B, max_ctx, num_sms(), force_splits);
+  DeviceBuffer<uint8_t> ws(plan.workspace_bytes);
+  const PagedKvCache cache{dk.get(), dv.get(), s.num_pages, s.layout};
+  const cuda::DecodeArgs args{dq.get(), dout.get(), dctx.get(), dpt.get(), s.stride, B, scale};
+  QS_CUDA_OK(cuda::decode_attention(args, shape, cache, plan, ws.get(), nullptr));
+  QS_CUDA_OK(cudaDeviceSynchronize());
+  const Fp16Diff diff = compare_half(dout.download(), want, 2e-2, 2e-2);
+  EXPECT_EQ(diff.nan, 0) << "unwritten or NaN outputs";
+  EXPECT_EQ(diff.bad, 0) << "max abs error " << diff.max_abs << ", first bad element " << diff.first_bad;
+  EXPECT_LT(diff.rel_l2, 5e-3) << "relative L2 error";
+}
+
+TEST(DecodeAttentionCuda, OddBatchesAndContexts) {
+  QS_SKIP_WITHOUT_CUDA();
+  uint32_t seed = 100;
+  for (KvDtype dtype : {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16})
+    for (int d : {64, 128}) {
+      check_decode({8, 2, d}, dtype, 64, {1}, seed++);
+      check_decode({8, 2, d}, dtype, 16, {63, 64, 65}, seed++);
+      check_decode({8, 2, d}, dtype, 1, {1000, 1, 64}, seed++);
+      std::vector<int32_t> ctx17;
+      for (int i = 0; i < 17; ++i) ctx17.push_back(1 + (i * 97) % 300);
+      check_decode({4, 4, d}, dtype, 16, ctx17, seed++);
+    }
+}
+
+TEST(DecodeAttentionCuda, EveryGqaRatio) {
+  QS_SKIP_WITHOUT_CUDA();
+  uint32_t seed = 200;
+  for (KvDtype dtype : {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16})
+    for (int group = 1; group <= 8; ++group)
+      check_decode({2 * group, 2, group % 2 ? 64 : 128}, dtype, 16, {65, 200, 3}, seed++);
+}
+
+TEST(DecodeAttentionCuda, SplitsMergeExactly) {
+  QS_SKIP_WITHOUT_CUDA();
+  uint32_t seed = 300;
+  for (KvDtype dtype : {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16})
+    for (int splits : {1, 2, 7, 40}) check_decode({32, 8, 128}, dtype, 64, {1000, 130, 1}, seed++, splits);
+  check_decode({32, 8, 128}, KvDtype::kInt4, 64, {4097}, seed++);  // automatic split at batch 1
+}
+
+}  // namespace
+}  // namespace qserve::test

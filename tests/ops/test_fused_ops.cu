@@ -1,0 +1,122 @@
+// Fused memory-bound kernels against the CPU reference: INT8 codes within one
+// step (the row's f32 reductions run in another order), scales and sums to
+// fp16 rounding, residual stream bit-exact, embedding rows exact.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "backend/cpu/fused_ops.h"
+#include "backend/cuda/kernels/fused_ops.h"
+#include "cuda_test_util.h"
+
+namespace qserve::test {
+namespace {
+
+struct Int8Host {
+  std::vector<int8_t> q;
+  std::vector<uint16_t> scale, sum;
+  Int8Host(int rows, int cols) : q(static_cast<size_t>(rows) * cols), scale(rows), sum(rows) {}
+  Int8Rows rows() { return {q.data(), scale.data(), sum.data()}; }
+};
+struct Int8Device {
+  DeviceBuffer<int8_t> q;
+  DeviceBuffer<uint16_t> scale, sum;
+  Int8Device(int rows, int cols) : q(static_cast<size_t>(rows) * cols), scale(rows), sum(rows) {}
+  Int8Rows rows() { return {q.get(), scale.get(), sum.get()}; }
+};
+
+void expect_int8_close(Int8Device& got, const Int8Host& want, int rows, int cols) {
+  const auto q = got.q.download();
+  const auto s = got.scale.download(), sum = got.sum.download();
+  int64_t off_by_one = 0;
+  for (size_t i = 0; i < q.size(); ++i) {
+    ASSERT_LE(std::abs(q[i] - want.q[i]), 1) << "element " << i;
+    off_by_one += q[i] != want.q[i];
+  }
+  EXPECT_LE(off_by_one, static_cast<int64_t>(q.size()) / 100 + 2) << "codes differing by one";
+  for (int r = 0; r < rows; ++r) {
+    const float ws = half_to_float(want.scale[r]);
+    EXPECT_NEAR(half_to_float(s[r]), ws, ws * 2e-3f) << "scale of row " << r;
+    // sum = s * sum(q): off-by-one codes move it by at most s each
+    EXPECT_NEAR(half_to_float(sum[r]), half_to_float(want.sum[r]), ws * (off_by_one + 2) + 2e-3f * std::fabs(half_to_float(want.sum[r])));
+  }
+  (void)cols;
+}
+
+TEST(FusedOpsCuda, RmsNormQuantWithResidual) {
+  QS_SKIP_WITHOUT_CUDA();
+  std::mt19937 rng(1);
+  for (int cols : {8, 1000, 4096, 5120, 14336}) {
+    for (int rows : {1, 3, 17}) {
+      SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(cols));
+      const auto x = random_half(rng, static_cast<size_t>(rows) * cols), res = random_half(rng, x.size());
+      const auto gamma = random_half(rng, cols, 0.5f, 1.f);
+      auto res_cpu = res;
+      Int8Host want(rows, cols);
+      rmsnorm_quant_cpu(x.data(), res_cpu.data(), gamma.data(), rows, cols, 1e-5f, want.rows());
+      DeviceBuffer<uint16_t> dx(x), dres(res), dg(gamma);
+      Int8Device got(rows, cols);
+      QS_CUDA_OK(cuda::rmsnorm_quant(dx.get(), dres.get(), dg.get(), rows, cols, 1e-5f, got.rows(), nullptr));
+      QS_CUDA_OK(cudaDeviceSynchronize());
+      EXPECT_EQ(dres.download(), res_cpu) << "residual stream";
+      expect_int8_close(got, want, rows, cols);
+      // fp16 output variant, no residual
+      std::vector<uint16_t> y_cpu(x.size());
+      rmsnorm_cpu(x.data(), nullptr, gamma.data(), rows, cols, 1e-5f, y_cpu.data());
+      DeviceBuffer<uint16_t> dy(x.size());
+      QS_CUDA_OK(cuda::rmsnorm(dx.get(), nullptr, dg.get(), rows, cols, 1e-5f, dy.get(), nullptr));
+      QS_CUDA_OK(cudaDeviceSynchronize());
+      const Fp16Diff d = compare_half(dy.download(), y_cpu, 1e-3, 2e-3);
+      EXPECT_EQ(d.bad + d.nan, 0) << "max abs " << d.max_abs;
+    }
+  }
+}
+
+TEST(FusedOpsCuda, SiluMulQuantAndQuantize) {
+  QS_SKIP_WITHOUT_CUDA();
+  std::mt19937 rng(2);
+  for (int cols : {16, 4096, 14336}) {
+    for (int rows : {1, 3, 17}) {
+      SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(cols));
+      const auto gu = random_half(rng, static_cast<size_t>(rows) * 2 * cols, 2.f);
+      Int8Host want(rows, cols);
+      silu_mul_quant_cpu(gu.data(), gu.data() + cols, 2 * cols, rows, cols, want.rows());
+      DeviceBuffer<uint16_t> dgu(gu);
+      Int8Device got(rows, cols);
+      QS_CUDA_OK(cuda::silu_mul_quant(dgu.get(), dgu.get() + cols, 2 * cols, rows, cols, got.rows(), nullptr));
+      QS_CUDA_OK(cudaDeviceSynchronize());
+      expect_int8_close(got, want, rows, cols);
+
+      const auto x = random_half(rng, static_cast<size_t>(rows) * cols, 3.f);
+      Int8Host want2(rows, cols);
+      quantize_int8_cpu(x.data(), rows, cols, want2.rows());
+      DeviceBuffer<uint16_t> dx(x);
+      Int8Device got2(rows, cols);
+      QS_CUDA_OK(cuda::quantize_int8(dx.get(), rows, cols, got2.rows(), nullptr));
+      QS_CUDA_OK(cudaDeviceSynchronize());
+      // plain quantization sees identical inputs: exact
+      EXPECT_EQ(got2.q.download(), want2.q);
+      EXPECT_EQ(got2.scale.download(), want2.scale);
+      EXPECT_EQ(got2.sum.download(), want2.sum);
+    }
+  }
+}
+
+TEST(FusedOpsCuda, EmbeddingGather) {
+  QS_SKIP_WITHOUT_CUDA();
+  std::mt19937 rng(3);
+  const int vocab = 1000, cols = 4096;
+  const auto table = random_half(rng, static_cast<size_t>(vocab) * cols);
+  std::vector<int32_t> ids{0, 999, 5, 5, 123, 77, 998};
+  std::vector<uint16_t> want(ids.size() * cols);
+  embedding_gather_cpu(table.data(), vocab, ids.data(), static_cast<int>(ids.size()), cols, want.data());
+  DeviceBuffer<uint16_t> dt(table), dout(want.size());
+  DeviceBuffer<int32_t> did(ids);
+  QS_CUDA_OK(cuda::embedding_gather(dt.get(), vocab, did.get(), static_cast<int>(ids.size()), cols, dout.get(), nullptr));
+  QS_CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(dout.download(), want);
+}
+
+}  // namespace
+}  // namespace qserve::test
