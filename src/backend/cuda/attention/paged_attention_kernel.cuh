@@ -192,8 +192,10 @@ __device__ __forceinline__ void load_value_pair(const uint8_t* a, const uint8_t*
 
 __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) { return as_u32(__floats2half2_rn(lo, hi)); }
 
+// KV4 decode is capped at 128 registers (4 blocks per SM; a few bytes of
+// spills at d = 128): faster on the H200; KV8 / FP16 were slower so.
 template <KvDtype DT, int D, int GP, Mode MODE>
-__global__ void __launch_bounds__(kThreads) paged_attention_kernel(const Params p) {
+__global__ void __launch_bounds__(kThreads, MODE == Mode::kDecode && DT == KvDtype::kInt4 ? 4 : 1) paged_attention_kernel(const Params p) {
   using G = Geometry<DT, D>;
   constexpr bool kPrefill = MODE == Mode::kPrefill;
   constexpr bool kRow1 = kPrefill || GP > 8;  // rows 8..15 of the m16 tile in use

@@ -183,7 +183,9 @@ cudaError_t launch_row(const RowParams& p, int rows, cudaStream_t stream) {
   if (rows <= 0) return cudaSuccess;
   if (p.cols <= 0 || p.cols % 8 != 0 || p.stride % 8 != 0) return cudaErrorInvalidValue;
   const int chunks = p.cols / 8;
-  if (chunks <= 128 * 2) return launch_iters<OP, 128>(p, rows, stream);
+  // small blocks for rows up to 4096: more rows in flight per SM while a
+  // block waits in its reductions
+  if (chunks <= 128 * 4) return launch_iters<OP, 128>(p, rows, stream);
   if (chunks <= 256 * 8) return launch_iters<OP, 256>(p, rows, stream);
   return launch_iters<OP, 1024>(p, rows, stream);
 }
