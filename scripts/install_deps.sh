@@ -22,6 +22,8 @@ APT_PACKAGES=(
   nlohmann-json3-dev libcpp-httplib-dev libcli11-dev libfmt-dev libspdlog-dev
   libsentencepiece-dev libre2-dev libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-pip
+  clang libclang-rt-14-dev  # libFuzzer (scripts/fuzz.sh)
+  chromium                  # headless browser for the chat-page test (tests/e2e/test_server_chat_page.py)
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

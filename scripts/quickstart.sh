@@ -8,4 +8,4 @@ scripts/install_deps.sh
 scripts/build.sh cpu qserve
 scripts/install_model.sh
 prompt=${1:-"Write a short poem about the sea."}
-./build/qserve generate --prompt "$prompt" --max-tokens 128
+./build/qserve generate --chat --prompt "$prompt" --max-tokens 128

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test suite, from a fresh machine: installs the dependencies, builds the
 # cpu and asan presets, runs ctest on both (asan: the reader and tokenizer
-# tests), then the Python end-to-end tests. .ci/run calls this.
+# tests), a short libFuzzer run of the request parser, then the Python
+# end-to-end tests. .ci/run calls this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh --torch
@@ -9,7 +10,8 @@ scripts/install_model.sh
 scripts/build.sh cpu
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 scripts/build.sh asan qserve_unit_tests
-ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -R "${QSERVE_ASAN_TESTS:-Safetensors|Gguf|Tokenizer|Bpe|SentencePiece|Detok|Config}"
+ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -R "${QSERVE_ASAN_TESTS:-Safetensors|Gguf|Tokenizer|Bpe|SentencePiece|Detok|Config|ChatTemplate|Server}"
+scripts/fuzz.sh "${QSERVE_FUZZ_SECONDS:-30}"
 if compgen -G "tests/e2e/test_*.py" >/dev/null; then
   python3 -m pytest -q tests/e2e
 fi

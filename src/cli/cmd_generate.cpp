@@ -1,4 +1,4 @@
-// qserve generate [--model DIR|FILE.gguf] --prompt TEXT [--max-tokens N] [--temperature T]
+// qserve generate [--model DIR|FILE.gguf] --prompt TEXT [--chat [--system TEXT]] [--max-tokens N] [--temperature T]
 //                 [--top-p P] [--top-k K] [--min-p P] [--repetition-penalty R] [--seed S] [--stop STR]...
 // Streams the generated text to stdout as it is made (through the engine, the
 // same path the server uses) and prints prefill / decode speed to stderr.
@@ -10,6 +10,7 @@
 #include "cli/app.h"
 #include "core/error.h"
 #include "qserve/engine.h"
+#include "tokenizer/chat_template.h"
 
 namespace qserve::cli {
 namespace {
@@ -28,7 +29,21 @@ struct GenerateOptions {
   std::vector<int> stop_token_ids;
   bool ignore_eos = false;
   int threads = 0;
+  bool chat = false;
+  std::string system;
 };
+
+// The prompt as one user turn (after an optional system turn) in the model's own
+// chat template, ending with the assistant's turn opener.
+std::string apply_chat(const Engine& engine, const GenerateOptions& o) {
+  const ModelInfo& info = engine.model_info();
+  if (info.chat_template.empty()) fail(ErrorCode::kInvalidArgument, "--chat: the model has no chat template");
+  ChatTemplate tmpl(info.chat_template, {{"bos_token", info.bos_token}, {"eos_token", info.eos_token}});
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  if (!o.system.empty()) messages.push_back({{"role", "system"}, {"content", o.system}});
+  messages.push_back({{"role", "user"}, {"content", o.prompt}});
+  return tmpl.render(messages, /*add_generation_prompt=*/true);
+}
 
 int run_generate(const GenerateOptions& o) {
   EngineConfig config;
@@ -38,7 +53,12 @@ int run_generate(const GenerateOptions& o) {
   auto engine = Engine::create(config);
 
   Request request;
-  request.prompt = o.prompt;
+  if (o.chat) {
+    request.prompt = apply_chat(*engine, o);
+    request.add_special_tokens = false;  // the template writes its own special tokens
+  } else {
+    request.prompt = o.prompt;
+  }
   GenerationParams& p = request.params;
   p.max_tokens = o.max_tokens;
   p.temperature = o.temperature;
@@ -86,6 +106,8 @@ void add_generate_command(CLI::App& app) {
   sub->add_option("--model", o->model, "Model directory or .gguf file (default: the installed default model)")
       ->envname("QSERVE_MODEL");
   sub->add_option("--prompt", o->prompt, "Prompt text")->required();
+  sub->add_flag("--chat", o->chat, "Send the prompt as a user message through the model's chat template");
+  sub->add_option("--system", o->system, "System message (with --chat)");
   sub->add_option("--max-tokens", o->max_tokens, "Tokens to generate")->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   sub->add_option("--temperature", o->temperature, "Sampling temperature (0: greedy)")

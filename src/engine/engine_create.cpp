@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "engine/llama_runner.h"
+#include "engine/tokenizer_codec.h"
 #include "model/checkpoint.h"
 #include "qserve/engine.h"
 
@@ -54,8 +55,9 @@ std::unique_ptr<Engine> Engine::create(const EngineConfig& config) {
 
   EngineConfig effective = config;
   if (effective.num_kv_pages <= 0 && effective.kv_cache_bytes <= 0) effective.kv_cache_bytes = kDefaultCpuKvBytes;
-  // The tokenizer joins when src/tokenizer lands; until then requests carry token ids.
-  return create(effective, std::move(runner), nullptr);
+  // The model's own tokenizer (tokenizer.json or tokenizer.model next to the weights).
+  auto codec = TokenizerCodec::load(config.tokenizer.empty() ? path : config.tokenizer);
+  return create(effective, std::move(runner), std::move(codec));
 }
 
 }  // namespace qserve

@@ -48,6 +48,30 @@ TEST(CpuMatmul, FastEqualsReference) {
   }
 }
 
+// 16-bit weights widened in registers: bit-identical to the same weights widened beforehand.
+TEST(CpuMatmul, SixteenBitWeightsEqualWidenedF32) {
+  const int64_t shapes[][3] = {{1, 576, 13}, {5, 37, 9}, {9, 72, 24}, {2, 15, 3}};
+  uint32_t seed = 100;
+  for (const auto& s : shapes) {
+    const int64_t T = s[0], K = s[1], N = s[2];
+    const auto x = random_vector(T * K, seed++);
+    const auto wf = random_vector(N * K, seed++);
+    const auto b = random_vector(N, seed++);
+    for (DType dt : {DType::kF16, DType::kBF16}) {
+      std::vector<uint16_t> w16(N * K);
+      std::vector<float> widened(N * K);
+      for (int64_t i = 0; i < N * K; ++i) {
+        w16[i] = dt == DType::kF16 ? float_to_half(wf[i]) : float_to_bf16(wf[i]);
+        widened[i] = dt == DType::kF16 ? half_to_float(w16[i]) : bf16_to_float(w16[i]);
+      }
+      std::vector<float> y16(T * N, NAN), y32(T * N, NAN);
+      matmul_f32_fast(x.data(), w16.data(), dt, b.data(), y16.data(), T, K, N);
+      matmul_f32_fast(x.data(), widened.data(), b.data(), y32.data(), T, K, N);
+      for (int64_t i = 0; i < T * N; ++i) ASSERT_EQ(y16[i], y32[i]) << dtype_name(dt) << " T " << T << " K " << K << " at " << i;
+    }
+  }
+}
+
 TEST(CpuOps, RmsNormMatchesFormula) {
   const int64_t T = 3, H = 37;
   const auto x = random_vector(T * H, 7), w = random_vector(H, 8);

@@ -29,15 +29,23 @@ class CpuLinear final : public Linear {
     QS_CHECK(x.dim() == in_features() && y.dim(0) == x.tokens() && y.dim(1) == out_features())
         << describe() << ": x " << x.values.describe() << ", y " << y.describe();
     const float* b = bias_.empty() ? nullptr : bias_.data_as<float>();
-    const auto mm = fast_ ? matmul_f32_fast : matmul_f32_ref;
-    mm(x.values.data_as<float>(), weight_.data_as<float>(), b, y.data_as<float>(), x.tokens(), in_features(), out_features());
+    if (fast_) {
+      matmul_f32_fast(x.values.data_as<float>(), weight_.data(), weight_.dtype(), b, y.data_as<float>(), x.tokens(),
+                      in_features(), out_features());
+    } else {
+      matmul_f32_ref(x.values.data_as<float>(), weight_.data_as<float>(), b, y.data_as<float>(), x.tokens(), in_features(),
+                     out_features());
+    }
   }
   std::string describe() const override {
-    return fmt::format("fp32 [{} -> {}]{}", in_features(), out_features(), bias_.empty() ? "" : " + bias");
+    return fmt::format("fp32 [{} -> {}]{}{}", in_features(), out_features(), bias_.empty() ? "" : " + bias",
+                       weight_.dtype() == DType::kF32 ? "" : fmt::format(" ({} weights)", dtype_name(weight_.dtype())));
   }
 
  private:
-  Tensor weight_;  // [out, in] f32
+  // [out, in]: f32; on the fast path F16 / BF16 checkpoint weights stay as
+  // they are (widened exactly in registers: the same numbers, half the bytes).
+  Tensor weight_;
   Tensor bias_;    // [out] f32 or empty
   bool fast_;
 };
@@ -67,7 +75,8 @@ class CpuBackend final : public Backend {
 
   std::unique_ptr<Linear> make_linear(const Tensor& weight, const Tensor& bias) override {
     QS_CHECK(weight.rank() == 2) << "linear weight " << weight.describe();
-    Tensor w = upload(weight);
+    const bool keep_16bit = fast_ && (weight.dtype() == DType::kF16 || weight.dtype() == DType::kBF16);
+    Tensor w = keep_16bit ? weight : upload(weight);
     Tensor b;
     if (!bias.empty()) {
       QS_CHECK(bias.rank() == 1 && bias.dim(0) == weight.dim(0)) << "bias " << bias.describe() << " for " << weight.describe();

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "core/error.h"
+
+#include "core/half.h"
 #include "core/thread_pool.h"
 
 namespace qserve {
@@ -13,7 +16,7 @@ Isa detect_isa() {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f")) return Isa::kAvx512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::kAvx2;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) return Isa::kAvx2;
 #endif
   return Isa::kScalar;
 }
@@ -23,15 +26,26 @@ Isa isa() {
   return cached;
 }
 
+float widen(float w) { return w; }
+struct F16Bits {
+  uint16_t bits;
+};
+struct BF16Bits {
+  uint16_t bits;
+};
+float widen(F16Bits w) { return half_to_float(w.bits); }
+float widen(BF16Bits w) { return bf16_to_float(w.bits); }
+
 // Columns [n0, n1) of y, plain loops.
-void matmul_scalar_cols(const float* x, const float* w, const float* bias, float* y, int64_t T, int64_t K, int64_t N, int64_t n0,
+template <typename W>
+void matmul_scalar_cols(const float* x, const W* w, const float* bias, float* y, int64_t T, int64_t K, int64_t N, int64_t n0,
                         int64_t n1) {
   for (int64_t t = 0; t < T; ++t) {
     const float* xt = x + t * K;
     for (int64_t n = n0; n < n1; ++n) {
-      const float* wn = w + n * K;
+      const W* wn = w + n * K;
       float acc = 0.0f;
-      for (int64_t i = 0; i < K; ++i) acc += xt[i] * wn[i];
+      for (int64_t i = 0; i < K; ++i) acc += xt[i] * widen(wn[i]);
       y[t * N + n] = bias ? acc + bias[n] : acc;
     }
   }
@@ -56,15 +70,24 @@ void matmul_f32_ref(const float* x, const float* w, const float* bias, float* y,
 }
 
 void matmul_f32_fast(const float* x, const float* w, const float* bias, float* y, int64_t T, int64_t K, int64_t N) {
+  matmul_f32_fast(x, w, DType::kF32, bias, y, T, K, N);
+}
+
+void matmul_f32_fast(const float* x, const void* w, DType wdtype, const float* bias, float* y, int64_t T, int64_t K, int64_t N) {
+  QS_CHECK(wdtype == DType::kF32 || wdtype == DType::kF16 || wdtype == DType::kBF16) << "matmul weights " << dtype_name(wdtype);
   switch (isa()) {
     case Isa::kAvx512:
-      split_columns(T, K, N, [&](int64_t n0, int64_t n1) { detail::matmul_f32_avx512(x, w, bias, y, T, K, N, n0, n1); });
+      split_columns(T, K, N, [&](int64_t n0, int64_t n1) { detail::matmul_f32_avx512(x, w, wdtype, bias, y, T, K, N, n0, n1); });
       return;
     case Isa::kAvx2:
-      split_columns(T, K, N, [&](int64_t n0, int64_t n1) { detail::matmul_f32_avx2(x, w, bias, y, T, K, N, n0, n1); });
+      split_columns(T, K, N, [&](int64_t n0, int64_t n1) { detail::matmul_f32_avx2(x, w, wdtype, bias, y, T, K, N, n0, n1); });
       return;
     case Isa::kScalar:
-      matmul_f32_ref(x, w, bias, y, T, K, N);
+      split_columns(T, K, N, [&](int64_t n0, int64_t n1) {
+        if (wdtype == DType::kF16) matmul_scalar_cols(x, static_cast<const F16Bits*>(w), bias, y, T, K, N, n0, n1);
+        else if (wdtype == DType::kBF16) matmul_scalar_cols(x, static_cast<const BF16Bits*>(w), bias, y, T, K, N, n0, n1);
+        else matmul_scalar_cols(x, static_cast<const float*>(w), bias, y, T, K, N, n0, n1);
+      });
       return;
   }
 }

@@ -3,12 +3,15 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+
+#include "core/dtype.h"
 
 #include "backend/cpu/matmul.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #pragma GCC push_options
-#pragma GCC target("avx2,fma")
+#pragma GCC target("avx2,fma,f16c")
 
 namespace qserve::detail {
 namespace {
@@ -26,6 +29,8 @@ struct V {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   }
   static Reg load_tail(const float* p, Mask m) { return _mm256_maskload_ps(p, m); }
+  static Reg load_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static Reg load_bf16(const uint16_t* p) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16)); }
   static Reg fma(Reg a, Reg b, Reg c) { return _mm256_fmadd_ps(a, b, c); }
   static float sum(Reg a) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
@@ -39,9 +44,9 @@ struct V {
 
 }  // namespace
 
-void matmul_f32_avx2(const float* x, const float* w, const float* bias, float* y, int64_t T, int64_t K, int64_t N, int64_t n0,
-                     int64_t n1) {
-  matmul_cols(x, w, bias, y, T, K, N, n0, n1);
+void matmul_f32_avx2(const float* x, const void* w, DType wdtype, const float* bias, float* y, int64_t T, int64_t K, int64_t N,
+                     int64_t n0, int64_t n1) {
+  matmul_any(x, w, wdtype, bias, y, T, K, N, n0, n1);
 }
 
 }  // namespace qserve::detail
@@ -49,6 +54,6 @@ void matmul_f32_avx2(const float* x, const float* w, const float* bias, float* y
 #pragma GCC pop_options
 #else
 namespace qserve::detail {
-void matmul_f32_avx2(const float*, const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, int64_t) {}
+void matmul_f32_avx2(const float*, const void*, DType, const float*, float*, int64_t, int64_t, int64_t, int64_t, int64_t) {}
 }  // namespace qserve::detail
 #endif

@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+
+#include "core/dtype.h"
 
 #include "backend/cpu/matmul.h"
 
@@ -27,6 +30,8 @@ struct V {
   static Reg load(const float* p) { return _mm512_loadu_ps(p); }
   static Mask tail_mask(int64_t n) { return static_cast<Mask>((1u << n) - 1u); }
   static Reg load_tail(const float* p, Mask m) { return _mm512_maskz_loadu_ps(m, p); }
+  static Reg load_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static Reg load_bf16(const uint16_t* p) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16)); }
   static Reg fma(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
   static float sum(Reg a) { return _mm512_reduce_add_ps(a); }
 };
@@ -35,9 +40,9 @@ struct V {
 
 }  // namespace
 
-void matmul_f32_avx512(const float* x, const float* w, const float* bias, float* y, int64_t T, int64_t K, int64_t N, int64_t n0,
-                       int64_t n1) {
-  matmul_cols(x, w, bias, y, T, K, N, n0, n1);
+void matmul_f32_avx512(const float* x, const void* w, DType wdtype, const float* bias, float* y, int64_t T, int64_t K, int64_t N,
+                     int64_t n0, int64_t n1) {
+  matmul_any(x, w, wdtype, bias, y, T, K, N, n0, n1);
 }
 
 }  // namespace qserve::detail
@@ -45,6 +50,6 @@ void matmul_f32_avx512(const float* x, const float* w, const float* bias, float*
 #pragma GCC pop_options
 #else
 namespace qserve::detail {
-void matmul_f32_avx512(const float*, const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, int64_t) {}
+void matmul_f32_avx512(const float*, const void*, DType, const float*, float*, int64_t, int64_t, int64_t, int64_t, int64_t) {}
 }  // namespace qserve::detail
 #endif

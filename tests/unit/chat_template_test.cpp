@@ -1,0 +1,104 @@
+// The Jinja-subset chat template interpreter against Hugging Face's renderer:
+// tests/data/chat_templates/expected.json is written by
+// scripts/dump_chat_template_reference.py (transformers + jinja2).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+#include "tokenizer/chat_template.h"
+
+namespace qserve {
+namespace {
+
+const std::filesystem::path kDataDir = std::filesystem::path(QSERVE_SOURCE_DIR) / "tests/data/chat_templates";
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+nlohmann::ordered_json read_json(const std::filesystem::path& p) { return nlohmann::ordered_json::parse(read_file(p)); }
+
+TEST(ChatTemplate, MatchesHuggingFaceReference) {
+  auto spec = read_json(kDataDir / "conversations.json");
+  auto expected = read_json(kDataDir / "expected.json");
+  ASSERT_GT(expected["cases"].size(), 100u);
+  int compared = 0, rejected = 0;
+  for (const auto& c : expected["cases"]) {
+    std::string name = c["template"], conv_name = c["conversation"];
+    SCOPED_TRACE(name + " / " + conv_name + " / add_generation_prompt=" + (c["add_generation_prompt"] ? "1" : "0"));
+    std::map<std::string, std::string> tokens;
+    if (spec["special_tokens"].contains(name))
+      for (auto& [k, v] : spec["special_tokens"][name].items()) tokens[k] = v.get<std::string>();
+    ChatTemplate tmpl(read_file(kDataDir / (name + ".jinja")), tokens);
+    const auto& conv = spec["conversations"][conv_name];
+    nlohmann::ordered_json extra = nlohmann::ordered_json::object();
+    if (conv.contains("tools")) extra["tools"] = conv["tools"];
+    if (c.contains("error")) {
+      EXPECT_THROW(tmpl.render(conv["messages"], c["add_generation_prompt"], extra), Error);
+      ++rejected;
+    } else {
+      std::string got;
+      ASSERT_NO_THROW(got = tmpl.render(conv["messages"], c["add_generation_prompt"], extra));
+      EXPECT_EQ(got, c["output"].get<std::string>());
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, 100);
+  EXPECT_GT(rejected, 0);
+}
+
+TEST(ChatTemplate, RaiseExceptionMessageReachesTheCaller) {
+  ChatTemplate t("{{ raise_exception('roles must alternate') }}");
+  try {
+    t.render(nlohmann::ordered_json::array(), true);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("roles must alternate"), std::string::npos);
+  }
+}
+
+TEST(ChatTemplate, SyntaxErrorsAreTypedErrors) {
+  for (const char* bad : {"{% if x %}no end", "{{ 1 + }}", "{% for x in %}{% endfor %}", "{{ 'unterminated }}",
+                          "{% include 'x' %}", "{{ x", "{% endif %}", "{{ a[1:2:3:4] }}"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_THROW(ChatTemplate{bad}, Error);
+  }
+}
+
+TEST(ChatTemplate, RuntimeErrorsAreTypedErrors) {
+  for (const char* bad : {"{{ undefined_thing.attr }}", "{{ 1 + 'a' }}", "{{ 1 // 0 }}", "{{ nope() }}",
+                          "{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}", "{{ 'x' * 100000000000 }}",
+                          "{% for i in range(100000000) %}{% endfor %}", "{{ [1] | unknown_filter }}",
+                          "{% set x = 1 %}{% set x.a = 2 %}"}) {
+    SCOPED_TRACE(bad);
+    ChatTemplate t(bad);
+    EXPECT_THROW(t.render(nlohmann::ordered_json::array(), false), Error);
+  }
+}
+
+TEST(ChatTemplate, FromTokenizerConfigPicksTheDefaultOfAList) {
+  auto config = nlohmann::json::parse(R"({
+    "bos_token": {"__type": "AddedToken", "content": "<s>"}, "eos_token": "</s>",
+    "chat_template": [{"name": "tool_use", "template": "T"},
+                      {"name": "default", "template": "{{ bos_token }}{{ messages[0].content }}{{ eos_token }}"}]})");
+  auto t = ChatTemplate::from_tokenizer_config(config);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->render(nlohmann::ordered_json::parse(R"([{"role":"user","content":"hi"}])"), false), "<s>hi</s>");
+  EXPECT_FALSE(ChatTemplate::from_tokenizer_config(nlohmann::json::object()).has_value());
+}
+
+TEST(ChatTemplate, UserContentIsDataNotCode) {
+  ChatTemplate t("{% for m in messages %}{{ m.content }}{% endfor %}");
+  auto msgs = nlohmann::ordered_json::parse(R"([{"role":"user","content":"{{ 7*7 }} {% if %}"}])");
+  EXPECT_EQ(t.render(msgs, false), "{{ 7*7 }} {% if %}");
+}
+
+}  // namespace
+}  // namespace qserve
