@@ -37,7 +37,11 @@ class GenerationResponder {
     } catch (const std::exception& e) {  // never escapes to the HTTP layer
       spdlog::error("generation {} failed: {}", id_, e.what());
     }
-    gen_.cancel();
+    if (!gen_.done()) {
+      gen_.cancel();
+      for (const auto& r : results_)
+        if (r.finish_reason == FinishReason::kNone) server_.metrics_.record_cancelled();
+    }
     release();  // the response is written: no longer in flight (SIGTERM may now finish)
   }
 
@@ -82,28 +86,44 @@ class GenerationResponder {
     return j;
   }
 
+  // Writes a probe when nothing was written for a keep-alive interval, so that a
+  // client that hung up is noticed even while outputs carry no text yet (held
+  // back for a stop string, or token ids only). False: the client is gone.
+  bool probe_if_idle(StreamSink& sink, const char* probe) {
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_write_ < std::chrono::milliseconds(server_.config_.keepalive_ms)) return true;
+    return write(sink, probe);
+  }
+  bool write(StreamSink& sink, std::string_view data) {
+    last_write_ = std::chrono::steady_clock::now();
+    return sink.write(data);
+  }
+
   void stream(StreamSink& sink) {
     const auto keepalive = std::chrono::milliseconds(server_.config_.keepalive_ms);
     if (chat_)
       for (size_t i = 0; i < results_.size(); ++i)
-        if (!sink.write(sse_event(chunk(static_cast<int>(i), Json{{"role", "assistant"}, {"content", ""}}, nullptr,
-                                        nullptr))))
+        if (!write(sink, sse_event(chunk(static_cast<int>(i), Json{{"role", "assistant"}, {"content", ""}}, nullptr,
+                                         nullptr))))
           return;
     std::vector<int> text_offset(results_.size(), 0);
     while (!gen_.done()) {
       auto o = gen_.next(keepalive);
       if (!o) {
-        if (!sink.write(": keep-alive\n\n")) return;  // the client is gone: run() cancels
+        if (!probe_if_idle(sink, ": keep-alive\n\n")) return;  // the client is gone: run() cancels
         continue;
       }
       bool final = absorb(*o);
       const RequestOutput& out = o->output;
       if (final && out.finish_reason == FinishReason::kError) {
         ApiError e{500, "generation failed: " + out.error, "internal_error", ""};
-        if (!sink.write("data: " + e.body() + "\n\n")) return;
+        if (!write(sink, "data: " + e.body() + "\n\n")) return;
         continue;
       }
-      if (out.text.empty() && out.logprobs.empty() && !final) continue;
+      if (out.text.empty() && out.logprobs.empty() && !final) {
+        if (!probe_if_idle(sink, ": keep-alive\n\n")) return;
+        continue;
+      }
       Json lp = nullptr;
       if (want_logprobs() && !out.logprobs.empty())
         lp = chat_ ? chat_logprobs(out.logprobs, token_text())
@@ -111,7 +131,7 @@ class GenerationResponder {
       text_offset[static_cast<size_t>(o->index)] += static_cast<int>(out.text.size());
       Json payload = chat_ ? (out.text.empty() ? Json::object() : Json{{"content", out.text}}) : Json(out.text);
       const char* finish = final ? openai_finish_reason(out.finish_reason) : nullptr;
-      if (!sink.write(sse_event(chunk(o->index, payload, lp, finish)))) return;
+      if (!write(sink, sse_event(chunk(o->index, payload, lp, finish)))) return;
     }
     if (common_.include_usage) {
       Json j = envelope(id_, chat_ ? "chat.completion.chunk" : "text_completion", created_, server_.model_name_);
@@ -126,12 +146,9 @@ class GenerationResponder {
     const auto keepalive = std::chrono::milliseconds(server_.config_.keepalive_ms);
     while (!gen_.done()) {
       auto o = gen_.next(keepalive);
-      if (!o) {
-        // JSON allows leading whitespace: a space probes whether the client is still there.
-        if (!sink.write(" ")) return;
-        continue;
-      }
-      absorb(*o);
+      if (o) absorb(*o);
+      // JSON allows leading whitespace: a space probes whether the client is still there.
+      if (!probe_if_idle(sink, " ")) return;
     }
     for (const auto& r : results_)
       if (r.finish_reason == FinishReason::kError) {
@@ -172,6 +189,7 @@ class GenerationResponder {
   std::string id_;
   int64_t created_ = 0;
   std::vector<ChoiceResult> results_;
+  std::chrono::steady_clock::time_point last_write_ = std::chrono::steady_clock::now();
 };
 
 namespace {

@@ -53,6 +53,11 @@ void ServerMetrics::record_finished(FinishReason reason, const RequestTimings& t
   e2e_.observe(t.e2e_s);
 }
 
+void ServerMetrics::record_cancelled() {
+  std::lock_guard lock(mutex_);
+  ++finished_[finish_reason_name(FinishReason::kCancelled)];
+}
+
 std::string ServerMetrics::render(const EngineStats& s, const std::string& model_name) const {
   std::string m = fmt::format("model_name=\"{}\"", model_name);
   std::string out;

@@ -35,6 +35,8 @@ class ServerMetrics {
   ServerMetrics();
   void record_http(const std::string& endpoint, int status);
   void record_finished(FinishReason reason, const RequestTimings& timings, int completion_tokens);
+  // A request cancelled because its client went away (its final output is not awaited).
+  void record_cancelled();
   std::string render(const EngineStats& stats, const std::string& model_name) const;
 
  private:

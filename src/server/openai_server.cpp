@@ -37,7 +37,13 @@ OpenAIServer::OpenAIServer(Engine& engine, ServerConfig config) : engine_(engine
   }
 }
 
-std::string OpenAIServer::token_text(int32_t id) const { return engine_.detokenize({id}, false); }
+std::string OpenAIServer::token_text(int32_t id) const {
+  try {
+    return engine_.detokenize({id}, false);
+  } catch (const Error&) {  // an engine without a tokenizer: logprobs carry no token text
+    return {};
+  }
+}
 
 HttpResponse OpenAIServer::error_response(const ApiError& e) {
   HttpResponse r;

@@ -16,6 +16,7 @@ def test_64_streaming_clients():
     server = Server("--max-model-len", "256", "--max-num-seqs", "64")
     try:
         client = openai_client(server)
+        model = client.models.list().data[0].id
         m0 = server.metrics()
         free0, total = m0["qserve_kv_cache_pages_free"], m0["qserve_kv_cache_pages_total"]
         assert free0 == total
@@ -26,7 +27,7 @@ def test_64_streaming_clients():
                 start = time.perf_counter()
                 first = None
                 stream = client.chat.completions.create(
-                    messages=[{"role": "user", "content": f"Client {c}, request {i}: name a colour."}],
+                    model=model, messages=[{"role": "user", "content": f"Client {c}, request {i}: name a colour."}],
                     max_tokens=MAX_TOKENS, temperature=0.8, seed=c * 100 + i, stream=True)
                 finish = None
                 for chunk in stream:
