@@ -108,6 +108,22 @@ class EngineImpl final : public Engine {
     return stream;
   }
 
+  std::vector<std::shared_ptr<RequestStream>> submit_all(const std::vector<Request>& requests) override {
+    std::vector<Incoming> ins;
+    ins.reserve(requests.size());
+    for (const Request& r : requests) ins.push_back(validate(r));
+    std::vector<std::shared_ptr<RequestStream>> streams;
+    for (Incoming& in : ins) {
+      auto stream = std::make_shared<RequestStream>(in.id);
+      const uint64_t id = in.id;
+      stream->bind_cancel([this, id] { cancel(id); });
+      in.stream = stream;
+      streams.push_back(std::move(stream));
+    }
+    enqueue(std::move(ins));
+    return streams;
+  }
+
   uint64_t submit(const Request& request, OutputCallback callback) override {
     Incoming in = validate(request);
     QS_CHECK(callback != nullptr) << "null output callback";
@@ -219,21 +235,32 @@ class EngineImpl final : public Engine {
   }
 
   void enqueue(Incoming in) {
+    std::vector<Incoming> one;
+    one.push_back(std::move(in));
+    enqueue(std::move(one));
+  }
+
+  // All or none.
+  void enqueue(std::vector<Incoming> ins) {
+    const int n = static_cast<int>(ins.size());
     {
       std::lock_guard lock(mutex_);
       if (stopping_) fail(ErrorCode::kUnsupported, "the engine is shutting down");
       const int waiting = static_cast<int>(incoming_.size()) + sched_waiting_.load();
-      if (waiting >= config_.max_waiting_requests) {
+      if (waiting + n > config_.max_waiting_requests) {
         std::lock_guard stats_lock(stats_mutex_);
-        ++stats_.requests_rejected;
-        fail(ErrorCode::kResourceExhausted, "the queue is full ({} requests waiting)", waiting);
+        stats_.requests_rejected += n;
+        fail(ErrorCode::kResourceExhausted, "the queue is full ({} requests waiting, limit {})", waiting,
+             config_.max_waiting_requests);
       }
-      live_ids_.insert(in.id);
-      incoming_.push_back(std::move(in));
+      for (Incoming& in : ins) {
+        live_ids_.insert(in.id);
+        incoming_.push_back(std::move(in));
+      }
       cv_.notify_all();
     }
     std::lock_guard stats_lock(stats_mutex_);
-    ++stats_.requests_submitted;
+    stats_.requests_submitted += n;
   }
 
   void deliver(Active& a, RequestOutput& out) {
@@ -317,8 +344,10 @@ class EngineImpl final : public Engine {
     RunnerBatch batch;
     batch.seqs.reserve(plan.chunks.size());
     const auto now = Clock::now();
+    uint64_t decode_tokens = 0;
     for (const ScheduledChunk& c : plan.chunks) {
       const Sequence* seq = scheduler_->find(c.seq);
+      if (c.num_tokens == 1 && c.sample && c.start >= seq->num_prompt_tokens) ++decode_tokens;
       Active& a = active_.at(c.seq);
       if (!a.scheduled) {
         a.scheduled = true;
@@ -340,7 +369,17 @@ class EngineImpl final : public Engine {
     try {
       const auto t0 = Clock::now();
       logits = runner_->execute(batch);
-      model_seconds_ += seconds_between(t0, Clock::now());
+      const double dt = seconds_between(t0, Clock::now());
+      model_seconds_ += dt;
+      std::lock_guard lock(stats_mutex_);
+      stats_.decode_tokens += decode_tokens;
+      stats_.prefill_tokens += static_cast<uint64_t>(plan.num_tokens) - decode_tokens;
+      if (decode_tokens == static_cast<uint64_t>(plan.num_tokens)) {
+        ++stats_.decode_steps;
+        stats_.decode_step_s += dt;
+      } else {
+        stats_.prefill_step_s += dt;
+      }
     } catch (const std::exception& e) {
       // The step failed: its requests fail, the engine keeps serving the rest.
       spdlog::error("model step failed: {}", e.what());
@@ -468,6 +507,12 @@ class EngineImpl final : public Engine {
 std::unique_ptr<Engine> Engine::create(const EngineConfig& config, std::unique_ptr<ModelRunner> runner,
                                        std::shared_ptr<TextCodec> codec) {
   return std::make_unique<EngineImpl>(config, std::move(runner), std::move(codec));
+}
+
+std::vector<std::shared_ptr<RequestStream>> Engine::submit_all(const std::vector<Request>& requests) {
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (const Request& r : requests) streams.push_back(submit(r));
+  return streams;
 }
 
 RequestOutput Engine::generate(const Request& request) {
