@@ -6,15 +6,17 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "core/error.h"
-#include "engine/basic_sampler.h"
+#include "engine/logprobs.h"
 #include "engine/kv_block_manager.h"
 #include "engine/model_runner.h"
 #include "engine/output_processor.h"
+#include "engine/sampler.h"
 #include "engine/scheduler.h"
 #include "engine/text_codec.h"
 #include "qserve/engine.h"
@@ -43,7 +45,8 @@ struct Incoming {
 struct Active {
   Incoming in;
   std::unique_ptr<OutputProcessor> output;
-  uint64_t seed = 0;
+  std::unique_ptr<Sampler> sampler;
+  std::vector<float> masked;  // logits with suppressed ids removed (min_tokens)
   int num_prompt_tokens = 0;
   bool scheduled = false;
   Clock::time_point first_scheduled, first_token;
@@ -323,7 +326,10 @@ class EngineImpl final : public Engine {
   void accept(Incoming in) {
     Active a;
     a.num_prompt_tokens = static_cast<int>(in.prompt_ids.size());
-    a.seed = in.params.seed ? *in.params.seed : (config_.seed ^ (0x9e3779b97f4a7c15ULL * (in.id + 1)));
+    // An unseeded request gets a seed derived from the engine's and its id: runs repeat.
+    GenerationParams sampling = in.params;
+    if (!sampling.seed) sampling.seed = config_.seed ^ (0x9e3779b97f4a7c15ULL * (in.id + 1));
+    a.sampler = std::make_unique<Sampler>(sampling);
     std::unique_ptr<TextStream> text;
     if (in.params.detokenize && codec_) text = codec_->start_stream(in.prompt_ids, in.params.skip_special_tokens);
     a.output = std::make_unique<OutputProcessor>(in.params, in.max_new_tokens, info_.eos_token_ids, std::move(text));
@@ -399,8 +405,13 @@ class EngineImpl final : public Engine {
       Active& a = active_.at(c.seq);
       const Sequence* seq = scheduler_->find(c.seq);
       const int index = a.output->num_generated();
-      const int32_t token = choose_token(row_logits, a.in.params, seq->token_ids, a.seed, index,
-                                         a.output->suppressed_ids());
+      std::span<const float> to_sample = row_logits;
+      if (const auto& suppress = a.output->suppressed_ids(); !suppress.empty()) {
+        a.masked.assign(row_logits.begin(), row_logits.end());
+        for (int32_t id : suppress) a.masked[id] = -std::numeric_limits<float>::infinity();
+        to_sample = a.masked;
+      }
+      const int32_t token = a.sampler->sample(to_sample, seq->token_ids);
       scheduler_->append_token(c.seq, token);
       {
         std::lock_guard lock(stats_mutex_);
