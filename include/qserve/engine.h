@@ -97,6 +97,13 @@ struct EngineStats {
   uint64_t num_steps = 0;
   int peak_num_running = 0;            // largest batch seen
   int64_t peak_kv_pages_used = 0;
+  // Prefill = prompt tokens and recomputed ones; decode = one new token of a
+  // sequence whose history is cached. A step is a decode step if it holds only decodes.
+  uint64_t prefill_tokens = 0;         // computed as prefill
+  uint64_t decode_tokens = 0;          // computed as decode
+  uint64_t decode_steps = 0;
+  double prefill_step_s = 0;           // model time of steps with any prefill
+  double decode_step_s = 0;            // model time of decode-only steps
   double model_s = 0;                  // time in the model runner (steps)
   double kv_zero_s = 0;                // of which zeroing fresh KV pages (user-data guarantee)
 };
@@ -149,6 +156,11 @@ class Engine {
   virtual std::shared_ptr<RequestStream> submit(const Request& request) = 0;
   // Same, outputs go to `callback` on the engine thread instead; returns the request id.
   virtual uint64_t submit(const Request& request, OutputCallback callback) = 0;
+  // Submits several requests at once: all are validated first (one bad request
+  // throws and none is enqueued) and they reach the scheduler in one step
+  // (offline batches, the `n` of a completion, benchmarks). The default (for
+  // test doubles) submits one by one.
+  virtual std::vector<std::shared_ptr<RequestStream>> submit_all(const std::vector<Request>& requests);
   // Cancels a request by id; false if it is unknown or already finished. Any thread.
   virtual bool cancel(uint64_t request_id) = 0;
 

@@ -24,6 +24,7 @@ int run_main(int argc, char** argv) {
   app.require_subcommand(1);
   add_generate_command(app);
   add_convert_command(app);
+  add_bench_command(app);
   add_serve_command(app);
   try {
     app.parse(argc, argv);

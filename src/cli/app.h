@@ -19,6 +19,7 @@ void set_command_body(CLI::App* sub, CommandBody body);
 // Subcommands (src/cli/cmd_*.cpp).
 void add_generate_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 
 }  // namespace qserve::cli

@@ -6,15 +6,17 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "core/error.h"
-#include "engine/basic_sampler.h"
+#include "engine/logprobs.h"
 #include "engine/kv_block_manager.h"
 #include "engine/model_runner.h"
 #include "engine/output_processor.h"
+#include "engine/sampler.h"
 #include "engine/scheduler.h"
 #include "engine/text_codec.h"
 #include "qserve/engine.h"
@@ -43,7 +45,8 @@ struct Incoming {
 struct Active {
   Incoming in;
   std::unique_ptr<OutputProcessor> output;
-  uint64_t seed = 0;
+  std::unique_ptr<Sampler> sampler;
+  std::vector<float> masked;  // logits with suppressed ids removed (min_tokens)
   int num_prompt_tokens = 0;
   bool scheduled = false;
   Clock::time_point first_scheduled, first_token;
@@ -106,6 +109,22 @@ class EngineImpl final : public Engine {
     in.stream = stream;
     enqueue(std::move(in));
     return stream;
+  }
+
+  std::vector<std::shared_ptr<RequestStream>> submit_all(const std::vector<Request>& requests) override {
+    std::vector<Incoming> ins;
+    ins.reserve(requests.size());
+    for (const Request& r : requests) ins.push_back(validate(r));
+    std::vector<std::shared_ptr<RequestStream>> streams;
+    for (Incoming& in : ins) {
+      auto stream = std::make_shared<RequestStream>(in.id);
+      const uint64_t id = in.id;
+      stream->bind_cancel([this, id] { cancel(id); });
+      in.stream = stream;
+      streams.push_back(std::move(stream));
+    }
+    enqueue(std::move(ins));
+    return streams;
   }
 
   uint64_t submit(const Request& request, OutputCallback callback) override {
@@ -219,21 +238,32 @@ class EngineImpl final : public Engine {
   }
 
   void enqueue(Incoming in) {
+    std::vector<Incoming> one;
+    one.push_back(std::move(in));
+    enqueue(std::move(one));
+  }
+
+  // All or none.
+  void enqueue(std::vector<Incoming> ins) {
+    const int n = static_cast<int>(ins.size());
     {
       std::lock_guard lock(mutex_);
       if (stopping_) fail(ErrorCode::kUnsupported, "the engine is shutting down");
       const int waiting = static_cast<int>(incoming_.size()) + sched_waiting_.load();
-      if (waiting >= config_.max_waiting_requests) {
+      if (waiting + n > config_.max_waiting_requests) {
         std::lock_guard stats_lock(stats_mutex_);
-        ++stats_.requests_rejected;
-        fail(ErrorCode::kResourceExhausted, "the queue is full ({} requests waiting)", waiting);
+        stats_.requests_rejected += n;
+        fail(ErrorCode::kResourceExhausted, "the queue is full ({} requests waiting, limit {})", waiting,
+             config_.max_waiting_requests);
       }
-      live_ids_.insert(in.id);
-      incoming_.push_back(std::move(in));
+      for (Incoming& in : ins) {
+        live_ids_.insert(in.id);
+        incoming_.push_back(std::move(in));
+      }
       cv_.notify_all();
     }
     std::lock_guard stats_lock(stats_mutex_);
-    ++stats_.requests_submitted;
+    stats_.requests_submitted += n;
   }
 
   void deliver(Active& a, RequestOutput& out) {
@@ -296,7 +326,10 @@ class EngineImpl final : public Engine {
   void accept(Incoming in) {
     Active a;
     a.num_prompt_tokens = static_cast<int>(in.prompt_ids.size());
-    a.seed = in.params.seed ? *in.params.seed : (config_.seed ^ (0x9e3779b97f4a7c15ULL * (in.id + 1)));
+    // An unseeded request gets a seed derived from the engine's and its id: runs repeat.
+    GenerationParams sampling = in.params;
+    if (!sampling.seed) sampling.seed = config_.seed ^ (0x9e3779b97f4a7c15ULL * (in.id + 1));
+    a.sampler = std::make_unique<Sampler>(sampling);
     std::unique_ptr<TextStream> text;
     if (in.params.detokenize && codec_) text = codec_->start_stream(in.prompt_ids, in.params.skip_special_tokens);
     a.output = std::make_unique<OutputProcessor>(in.params, in.max_new_tokens, info_.eos_token_ids, std::move(text));
@@ -317,8 +350,10 @@ class EngineImpl final : public Engine {
     RunnerBatch batch;
     batch.seqs.reserve(plan.chunks.size());
     const auto now = Clock::now();
+    uint64_t decode_tokens = 0;
     for (const ScheduledChunk& c : plan.chunks) {
       const Sequence* seq = scheduler_->find(c.seq);
+      if (c.num_tokens == 1 && c.sample && c.start >= seq->num_prompt_tokens) ++decode_tokens;
       Active& a = active_.at(c.seq);
       if (!a.scheduled) {
         a.scheduled = true;
@@ -340,7 +375,17 @@ class EngineImpl final : public Engine {
     try {
       const auto t0 = Clock::now();
       logits = runner_->execute(batch);
-      model_seconds_ += seconds_between(t0, Clock::now());
+      const double dt = seconds_between(t0, Clock::now());
+      model_seconds_ += dt;
+      std::lock_guard lock(stats_mutex_);
+      stats_.decode_tokens += decode_tokens;
+      stats_.prefill_tokens += static_cast<uint64_t>(plan.num_tokens) - decode_tokens;
+      if (decode_tokens == static_cast<uint64_t>(plan.num_tokens)) {
+        ++stats_.decode_steps;
+        stats_.decode_step_s += dt;
+      } else {
+        stats_.prefill_step_s += dt;
+      }
     } catch (const std::exception& e) {
       // The step failed: its requests fail, the engine keeps serving the rest.
       spdlog::error("model step failed: {}", e.what());
@@ -360,8 +405,13 @@ class EngineImpl final : public Engine {
       Active& a = active_.at(c.seq);
       const Sequence* seq = scheduler_->find(c.seq);
       const int index = a.output->num_generated();
-      const int32_t token = choose_token(row_logits, a.in.params, seq->token_ids, a.seed, index,
-                                         a.output->suppressed_ids());
+      std::span<const float> to_sample = row_logits;
+      if (const auto& suppress = a.output->suppressed_ids(); !suppress.empty()) {
+        a.masked.assign(row_logits.begin(), row_logits.end());
+        for (int32_t id : suppress) a.masked[id] = -std::numeric_limits<float>::infinity();
+        to_sample = a.masked;
+      }
+      const int32_t token = a.sampler->sample(to_sample, seq->token_ids);
       scheduler_->append_token(c.seq, token);
       {
         std::lock_guard lock(stats_mutex_);
@@ -468,6 +518,12 @@ class EngineImpl final : public Engine {
 std::unique_ptr<Engine> Engine::create(const EngineConfig& config, std::unique_ptr<ModelRunner> runner,
                                        std::shared_ptr<TextCodec> codec) {
   return std::make_unique<EngineImpl>(config, std::move(runner), std::move(codec));
+}
+
+std::vector<std::shared_ptr<RequestStream>> Engine::submit_all(const std::vector<Request>& requests) {
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (const Request& r : requests) streams.push_back(submit(r));
+  return streams;
 }
 
 RequestOutput Engine::generate(const Request& request) {

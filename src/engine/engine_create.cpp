@@ -1,6 +1,7 @@
 // Engine::create(config): the model named by the config on its backend.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
@@ -54,9 +55,28 @@ std::unique_ptr<Engine> Engine::create(const EngineConfig& config) {
   auto runner = std::make_unique<LlamaModelRunner>(std::move(model), name);
 
   EngineConfig effective = config;
-  if (effective.num_kv_pages <= 0 && effective.kv_cache_bytes <= 0) effective.kv_cache_bytes = kDefaultCpuKvBytes;
+  if (effective.num_kv_pages <= 0 && effective.kv_cache_bytes <= 0) {
+    // Enough for max_num_seqs full-length sequences, at most kDefaultCpuKvBytes.
+    int64_t len = runner->max_model_len();
+    if (config.max_model_len > 0) len = std::min<int64_t>(len, config.max_model_len);
+    const int64_t page_size = std::max(1, config.page_size);
+    const int64_t want = int64_t{std::max(1, config.max_num_seqs)} * ((len + page_size - 1) / page_size);
+    effective.num_kv_pages = std::max<int64_t>(1, std::min(want, kDefaultCpuKvBytes / runner->kv_bytes_per_page(config.page_size)));
+  }
   // The model's own tokenizer (tokenizer.json or tokenizer.model next to the weights).
-  auto codec = TokenizerCodec::load(config.tokenizer.empty() ? path : config.tokenizer);
+  // A model folder without one (random test models, dummy weights) serves token
+  // ids only; an explicit --tokenizer must load.
+  std::shared_ptr<TextCodec> codec;
+  if (!config.tokenizer.empty()) {
+    codec = TokenizerCodec::load(config.tokenizer);
+  } else {
+    try {
+      codec = TokenizerCodec::load(path);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kNotFound) throw;
+      spdlog::warn("engine: no tokenizer for {} ({}); requests must carry token ids", path, e.what());
+    }
+  }
   return create(effective, std::move(runner), std::move(codec));
 }
 

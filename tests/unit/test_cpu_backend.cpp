@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <numeric>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -166,8 +168,10 @@ TEST(CpuOps, PagedAttentionEqualsDense) {
   const auto q = random_vector(8 * heads * D, 23);
   for (std::optional<int64_t> window : {std::optional<int64_t>{}, std::optional<int64_t>{2}}) {
     batch.sliding_window = window;
-    std::vector<float> out(8 * heads * D, NAN);
+    std::vector<float> out(8 * heads * D, NAN), fast(8 * heads * D, NAN);
     cpu::attention(q.data(), kp.data(), vp.data(), heads, kv_heads, D, batch, 0.3f, out.data());
+    cpu::attention_fast(q.data(), kp.data(), vp.data(), heads, kv_heads, D, batch, 0.3f, fast.data());
+    for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(fast[i], out[i], 1e-5f) << "fast attention at " << i;
     for (int64_t t = 0; t < 8; ++t) {
       const int s = t < 3 ? 0 : 1;
       const int64_t p = batch.positions[t];
@@ -189,6 +193,40 @@ TEST(CpuOps, PagedAttentionEqualsDense) {
         }
       }
     }
+  }
+}
+
+// Long prefills (several query-row blocks), a decode and a window: fast == reference.
+TEST(CpuOps, FastAttentionEqualsReferenceOnLongContexts) {
+  const int64_t heads = 8, kv_heads = 2, D = 16, P = 7, num_pages = 64;
+  AttentionBatch batch;
+  batch.page_size = P;
+  // seq 0: 20 cached + 150 new; seq 1: 90 cached + 1 new (decode).
+  const int64_t cached[] = {20, 90}, news[] = {150, 1};
+  batch.token_offsets = {0, 150, 151};
+  batch.page_table_offsets = {0};
+  std::mt19937 rng(5);
+  std::vector<int32_t> free_pages(num_pages);
+  std::iota(free_pages.begin(), free_pages.end(), 0);
+  std::shuffle(free_pages.begin(), free_pages.end(), rng);
+  for (int s = 0; s < 2; ++s) {
+    const int64_t len = cached[s] + news[s];
+    for (int64_t p = 0; p < (len + P - 1) / P; ++p) {
+      batch.page_table.push_back(free_pages.back());
+      free_pages.pop_back();
+    }
+    batch.page_table_offsets.push_back(static_cast<int32_t>(batch.page_table.size()));
+    batch.context_lens.push_back(static_cast<int32_t>(len));
+    for (int64_t p = cached[s]; p < len; ++p) batch.positions.push_back(static_cast<int32_t>(p));
+  }
+  const auto kp = random_vector(num_pages * kv_heads * P * D, 31), vp = random_vector(kp.size(), 32);
+  const auto q = random_vector(151 * heads * D, 33);
+  for (std::optional<int64_t> window : {std::optional<int64_t>{}, std::optional<int64_t>{37}}) {
+    batch.sliding_window = window;
+    std::vector<float> ref(q.size(), NAN), fast(q.size(), NAN);
+    cpu::attention(q.data(), kp.data(), vp.data(), heads, kv_heads, D, batch, 0.25f, ref.data());
+    cpu::attention_fast(q.data(), kp.data(), vp.data(), heads, kv_heads, D, batch, 0.25f, fast.data());
+    for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(fast[i], ref[i], 2e-5f) << "at " << i << (window ? " (window)" : "");
   }
 }
 

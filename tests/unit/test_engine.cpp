@@ -300,3 +300,26 @@ TEST(Engine, ShutdownWithoutDrainCancels) {
 
 }  // namespace
 }  // namespace qserve
+
+namespace qserve {
+namespace {
+
+TEST(Engine, SubmitAllIsAllOrNothingAndBatchesTogether) {
+  auto engine = make_engine(small_config());
+  std::vector<Request> reqs = {greedy({1, 2}, 5), greedy({3}, 5), greedy({}, 5)};  // the last is bad
+  EXPECT_THROW(engine->submit_all(reqs), Error);
+  EXPECT_EQ(engine->stats().requests_submitted, 0u);
+  reqs.pop_back();
+  reqs.push_back(greedy({4, 5, 6}, 5));
+  auto streams = engine->submit_all(reqs);
+  ASSERT_EQ(streams.size(), 3u);
+  for (size_t i = 0; i < streams.size(); ++i) {
+    std::vector<int32_t> got;
+    while (auto out = streams[i]->next()) got.insert(got.end(), out->token_ids.begin(), out->token_ids.end());
+    EXPECT_EQ(got, engine->generate(reqs[i]).token_ids);
+  }
+  EXPECT_EQ(engine->stats().peak_num_running, 3);
+}
+
+}  // namespace
+}  // namespace qserve

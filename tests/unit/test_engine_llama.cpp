@@ -121,25 +121,26 @@ TEST(EngineOnDefaultModel, GreedyAloneEqualsInACrowd) {
   EngineConfig c;
   c.model = dir;
   c.page_size = 16;
-  c.num_kv_pages = 24;  // 384 slots: 6 sequences of ~80 tokens preempt
-  c.max_num_batched_tokens = 64;
+  c.num_kv_pages = 9;  // 144 slots: 4 sequences of up to 56 tokens preempt
+  c.max_num_batched_tokens = 48;
   auto engine = Engine::create(c);
   std::mt19937 rng(5);
   std::vector<std::vector<int32_t>> prompts;
-  for (int i = 0; i < 6; ++i) {
-    std::vector<int32_t> p(20 + rng() % 40);
+  for (int i = 0; i < 4; ++i) {
+    std::vector<int32_t> p(20 + rng() % 20);
     for (auto& t : p) t = 100 + rng() % 10000;
     prompts.push_back(p);
   }
   std::vector<std::vector<int32_t>> alone;
-  for (const auto& p : prompts) alone.push_back(engine->generate(greedy(p, 24)).token_ids);
+  for (const auto& p : prompts) alone.push_back(engine->generate(greedy(p, 16)).token_ids);
   std::vector<std::shared_ptr<RequestStream>> streams;
-  for (const auto& p : prompts) streams.push_back(engine->submit(greedy(p, 24)));
+  for (const auto& p : prompts) streams.push_back(engine->submit(greedy(p, 16)));
   for (size_t i = 0; i < streams.size(); ++i) {
     std::vector<int32_t> got;
     while (auto out = streams[i]->next()) got.insert(got.end(), out->token_ids.begin(), out->token_ids.end());
     EXPECT_EQ(got, alone[i]) << "prompt " << i;
   }
+  EXPECT_GT(engine->stats().num_preemptions, 0u);
   EXPECT_EQ(engine->stats().kv_pages_free, engine->stats().kv_pages_total);
 }
 

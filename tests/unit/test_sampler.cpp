@@ -1,12 +1,13 @@
 // Sampler: masks exact on crafted distributions, the Hugging Face order of the
 // stages, seeded determinism, empirical frequencies, agreement with the
-// engine's choose_token where both definitions coincide.
+// kernel-level sample_token_cpu (what the CUDA sampler matches) where both
+// definitions coincide.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
-#include "engine/basic_sampler.h"
+#include "backend/cpu/sampling.h"
 #include "engine/sampler.h"
 
 namespace qserve {
@@ -154,9 +155,9 @@ TEST(Sampler, FrequenciesFollowTheKeptDistribution) {
   EXPECT_NEAR(count[0] / double(n), 2.0 / 3, 0.01);
 }
 
-TEST(Sampler, AgreesWithTheEngineChooseToken) {
-  // choose_token applies min-p before top-p and top-p over the whole mass; with
-  // top-p alone, or top-k (+ min-p), the two definitions coincide.
+TEST(Sampler, AgreesWithTheKernelSampler) {
+  // sample_token_cpu applies top-p over the whole mass and has no min-p; with
+  // top-p alone or top-k alone (after the repetition penalty), the two coincide.
   std::mt19937 rng(5);
   int compared = 0;
   for (int rep = 0; rep < 300; ++rep) {
@@ -164,16 +165,22 @@ TEST(Sampler, AgreesWithTheEngineChooseToken) {
     p.temperature = 0.3f + 0.2f * (rep % 7);
     if (rep % 3 == 0) p.top_k = 1 + rep % 40;
     if (rep % 3 == 1) p.top_p = 0.5f + 0.05f * (rep % 10);
-    if (rep % 4 == 0 && rep % 3 != 1) p.min_p = 0.05f;
     if (rep % 5 == 0) p.repetition_penalty = 1.3f;
     p.seed = 1000 + rep;
     const auto logits = random_logits(rng, 300);
     const std::vector<int32_t> context = {1, 5, 7, 5};
+    auto penalized = logits;
+    apply_repetition_penalty(penalized, context, p.repetition_penalty);
+    SamplingParams kp;
+    kp.temperature = p.temperature;
+    kp.top_k = p.top_k;
+    kp.top_p = p.top_p;
+    kp.seed = *p.seed;
     Sampler s(p);
     for (int step = 0; step < 3; ++step) {
       const int32_t mine = s.sample(logits, context);
-      const int32_t engine = choose_token(logits, p, context, *p.seed, step, {});
-      EXPECT_EQ(mine, engine) << "rep " << rep << " step " << step;
+      const int32_t kernel = sample_token_cpu(penalized.data(), static_cast<int32_t>(penalized.size()), kp, step);
+      EXPECT_EQ(mine, kernel) << "rep " << rep << " step " << step;
       ++compared;
     }
   }

@@ -173,8 +173,8 @@ class CpuBackend final : public Backend {
     const int64_t T = batch.num_tokens(), kv_heads = kv.k.dim(1), D = kv.k.dim(3);
     const int64_t heads = q.numel() / (T * D);
     QS_CHECK(heads * T * D == q.numel() && out.numel() == q.numel() && heads % kv_heads == 0);
-    cpu::attention(q.data_as<float>(), kv.k.data_as<float>(), kv.v.data_as<float>(), heads, kv_heads, D, batch, scale,
-                   out.data_as<float>());
+    const auto fn = fast_ ? cpu::attention_fast : cpu::attention;
+    fn(q.data_as<float>(), kv.k.data_as<float>(), kv.v.data_as<float>(), heads, kv_heads, D, batch, scale, out.data_as<float>());
   }
 
  private:

@@ -34,4 +34,11 @@ void kv_write(const float* k, const float* v, int64_t T, int64_t kv_heads, int64
 void attention(const float* q, const float* k_pages, const float* v_pages, int64_t heads, int64_t kv_heads, int64_t head_dim,
                const AttentionBatch& batch, float scale, float* out);
 
+// The same attention, fast: per (sequence, KV head), K and V of the context
+// gathered once into contiguous buffers, then scores = Q K^T and out = P V as
+// SIMD matmuls (matmul_f32_fast_serial), float softmax; blocks of query rows
+// bound the score buffer. Equal to `attention` up to float rounding.
+void attention_fast(const float* q, const float* k_pages, const float* v_pages, int64_t heads, int64_t kv_heads, int64_t head_dim,
+                    const AttentionBatch& batch, float scale, float* out);
+
 }  // namespace qserve::cpu

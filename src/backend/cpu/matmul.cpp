@@ -92,6 +92,14 @@ void matmul_f32_fast(const float* x, const void* w, DType wdtype, const float* b
   }
 }
 
+void matmul_f32_fast_serial(const float* x, const float* w, const float* bias, float* y, int64_t T, int64_t K, int64_t N) {
+  switch (isa()) {
+    case Isa::kAvx512: detail::matmul_f32_avx512(x, w, DType::kF32, bias, y, T, K, N, 0, N); return;
+    case Isa::kAvx2: detail::matmul_f32_avx2(x, w, DType::kF32, bias, y, T, K, N, 0, N); return;
+    case Isa::kScalar: matmul_scalar_cols(x, w, bias, y, T, K, N, 0, N); return;
+  }
+}
+
 const char* matmul_f32_fast_isa() {
   switch (isa()) {
     case Isa::kAvx512: return "avx512";

@@ -21,6 +21,10 @@ void matmul_f32_fast(const float* x, const float* w, const float* bias, float* y
 // is bound by it).
 void matmul_f32_fast(const float* x, const void* w, DType wdtype, const float* bias, float* y, int64_t T, int64_t K, int64_t N);
 
+// matmul_f32_fast (F32 weights) in the calling thread only: for use inside a
+// parallel_for body (the pool is not reentrant).
+void matmul_f32_fast_serial(const float* x, const float* w, const float* bias, float* y, int64_t T, int64_t K, int64_t N);
+
 // The instruction set matmul_f32_fast uses on this CPU: "avx512", "avx2" or "scalar".
 const char* matmul_f32_fast_isa();
 

@@ -1,0 +1,69 @@
+// `qserve bench throughput` end to end on the CPU engine (the CI case:
+// input 32 / output 16 / 4 prompts): the tiny model always, the default model
+// when installed.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/app.h"
+
+namespace qserve {
+namespace {
+
+const std::string kSourceDir = QSERVE_SOURCE_DIR;
+
+nlohmann::json run_bench(std::vector<std::string> args) {
+  args.insert(args.begin(), {"qserve", "bench", "throughput"});
+  args.push_back("--json");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  ::testing::internal::CaptureStdout();
+  const int rc = cli::run_main(static_cast<int>(argv.size()), argv.data());
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(rc, 0) << out;
+  return nlohmann::json::parse(out);
+}
+
+void check_line(const nlohmann::json& j, int prompts, int out_len) {
+  EXPECT_EQ(j["output_tokens"].get<int>(), prompts * out_len);
+  EXPECT_GT(j["output_tokens_per_s"].get<double>(), 0.0);
+  EXPECT_GT(j["prefill_tokens_per_s"].get<double>(), 0.0);
+  EXPECT_GT(j["decode_tokens_per_s"].get<double>(), 0.0);
+  EXPECT_EQ(j["peak_batch"].get<int>(), prompts);
+  EXPECT_GT(j["kv_pages_peak_used"].get<int>(), 0);
+  EXPECT_LE(j["ttft_ms_p50"].get<double>(), j["ttft_ms_p99"].get<double>());
+  EXPECT_LE(j["tpot_ms_p50"].get<double>(), j["tpot_ms_p99"].get<double>());
+  EXPECT_GT(j["tpot_ms_p50"].get<double>(), 0.0);
+}
+
+TEST(BenchThroughput, TinyModelJsonLine) {
+  const auto j = run_bench({"--model", kSourceDir + "/tests/data/models/tiny-llama", "--precision", "fp16",
+                            "--input-len", "32", "--output-len", "16", "--num-prompts", "4"});
+  check_line(j, 4, 16);
+  EXPECT_EQ(j["model"], "tiny-llama");
+}
+
+TEST(BenchThroughput, TinyModelUnderPreemption) {
+  // 10 pages of 4 tokens for 6 sequences of 40 tokens: preemption, same totals.
+  const auto j = run_bench({"--model", kSourceDir + "/tests/data/models/tiny-llama", "--input-len", "24",
+                            "--output-len", "16", "--num-prompts", "6", "--page-size", "4", "--num-kv-pages", "20",
+                            "--max-num-batched-tokens", "32"});
+  EXPECT_EQ(j["output_tokens"].get<int>(), 96);
+  EXPECT_GT(j["preemptions"].get<int>(), 0);
+}
+
+TEST(BenchThroughput, DefaultModel) {
+  const char* home = std::getenv("QSERVE_HOME");
+  const std::string base = home && *home ? home : std::string(std::getenv("HOME") ? std::getenv("HOME") : ".") + "/.cache/qserve";
+  const std::string dir = base + "/models/SmolLM2-135M-Instruct";
+  if (!std::filesystem::exists(dir + "/config.json")) GTEST_SKIP() << "skipped: default model not installed at " << dir;
+  const auto j = run_bench({"--precision", "fp16", "--input-len", "32", "--output-len", "16", "--num-prompts", "4"});
+  check_line(j, 4, 16);
+}
+
+}  // namespace
+}  // namespace qserve
