@@ -35,6 +35,10 @@ CRAFTED = [
     "<s> and </s> in text", "<unk>", "<think>step</think> answer",
     "\u0000 control \u001b[0m \u007f", "((nested)) [brackets] {braces} <tags/>",
     "http://example.com/path?query=1&b=2#frag", "x" * 300, "word " * 60, "\u2581already\u2581meta",
+    # NFC: composition, reordering, singletons, Hangul, blocked marks
+    "e\u0301 A\u030a \u212b \u2126 a\u0328\u0301 q\u0307\u0323 \u1e9b\u0323 e\u0302\u0301",
+    "\u1100\u1161\u11a8 \u1100\u1161 \uac00\u11a8 \u0915\u093c \u0627\u0653 a\u05ae\u0300\u0301b",
+    "\u00e9\u0301 \u0041\u0300\u0316 \u1fbf\u0301 \u0344 \u0f73 \u2000 \uf900",
 ]
 
 

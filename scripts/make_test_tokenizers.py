@@ -5,7 +5,7 @@ them to tests/data/tokenizer/<name>/tokenizer.json:
 
   bpe_gpt2        Split(GPT-2 pattern) + ByteLevel(use_regex=False), merges as "a b" strings
   bpe_llama3      Split(Llama-3 pattern) + ByteLevel, BOS template, added tokens with lstrip/rstrip
-  bpe_qwen2       Split(Qwen2 pattern) + ByteLevel, special + non-special added tokens
+  bpe_qwen2       NFC + Split(Qwen2 pattern) + ByteLevel, special + non-special added tokens
   bpe_digits      Digits(individual) + ByteLevel(use_regex=True) (SmolLM2's original layout)
   bpe_bytefallback  Llama-2 style: Prepend/Replace normalizer, byte fallback, unk, no pre-tokenizer
   bpe_metaspace   Metaspace(prepend_scheme="first") + byte fallback
@@ -88,6 +88,7 @@ def main():
 
     t = train_byte_level(byte_level(QWEN2), lines, ["<|endoftext|>", "<|im_start|>", "<|im_end|>"])
     t.add_tokens(["<think>", "</think>"])
+    t.normalizer = normalizers.NFC()  # as Qwen2's own tokenizer.json
     out["bpe_qwen2"] = t
 
     t = Tokenizer(models.BPE())

@@ -12,7 +12,7 @@
 // u = sampling_uniform(seed, step), and returns the first kept token, in
 // index order, whose running sum of probability exceeds u: a request's tokens
 // depend only on its seed and its history (same seed, same text), and where
-// the masks agree the choice is the engine's choose_token / sample_token_cpu.
+// the masks agree the choice is the kernel-level sample_token_cpu's.
 #pragma once
 
 #include <cstdint>

@@ -169,7 +169,7 @@ void BpeModel::encode_uncached(std::string_view word, std::vector<int32_t>& out)
   }
   std::vector<int32_t> ids;
   ids.reserve(word.size());
-  std::optional<int32_t> pending_unk;  // a (fused) unk not yet appended
+  int32_t pending_unk = -1;  // a (fused) unk not yet appended
   std::string s;
   size_t pos = 0;
   while (pos < word.size()) {
@@ -181,9 +181,9 @@ void BpeModel::encode_uncached(std::string_view word, std::vector<int32_t>& out)
     if (!is_first && !continuing_subword_prefix_.empty()) s.insert(0, continuing_subword_prefix_);
     if (is_last && !end_of_word_suffix_.empty()) s += end_of_word_suffix_;
     if (auto it = vocab_.find(s); it != vocab_.end()) {
-      if (pending_unk) {
-        ids.push_back(*pending_unk);
-        pending_unk.reset();
+      if (pending_unk >= 0) {
+        ids.push_back(pending_unk);
+        pending_unk = -1;
       }
       ids.push_back(it->second);
       continue;
@@ -197,10 +197,10 @@ void BpeModel::encode_uncached(std::string_view word, std::vector<int32_t>& out)
       }
     }
     if (!unk_id_) fail(ErrorCode::kInvalidArgument, "tokenizer: '{}' has no token and no unk token", s);
-    if (pending_unk && !fuse_unk_) ids.push_back(*pending_unk);
+    if (pending_unk >= 0 && !fuse_unk_) ids.push_back(pending_unk);
     pending_unk = *unk_id_;
   }
-  if (pending_unk) ids.push_back(*pending_unk);
+  if (pending_unk >= 0) ids.push_back(pending_unk);
 
   merge_all(ids);
   out.insert(out.end(), ids.begin(), ids.end());

@@ -121,12 +121,10 @@ class LowercaseNorm : public Normalizer {
   }
 };
 
-// NFC / NFKC: identity. The byte-level tokenizers that declare NFC (Qwen2) see
-// text that is almost always already NFC; composing would need the Unicode
-// decomposition tables. Text with combining sequences may tokenize differently.
-class IdentityNorm : public Normalizer {
+// NFC (Qwen2 declares it).
+class NfcNorm : public Normalizer {
  public:
-  std::string normalize(std::string t) const override { return t; }
+  std::string normalize(std::string t) const override { return unicode::to_nfc(t); }
 };
 
 // ---- decoders ----
@@ -302,7 +300,7 @@ std::unique_ptr<Normalizer> make_normalizer(const json& c) {
   if (type == "Replace") return std::make_unique<ReplaceNorm>(c);
   if (type == "Strip") return std::make_unique<StripNorm>(c.value("strip_left", true), c.value("strip_right", true));
   if (type == "Lowercase") return std::make_unique<LowercaseNorm>();
-  if (type == "NFC" || type == "NFKC") return std::make_unique<IdentityNorm>();
+  if (type == "NFC") return std::make_unique<NfcNorm>();
   fail(ErrorCode::kUnsupported, "tokenizer.json: normalizer type '{}' is not supported", type);
 }
 

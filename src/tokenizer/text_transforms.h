@@ -18,7 +18,7 @@ class Normalizer {
   virtual std::string normalize(std::string text) const = 0;
 };
 // nullptr for JSON null. Supported: Sequence, Prepend, Replace, Strip,
-// Lowercase (ASCII), NFC/NFKC (identity: see the note in the .cpp).
+// Lowercase (ASCII), NFC.
 std::unique_ptr<Normalizer> make_normalizer(const nlohmann::json& config);
 
 // Works on the list of token strings as Hugging Face's decode_chain does, but

@@ -38,6 +38,10 @@ size_t utf8_valid_prefix(std::string_view s);
 // Bytes at the end of s that start a character the end cut off (0..3).
 size_t utf8_incomplete_tail(std::string_view s);
 
+// Unicode Normalization Form C (canonical decomposition, canonical ordering,
+// canonical composition). Text that is not valid UTF-8 is returned unchanged.
+std::string to_nfc(std::string_view s);
+
 // The GPT-2 byte <-> unicode map of the ByteLevel pre-tokenizer: each byte
 // becomes a printable character ("Ġ" for ' ', "Ċ" for '\n').
 const std::string& byte_to_unicode(uint8_t b);  // UTF-8 of the mapped character

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "tokenizer/bpe_tokenizer.h"
+#include "tokenizer/unicode.h"
 #include "tokenizer_test_util.h"
 
 namespace qserve {
@@ -107,6 +108,26 @@ TEST(TokenizerLoad, BosEosFromConfigs) {
   std::ofstream(tmp / "tokenizer_config.json") << R"({"bos_token": "<|begin_of_text|>", "add_bos_token": false})";
   EXPECT_EQ(load_tokenizer(tmp.string())->encode("x", true).size(), 1u);
   fs::remove_all(tmp);
+}
+
+}  // namespace
+}  // namespace qserve
+
+namespace qserve {
+namespace {
+
+TEST(TokenizerNfc, MatchesPythonUnicodedata) {
+  // Expected values from Python's unicodedata.normalize("NFC", ...).
+  EXPECT_EQ(unicode::to_nfc("e\xcc\x81 A\xcc\x8a \xe2\x84\xab \xe2\x84\xa6 a\xcc\xa8\xcc\x81 q\xcc\x87\xcc\xa3"),
+            "\xc3\xa9 \xc3\x85 \xc3\x85 \xce\xa9 \xc4\x85\xcc\x81 q\xcc\xa3\xcc\x87");
+  EXPECT_EQ(unicode::to_nfc("\xe1\x84\x80\xe1\x85\xa1\xe1\x86\xa8 \xea\xb0\x80\xe1\x86\xa8 a\xd6\xae\xcc\x80\xcc\x81"
+                            "b"),
+            "\xea\xb0\x81 \xea\xb0\x81 \xc3\xa0\xd6\xae\xcc\x81"
+            "b");
+  EXPECT_EQ(unicode::to_nfc("\xe0\xbd\xb3 \xcd\x84 \xef\xa4\x80 e\xcc\x82\xcc\x81"),
+            "\xe0\xbd\xb1\xe0\xbd\xb2 \xcc\x88\xcc\x81 \xe8\xb1\x88 \xe1\xba\xbf");
+  EXPECT_EQ(unicode::to_nfc("plain ASCII"), "plain ASCII");
+  EXPECT_EQ(unicode::to_nfc("bad \xcc"), "bad \xcc");  // invalid UTF-8: unchanged
 }
 
 }  // namespace

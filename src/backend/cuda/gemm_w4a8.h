@@ -1,0 +1,77 @@
+// W4A8 GEMM on INT8 tensor cores (mma.sync m16n8k32), QServe's design:
+// Y[t, o] (fp16) = epilogue(sum_i Xq[t, i] * W[o, i]), per-channel or g128
+// (docs/quantized-checkpoint.md; epilogues in quant/gemm_epilogue.h).
+//
+// Weights are repacked at load time into the kernel's compute order
+// (quant/w4a8_repack.h): one 128-bit load per lane per 16x64 tile, INT4 ->
+// INT8 by a mask and a shift per 8 values, g128 level 2 by a multiply and a
+// __vadd4 per 4 values; per-channel zero points leave the main loop (a_sum).
+// Multi-stage cp.async pipeline, XOR-swizzled activation tiles read by
+// ldmatrix, tile shape by problem size, split-K with an in-kernel fix-up (the
+// last CTA of a tile sums the partials) when the grid would not fill the GPU.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "backend/cuda/cuda_context.h"
+#include "backend/cuda/device_memory.h"
+#include "quant/weight_format.h"
+
+namespace qserve::cuda {
+
+enum class W4A8Kind { kPerChannel, kG128 };
+
+// Device weights in compute order.
+struct W4A8DeviceWeights {
+  W4A8Kind kind = W4A8Kind::kG128;
+  int64_t n = 0, k = 0, n16 = 0, groups = 0;
+  DeviceBuffer qweight;   // [n/128][k/64][8][32][16] bytes
+  DeviceBuffer level2;    // g128: [n16][groups][8] uint32 (s2, scaled zero of rows g, g+8)
+  DeviceBuffer ch_scale;  // [n16*16] f32: s1 (g128) or s (per-channel)
+  DeviceBuffer ch_szero;  // [n16*16] f32: s * z (per-channel)
+  size_t weight_bytes() const { return qweight.size() + level2.size() + ch_scale.size() + ch_szero.size(); }
+};
+
+// Repack (host, threaded) and upload. k must be a multiple of 64.
+W4A8DeviceWeights upload_w4a8(const quant::W4G128Weights& w);
+W4A8DeviceWeights upload_w4a8(const quant::W4PerChannelWeights& w);
+
+inline constexpr int kW4A8TileCount = 6;  // tile configurations, see gemm_w4a8.cu
+const char* w4a8_tile_name(int tile);
+
+struct W4A8Plan {
+  int tile = 0;
+  int splits = 1;            // split-K factor (1: none)
+  int kt_per_split = 0;      // 64-wide k tiles per split
+  int grid_n = 0, grid_m = 0;
+  size_t workspace_bytes = 0;
+};
+
+// Chooses the tile and split-K for one problem. force_tile >= 0 and
+// force_splits > 0 override the choice (tests, tuning).
+W4A8Plan plan_w4a8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile = -1, int force_splits = 0,
+                   bool g128 = true);
+inline W4A8Plan plan_w4a8(const DeviceInfo& dev, const W4A8DeviceWeights& w, int64_t m, int force_tile = -1,
+                          int force_splits = 0) {
+  return plan_w4a8(dev, m, w.n, w.k, force_tile, force_splits, w.kind == W4A8Kind::kG128);
+}
+
+struct W4A8Args {
+  const int8_t* x = nullptr;    // [m, k] row-major
+  const __half* s_x = nullptr;  // [m]
+  const __half* a_sum = nullptr;  // [m], per-channel only
+  int64_t m = 0;
+  __half* y = nullptr;          // [m, n] row-major
+  int32_t* acc_out = nullptr;   // optional [m, n]: write the exact INT32 accumulators instead of y
+};
+
+// `workspace` holds plan.workspace_bytes, zeroed once before its first use
+// (the kernel leaves it zeroed again). Safe to capture in a CUDA graph.
+void gemm_w4a8(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A8Plan& plan, void* workspace,
+               cudaStream_t stream);
+
+}  // namespace qserve::cuda

@@ -1,0 +1,55 @@
+#include "quant/w4a8_repack.h"
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+
+namespace qserve::quant {
+
+std::vector<uint8_t> repack_w4_mma(const uint8_t* qweight, int64_t n, int64_t k) {
+  QS_CHECK(k % kMmaTileK == 0) << "k = " << k << " is not a multiple of " << kMmaTileK;
+  const int64_t blocks = (n + kMmaTileRows * kMmaBlockTiles - 1) / (kMmaTileRows * kMmaBlockTiles);
+  const int64_t n16 = blocks * kMmaBlockTiles, kt_count = k / kMmaTileK;
+  std::vector<uint8_t> out(n16 * kt_count * 32 * 16, 0);
+  auto w4 = [&](int64_t o, int64_t i) -> uint8_t { return o < n ? int4_at(qweight, k, o, i) : 0; };
+  ThreadPool::global().parallel_for(n16, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t)
+      for (int64_t kt = 0; kt < kt_count; ++kt)
+        for (int lane = 0; lane < 32; ++lane) {
+          uint8_t* dst = out.data() + repacked_offset(t, kt, lane, k);
+          const int64_t row = t * kMmaTileRows + lane / 4;
+          for (int w = 0; w < 4; ++w)
+            for (int b = 0; b < 4; ++b) {
+              const int64_t i = kt * kMmaTileK + 16 * w + 4 * (lane % 4) + b;
+              dst[4 * w + b] = static_cast<uint8_t>(w4(row, i) | (w4(row + 8, i) << 4));
+            }
+        }
+  });
+  return out;
+}
+
+uint8_t repacked_w4_at(const std::vector<uint8_t>& packed, int64_t k, int64_t o, int64_t i) {
+  const int64_t t = o / kMmaTileRows, r = o % kMmaTileRows, kt = i / kMmaTileK, ki = i % kMmaTileK;
+  const int w = static_cast<int>(ki / 16), q = static_cast<int>(ki % 16) / 4, b = static_cast<int>(ki % 4);
+  const int lane = static_cast<int>(r % 8) * 4 + q;
+  const uint8_t byte = packed[repacked_offset(t, kt, lane, k) + 4 * w + b];
+  return r < 8 ? (byte & 0x0f) : (byte >> 4);
+}
+
+std::vector<uint32_t> repack_level2_mma(const uint8_t* s2, const uint8_t* zero, int64_t n, int64_t groups) {
+  const int64_t n16 = padded_rows(n) / kMmaTileRows;
+  std::vector<uint32_t> out(n16 * groups * 8);
+  auto entry = [&](int64_t o, int64_t g) -> uint32_t {
+    if (o >= n) return 1u;  // s2 = 1, szero = 0
+    const uint8_t s = s2[o * groups + g];
+    return s | static_cast<uint32_t>(scaled_zero(s, zero[o * groups + g])) << 8;
+  };
+  for (int64_t t = 0; t < n16; ++t)
+    for (int64_t g = 0; g < groups; ++g)
+      for (int r = 0; r < 8; ++r) {
+        const int64_t o = t * kMmaTileRows + r;
+        out[(t * groups + g) * 8 + r] = entry(o, g) | entry(o + 8, g) << 16;
+      }
+  return out;
+}
+
+}  // namespace qserve::quant

@@ -1,0 +1,47 @@
+// Compute order of the W4A8 weights for the CUDA mma.sync kernels (INT8
+// m16n8k32, weights as the A operand: output channels are the MMA's rows).
+// Derived from the canonical storage at load time, never stored on disk.
+//
+// qweight_mma [n/128][k/64][8][32 lanes][16 bytes]: for each block of 128
+// output channels and each 64-wide k tile, 8 tiles of 16 channels x 64 inputs
+// (4 KB contiguous, what one pipeline stage of a 128-channel CTA reads); in a
+// tile, the 16 bytes lane L needs, so one 128-bit load per lane per tile, no
+// index math. Tile t (channels 16t..16t+15) of block t / 8 is entry t % 8.
+// With g = L / 4 and q = L % 4, byte (4w + b), w = 0..3, b = 0..3 holds
+//   low nibble:  W4[16 * n16 + g    ][64 * kt + 16 w + 4 q + b]
+//   high nibble: W4[16 * n16 + g + 8][64 * kt + 16 w + 4 q + b]
+// so that `word & 0x0f0f0f0f` is MMA A-register 2w (rows g) and
+// `(word >> 4) & 0x0f0f0f0f` is A-register 2w + 1 (rows g + 8), registers 0-3
+// forming the k-step 0..31 fragment and 4-7 the k-step 32..63 fragment.
+// Channels n..128 * ceil(n / 128) are padding (W4 = 0).
+//
+// g128 level-2 parameters, scale_mma [n16][groups][8] uint32: entry g holds
+//   s2(row g) | szero(row g) << 8 | s2(row g + 8) << 16 | szero(row g + 8) << 24
+// with szero = low byte of -z * s2 (padding rows: s2 = 1, szero = 0).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "quant/weight_format.h"
+
+namespace qserve::quant {
+
+inline constexpr int kMmaTileK = 64;     // input channels per repacked tile
+inline constexpr int kMmaTileRows = 16;  // output channels per repacked tile
+inline constexpr int kMmaBlockTiles = 8;  // tiles per contiguous block (128 channels)
+
+inline int64_t padded_rows(int64_t n) { return (n + kMmaTileRows - 1) / kMmaTileRows * kMmaTileRows; }
+
+// Byte offset of (tile t, k tile kt, lane) in the repacked weights.
+inline int64_t repacked_offset(int64_t t, int64_t kt, int lane, int64_t k) {
+  return (((t / kMmaBlockTiles) * (k / kMmaTileK) + kt) * kMmaBlockTiles + t % kMmaBlockTiles) * 512 + lane * 16;
+}
+// qweight [n, k/2] canonical -> [n/128][k/64][8][32][16] bytes; k % 64 == 0.
+std::vector<uint8_t> repack_w4_mma(const uint8_t* qweight, int64_t n, int64_t k);
+// The inverse (for tests): W4 value of (o, i) read back from the repacked layout.
+uint8_t repacked_w4_at(const std::vector<uint8_t>& packed, int64_t k, int64_t o, int64_t i);
+// s2 / zero [n, groups] -> [n16][groups][8] uint32 as above.
+std::vector<uint32_t> repack_level2_mma(const uint8_t* s2, const uint8_t* zero, int64_t n, int64_t groups);
+
+}  // namespace qserve::quant

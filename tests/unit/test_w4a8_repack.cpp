@@ -1,0 +1,72 @@
+// The compute-order repacking of W4 weights and level-2 parameters for the
+// CUDA kernels: every value lands where quant/w4a8_repack.h says.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "quant/w4a8_repack.h"
+#include "quant/weight_format.h"
+
+namespace qserve {
+namespace {
+
+TEST(W4A8Repack, EveryValueFound) {
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int> d(0, 15);
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{16, 64}, {40, 192}, {200, 576}, {300, 128}}) {
+    std::vector<uint8_t> v(n * k);
+    for (auto& x : v) x = static_cast<uint8_t>(d(rng));
+    const auto canonical = quant::pack_int4(v, n, k);
+    const auto packed = quant::repack_w4_mma(canonical.data(), n, k);
+    const int64_t n_pad = (n + 127) / 128 * 128;
+    ASSERT_EQ(packed.size(), static_cast<size_t>(n_pad * k / 2));
+    for (int64_t o = 0; o < n_pad; ++o)
+      for (int64_t i = 0; i < k; ++i)
+        ASSERT_EQ(quant::repacked_w4_at(packed, k, o, i), o < n ? v[o * k + i] : 0) << o << " " << i;
+  }
+}
+
+TEST(W4A8Repack, FragmentOrderOfOneLane) {
+  // Lane 5 (g = 1, q = 1) of tile (0, 0): word 0's low nibbles are row 1, k = 4..7.
+  // Tile (1, 1) (channels 16..31, k 64..127) starts 512 bytes after tile (0, 1)
+  // and 8 x 512 bytes after tile (0, 0).
+  const int64_t n = 32, k = 128;
+  std::vector<uint8_t> v(n * k);
+  for (int64_t o = 0; o < n; ++o)
+    for (int64_t i = 0; i < k; ++i) v[o * k + i] = static_cast<uint8_t>((o + i) % 16);
+  const auto packed = quant::repack_w4_mma(quant::pack_int4(v, n, k).data(), n, k);
+  const uint8_t* lane5 = packed.data() + 5 * 16;
+  for (int w = 0; w < 4; ++w)
+    for (int b = 0; b < 4; ++b) {
+      const int i = 16 * w + 4 + b;
+      EXPECT_EQ(lane5[4 * w + b] & 0x0f, v[1 * k + i]);
+      EXPECT_EQ(lane5[4 * w + b] >> 4, v[9 * k + i]);
+      const uint8_t* tile11_lane5 = packed.data() + 9 * 512 + 5 * 16;
+      EXPECT_EQ(tile11_lane5[4 * w + b] & 0x0f, v[17 * k + 64 + i]);
+    }
+}
+
+TEST(W4A8Repack, Level2Entries) {
+  const int64_t n = 20, groups = 3;
+  std::vector<uint8_t> s2(n * groups), z(n * groups);
+  for (int64_t i = 0; i < n * groups; ++i) {
+    s2[i] = static_cast<uint8_t>(1 + i % 16);
+    z[i] = static_cast<uint8_t>(i % 15);
+  }
+  const auto l2 = quant::repack_level2_mma(s2.data(), z.data(), n, groups);
+  ASSERT_EQ(l2.size(), static_cast<size_t>(2 * groups * 8));
+  for (int64_t o = 0; o < 32; ++o)
+    for (int64_t g = 0; g < groups; ++g) {
+      const uint32_t e = l2[((o / 16) * groups + g) * 8 + o % 8] >> (o % 16 >= 8 ? 16 : 0);
+      if (o < n) {
+        EXPECT_EQ(e & 0xff, s2[o * groups + g]);
+        EXPECT_EQ((e >> 8) & 0xff, quant::scaled_zero(s2[o * groups + g], z[o * groups + g]));
+      } else {
+        EXPECT_EQ(e & 0xffff, 1u);  // padding: s2 = 1, scaled zero 0
+      }
+    }
+}
+
+}  // namespace
+}  // namespace qserve
