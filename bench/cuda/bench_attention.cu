@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "backend/cuda/attention/decode_attention.h"
+#include "backend/cuda/attention/prefill_attention.h"
 #include "backend/cuda/kernels/fused_ops.h"
 #include "bench_common.h"
 
@@ -214,5 +215,50 @@ int main(int argc, char** argv) {
 }
 
 namespace {
-void bench_prefill(bool, bench::Report&) { std::printf("\n(prefill attention: not built yet)\n"); }
+// Causal prefill of whole prompts over pages already holding them; FLOPs
+// counted as in anchors.md: 2 x 2 x b x h x s^2 x d / 2.
+void bench_prefill(bool quick, bench::Report& report) {
+  struct Case {
+    int batch, seq, hq, hkv;
+  };
+  std::vector<Case> cases{{8, 1024, 32, 8}, {32, 1024, 32, 8}, {1, 4096, 32, 8}, {8, 1024, 32, 32}};
+  if (quick) cases = {{8, 1024, 32, 8}, {1, 4096, 32, 8}};
+  const int d = 128, page_size = 64;
+  std::printf("\n## Prefill attention (causal, whole prompts from the paged cache, d = 128)\n\n");
+  std::printf("| batch x seq | q/kv heads | KV4 us | KV4 TFLOP/s | KV8 us | KV8 TFLOP/s | FP16 us | FP16 TFLOP/s |\n|---|---|---|---|---|---|---|---|\n");
+  for (const Case& c : cases) {
+    const AttentionShape shape{c.hq, c.hkv, d};
+    const double flops = 2.0 * 2.0 * c.batch * c.hq * static_cast<double>(c.seq) * c.seq * d / 2.0;
+    double us[3] = {0, 0, 0};
+    const KvDtype dtypes[] = {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16};
+    for (int di = 0; di < 3; ++di) {
+      const KvPageLayout layout{page_size, c.hkv, d, dtypes[di]};
+      const int pps = (c.seq + page_size - 1) / page_size;
+      const int64_t num_pages = static_cast<int64_t>(c.batch) * pps;
+      bench::DeviceMem k(num_pages * layout.page_bytes()), v(num_pages * layout.page_bytes());
+      fill_pages_kernel<<<4096, 256>>>(k.as<uint8_t>(), k.bytes, layout, 11);
+      fill_pages_kernel<<<4096, 256>>>(v.as<uint8_t>(), v.bytes, layout, 12);
+      std::vector<int32_t> pt(num_pages), ctx(c.batch, c.seq), starts(c.batch + 1);
+      for (int64_t i = 0; i < num_pages; ++i) pt[i] = static_cast<int32_t>(i);
+      for (int b = 0; b <= c.batch; ++b) starts[b] = b * c.seq;
+      const size_t qn = static_cast<size_t>(c.batch) * c.seq * c.hq * d;
+      bench::DeviceMem dpt(pt.size() * 4), dctx(c.batch * 4), dst((c.batch + 1) * 4), dq(qn * 2), dout(qn * 2);
+      cudaMemcpy(dpt.ptr, pt.data(), pt.size() * 4, cudaMemcpyHostToDevice);
+      cudaMemcpy(dctx.ptr, ctx.data(), ctx.size() * 4, cudaMemcpyHostToDevice);
+      cudaMemcpy(dst.ptr, starts.data(), starts.size() * 4, cudaMemcpyHostToDevice);
+      bench::fill_random_half(dq.as<uint16_t>(), qn, 13);
+      const PagedKvCache cache{k.as<uint8_t>(), v.as<uint8_t>(), static_cast<int32_t>(num_pages), layout};
+      const cuda::PrefillArgs args{dq.as<uint16_t>(), dout.as<uint16_t>(), dst.as<int32_t>(), dctx.as<int32_t>(),
+                                   dpt.as<int32_t>(), pps, c.batch, c.seq, 1.f / std::sqrt(static_cast<float>(d))};
+      us[di] = bench::time_us([&] { bench::check(cuda::prefill_attention(args, shape, cache, nullptr), "prefill"); }, 5, 3);
+      report.add("{\"op\":\"prefill\",\"batch\":" + std::to_string(c.batch) + ",\"seq\":" + std::to_string(c.seq) +
+                 ",\"hq\":" + std::to_string(c.hq) + ",\"hkv\":" + std::to_string(c.hkv) + ",\"kv\":\"" +
+                 (di == 0 ? "kv4" : di == 1 ? "kv8" : "fp16") + "\",\"us\":" + std::to_string(us[di]) +
+                 ",\"tflops\":" + std::to_string(flops / (us[di] * 1e-6) / 1e12) + "}");
+    }
+    std::printf("| %d x %d | %d/%d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", c.batch, c.seq, c.hq, c.hkv, us[0],
+                flops / (us[0] * 1e-6) / 1e12, us[1], flops / (us[1] * 1e-6) / 1e12, us[2], flops / (us[2] * 1e-6) / 1e12);
+    std::fflush(stdout);
+  }
+}
 }  // namespace

@@ -26,6 +26,7 @@ struct ThroughputOptions {
   int num_prompts = 64;
   uint64_t seed = 0;
   bool json = false;
+  bool sweep = false;
 };
 
 // Linear interpolation between closest ranks; v is sorted.
@@ -37,7 +38,7 @@ double percentile(const std::vector<double>& v, double p) {
   return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
 }
 
-int run_throughput(const ThroughputOptions& o) {
+nlohmann::json measure_throughput(const ThroughputOptions& o) {
   if (o.input_len < 1 || o.output_len < 1 || o.num_prompts < 1) {
     fail(ErrorCode::kInvalidArgument, "--input-len, --output-len and --num-prompts must be >= 1");
   }
@@ -125,23 +126,59 @@ int run_throughput(const ThroughputOptions& o) {
   j["tpot_ms_p99"] = percentile(tpot, 99) * 1e3;
   j["e2e_ms_p50"] = percentile(e2e, 50) * 1e3;
   j["e2e_ms_p99"] = percentile(e2e, 99) * 1e3;
-  if (o.json) {
+  return j;
+}
+
+void print_throughput(const nlohmann::json& j, bool json) {
+  if (json) {
     std::printf("%s\n", j.dump().c_str());
+    std::fflush(stdout);
+    return;
+  }
+  auto d = [&](const char* k) { return j[k].get<double>(); };
+  std::printf("model %s (%s, %s), %d prompts x (%d in, %d out), max_num_seqs %d\n",
+              j["model"].get<std::string>().c_str(), j["device"].get<std::string>().c_str(),
+              j["precision"].get<std::string>().c_str(), j["num_prompts"].get<int>(), j["input_len"].get<int>(),
+              j["output_len"].get<int>(), j["max_num_seqs"].get<int>());
+  std::printf("throughput: %.1f output tokens/s, %.1f total tokens/s, %.2f requests/s (%.2f s wall)\n",
+              d("output_tokens_per_s"), d("total_tokens_per_s"), d("requests_per_s"), d("wall_s"));
+  std::printf("prefill %.1f tokens/s, decode %.1f tokens/s; peak batch %d, KV pages %lld of %lld peak, %lld preemptions\n",
+              d("prefill_tokens_per_s"), d("decode_tokens_per_s"), j["peak_batch"].get<int>(),
+              j["kv_pages_peak_used"].get<long long>(), j["kv_pages_total"].get<long long>(),
+              j["preemptions"].get<long long>());
+  std::printf("model time %.2f s (KV page zeroing %.2f ms), process CPU time %.2f s\n", d("model_s"),
+              d("kv_zero_s") * 1e3, d("process_cpu_s"));
+  std::printf("TTFT p50 %.1f ms p99 %.1f ms; TPOT p50 %.2f ms p99 %.2f ms\n", d("ttft_ms_p50"), d("ttft_ms_p99"),
+              d("tpot_ms_p50"), d("tpot_ms_p99"));
+  std::fflush(stdout);
+}
+
+// Sweep: max_num_seqs = 1, 2, 4, ... up to --max-num-seqs (and the number of
+// prompts); reports each point, then the batch size of maximum throughput.
+int run_throughput(const ThroughputOptions& o) {
+  if (!o.sweep) {
+    print_throughput(measure_throughput(o), o.json);
+    return 0;
+  }
+  const int cap = std::min(o.engine.max_num_seqs, o.num_prompts);
+  nlohmann::json best;
+  for (int seqs = 1;; seqs = std::min(seqs * 2, cap)) {
+    ThroughputOptions point = o;
+    point.engine.max_num_seqs = seqs;
+    const nlohmann::json j = measure_throughput(point);
+    print_throughput(j, o.json);
+    if (best.is_null() || j["output_tokens_per_s"].get<double>() > best["output_tokens_per_s"].get<double>()) best = j;
+    if (seqs == cap) break;
+  }
+  nlohmann::json summary = {{"bench", "throughput_sweep"},
+                            {"best_max_num_seqs", best["max_num_seqs"]},
+                            {"output_tokens_per_s", best["output_tokens_per_s"]},
+                            {"peak_batch", best["peak_batch"]}};
+  if (o.json) {
+    std::printf("%s\n", summary.dump().c_str());
   } else {
-    std::printf("model %s (%s, %s), %d prompts x (%d in, %d out), max_num_seqs %d\n", info.name.c_str(),
-                info.device.c_str(), info.precision.c_str(), o.num_prompts, o.input_len, o.output_len,
-                o.engine.max_num_seqs);
-    std::printf("throughput: %.1f output tokens/s, %.1f total tokens/s, %.2f requests/s (%.2f s wall)\n",
-                j["output_tokens_per_s"].get<double>(), j["total_tokens_per_s"].get<double>(),
-                j["requests_per_s"].get<double>(), wall);
-    std::printf("prefill %.1f tokens/s, decode %.1f tokens/s; peak batch %d, KV pages %lld of %lld peak, %llu preemptions\n",
-                j["prefill_tokens_per_s"].get<double>(), j["decode_tokens_per_s"].get<double>(), s.peak_num_running,
-                static_cast<long long>(s.peak_kv_pages_used), static_cast<long long>(s.kv_pages_total),
-                static_cast<unsigned long long>(s.num_preemptions - before.num_preemptions));
-    std::printf("model time %.2f s (KV page zeroing %.2f ms), process CPU time %.2f s\n", j["model_s"].get<double>(),
-                j["kv_zero_s"].get<double>() * 1e3, cpu_s);
-    std::printf("TTFT p50 %.1f ms p99 %.1f ms; TPOT p50 %.2f ms p99 %.2f ms\n", j["ttft_ms_p50"].get<double>(),
-                j["ttft_ms_p99"].get<double>(), j["tpot_ms_p50"].get<double>(), j["tpot_ms_p99"].get<double>());
+    std::printf("sweep: best max_num_seqs %d: %.1f output tokens/s\n", best["max_num_seqs"].get<int>(),
+                best["output_tokens_per_s"].get<double>());
   }
   return 0;
 }
@@ -175,7 +212,8 @@ void add_bench_command(CLI::App& app) {
   tp->add_option("--gpu-memory-utilization", e.gpu_memory_utilization, "CUDA: fraction of device memory")
       ->capture_default_str();
   tp->add_option("--seed", o->seed, "Seed of the random prompts")->capture_default_str();
-  tp->add_flag("--json", o->json, "One JSON line on stdout");
+  tp->add_flag("--json", o->json, "One JSON line on stdout (per sweep point)");
+  tp->add_flag("--sweep", o->sweep, "Run max_num_seqs = 1, 2, 4, ... up to --max-num-seqs; report the best");
   set_command_body(bench, [o, tp]() -> int {
     if (tp->parsed()) return run_throughput(*o);
     return 2;

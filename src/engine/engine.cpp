@@ -433,9 +433,14 @@ class EngineImpl final : public Engine {
 
   void publish_stats() {
     sched_waiting_.store(scheduler_->num_waiting());
+    int queued = 0;  // submitted, not yet taken by the engine thread
+    {
+      std::lock_guard lock(mutex_);  // released before stats_mutex_ (enqueue nests mutex_ -> stats_mutex_)
+      queued = static_cast<int>(incoming_.size());
+    }
     std::lock_guard lock(stats_mutex_);
     stats_.num_running = scheduler_->num_running();
-    stats_.num_waiting = scheduler_->num_waiting();
+    stats_.num_waiting = scheduler_->num_waiting() + queued;
     stats_.kv_pages_free = kv_->num_free_pages();
     stats_.kv_pages_used = kv_->num_used_pages();
     stats_.kv_cache_usage = static_cast<double>(stats_.kv_pages_used) / static_cast<double>(stats_.kv_pages_total);

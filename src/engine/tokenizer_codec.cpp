@@ -1,5 +1,8 @@
 #include "engine/tokenizer_codec.h"
 
+#include "model/gguf.h"
+#include "model/gguf_tokenizer.h"
+
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -52,6 +55,10 @@ TokenizerCodec::TokenizerCodec(std::shared_ptr<const Tokenizer> tokenizer, std::
 std::shared_ptr<TokenizerCodec> TokenizerCodec::load(const std::string& model_dir) {
   std::shared_ptr<const Tokenizer> tok = load_tokenizer(model_dir);
   std::filesystem::path dir(model_dir);
+  if (std::filesystem::is_regular_file(dir) && dir.extension() == ".gguf") {  // template in the GGUF metadata
+    const auto cfg = gguf_tokenizer_config(*GgufFile::open(model_dir));
+    return std::make_shared<TokenizerCodec>(std::move(tok), cfg.value("chat_template", std::string()));
+  }
   if (std::filesystem::is_regular_file(dir)) dir = dir.parent_path();
   return std::make_shared<TokenizerCodec>(std::move(tok), read_chat_template(dir));
 }

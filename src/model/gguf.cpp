@@ -103,7 +103,8 @@ nlohmann::json read_value(Cursor& c, const std::string& path, GgufValueType type
     fail(ErrorCode::kCorruptData, "{}{}: array length {} runs past the end of the file", path, ctx, n);
   }
   nlohmann::json arr = nlohmann::json::array();
-  arr.get_ref<nlohmann::json::array_t&>().reserve(n);
+  // Capped: a corrupt length must not reserve far more memory than the file holds.
+  arr.get_ref<nlohmann::json::array_t&>().reserve(std::min<uint64_t>(n, 1u << 16));
   for (uint64_t i = 0; i < n; ++i) arr.push_back(read_value(c, path, etype, ctx, depth + 1, nullptr));
   return arr;
 }

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "model/gguf.h"
+#include "model/gguf_tokenizer.h"
 #include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/sentencepiece_tokenizer.h"
 #include "tokenizer/unicode.h"
@@ -120,13 +122,28 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& model_dir) {
   } else if (!fs::is_directory(dir)) {
     fail(ErrorCode::kNotFound, "model directory {} does not exist", model_dir);
   }
-  const json tok_cfg = read_json_if_exists(config_dir / "tokenizer_config.json");
-  const json gen_cfg = read_json_if_exists(config_dir / "generation_config.json");
-  const json model_cfg = read_json_if_exists(config_dir / "config.json");
+  json tok_cfg, gen_cfg, model_cfg;
+  std::optional<json> gguf_tokenizer;
+  if (fs::is_regular_file(dir) && dir.extension() == ".gguf") {
+    // A GGUF file: the tokenizer in its metadata, as the Hugging Face files
+    // `qserve convert` would write (model/gguf_tokenizer.h).
+    auto gguf = GgufFile::open(model_dir);
+    gguf_tokenizer = gguf_tokenizer_json(*gguf);
+    tok_cfg = gguf_tokenizer_config(*gguf);
+    gen_cfg = gguf_generation_config(*gguf);
+  } else {
+    tok_cfg = read_json_if_exists(config_dir / "tokenizer_config.json");
+    gen_cfg = read_json_if_exists(config_dir / "generation_config.json");
+    model_cfg = read_json_if_exists(config_dir / "config.json");
+  }
 
   std::unique_ptr<Tokenizer> tok;
   BpeTokenizer* bpe = nullptr;
-  if (!tokenizer_json.empty() && fs::exists(tokenizer_json)) {
+  if (gguf_tokenizer) {
+    auto b = std::make_unique<BpeTokenizer>(*gguf_tokenizer);
+    bpe = b.get();
+    tok = std::move(b);
+  } else if (!tokenizer_json.empty() && fs::exists(tokenizer_json)) {
     auto b = BpeTokenizer::from_file(tokenizer_json.string());
     bpe = b.get();
     tok = std::move(b);

@@ -8,6 +8,7 @@
 
 #include "attention_scenario.h"
 #include "backend/cuda/attention/decode_attention.h"
+#include "backend/cuda/attention/prefill_attention.h"
 #include "backend/cuda/attention/rope_kv_write.h"
 #include "cuda_test_util.h"
 
@@ -159,6 +160,62 @@ TEST(DecodeAttentionCuda, SplitsMergeExactly) {
   for (KvDtype dtype : {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16})
     for (int splits : {1, 2, 7, 40}) check_decode({32, 8, 128}, dtype, 64, {1000, 130, 1}, seed++, splits);
   check_decode({32, 8, 128}, KvDtype::kInt4, 64, {4097}, seed++);  // automatic split at batch 1
+}
+
+// ---- prefill attention ------------------------------------------------------
+
+// Sequence b has context ctx[b], of which the last num_new[b] positions are
+// new (num_new < ctx: chunked prefill / a reused prefix).
+void check_prefill(AttentionShape shape, KvDtype dtype, int page_size, std::vector<int32_t> ctx,
+                   std::vector<int32_t> num_new, uint32_t seed) {
+  SCOPED_TRACE(describe(shape, dtype, page_size, ctx) + ", prefill");
+  std::mt19937 rng(seed);
+  const RopeStyle style = seed % 2 ? RopeStyle::kInterleaved : RopeStyle::kRotateHalf;
+  AttentionScenario s = make_scenario(shape, dtype, page_size, style, ctx, rng);
+  const int B = static_cast<int>(ctx.size()), hq = shape.num_q_heads, d = shape.head_dim;
+  std::vector<int32_t> starts{0};
+  std::vector<uint16_t> q;
+  int max_new = 0;
+  for (int b = 0; b < B; ++b) {
+    const int64_t first = s.seq_start[b] + ctx[b] - num_new[b];
+    q.insert(q.end(), s.q_all.begin() + first * hq * d, s.q_all.begin() + (first + num_new[b]) * hq * d);
+    starts.push_back(starts.back() + num_new[b]);
+    max_new = std::max(max_new, num_new[b]);
+  }
+  const float scale = 1.f / std::sqrt(static_cast<float>(d));
+  std::vector<uint16_t> want(q.size());
+  paged_attention_cpu(q.data(), shape, s.host_cache(), {B, starts.data(), ctx.data(), s.page_table.data(), s.stride},
+                      scale, want.data());
+  DeviceBuffer<uint8_t> dk(s.k_pool), dv(s.v_pool);
+  DeviceBuffer<uint16_t> dq(q), dout(q.size());
+  DeviceBuffer<int32_t> dctx(ctx), dpt(s.page_table), dstarts(starts);
+  const PagedKvCache cache{dk.get(), dv.get(), s.num_pages, s.layout};
+  const cuda::PrefillArgs args{dq.get(), dout.get(), dstarts.get(), dctx.get(), dpt.get(), s.stride, B, max_new, scale};
+  QS_CUDA_OK(cuda::prefill_attention(args, shape, cache, nullptr));
+  QS_CUDA_OK(cudaDeviceSynchronize());
+  const Fp16Diff diff = compare_half(dout.download(), want, 2e-2, 2e-2);
+  EXPECT_EQ(diff.nan, 0) << "unwritten or NaN outputs";
+  EXPECT_EQ(diff.bad, 0) << "max abs error " << diff.max_abs << ", first bad element " << diff.first_bad;
+  EXPECT_LT(diff.rel_l2, 5e-3) << "relative L2 error";
+}
+
+TEST(PrefillAttentionCuda, FullChunkedAndVariableLengths) {
+  QS_SKIP_WITHOUT_CUDA();
+  uint32_t seed = 400;
+  for (KvDtype dtype : {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16})
+    for (int d : {64, 128}) {
+      check_prefill({8, 2, d}, dtype, 16, {1, 63, 64, 65}, {1, 63, 64, 65}, seed++);  // full prompts
+      check_prefill({8, 2, d}, dtype, 64, {1000, 130}, {200, 3}, seed++);  // chunks after earlier pages
+      check_prefill({4, 4, d}, dtype, 1, {70, 17, 5}, {70, 1, 2}, seed++);
+    }
+}
+
+TEST(PrefillAttentionCuda, EveryGqaRatio) {
+  QS_SKIP_WITHOUT_CUDA();
+  uint32_t seed = 500;
+  for (KvDtype dtype : {KvDtype::kInt4, KvDtype::kFp16})
+    for (int group = 1; group <= 8; ++group)
+      check_prefill({2 * group, 2, group % 2 ? 128 : 64}, dtype, 16, {90, 33}, {90, 20}, seed++);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // when installed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -16,7 +17,11 @@ namespace {
 
 const std::string kSourceDir = QSERVE_SOURCE_DIR;
 
-nlohmann::json run_bench(std::vector<std::string> args) {
+std::string run_bench_raw(std::vector<std::string> args);
+
+nlohmann::json run_bench(std::vector<std::string> args) { return nlohmann::json::parse(run_bench_raw(std::move(args))); }
+
+std::string run_bench_raw(std::vector<std::string> args) {
   args.insert(args.begin(), {"qserve", "bench", "throughput"});
   args.push_back("--json");
   std::vector<char*> argv;
@@ -25,7 +30,7 @@ nlohmann::json run_bench(std::vector<std::string> args) {
   const int rc = cli::run_main(static_cast<int>(argv.size()), argv.data());
   const std::string out = ::testing::internal::GetCapturedStdout();
   EXPECT_EQ(rc, 0) << out;
-  return nlohmann::json::parse(out);
+  return out;
 }
 
 void check_line(const nlohmann::json& j, int prompts, int out_len) {
@@ -54,6 +59,28 @@ TEST(BenchThroughput, TinyModelUnderPreemption) {
                             "--max-num-batched-tokens", "32"});
   EXPECT_EQ(j["output_tokens"].get<int>(), 96);
   EXPECT_GT(j["preemptions"].get<int>(), 0);
+}
+
+TEST(BenchThroughput, SweepReportsEveryBatchSizeAndTheBest) {
+  const std::string out = run_bench_raw({"--model", kSourceDir + "/tests/data/models/tiny-llama", "--input-len", "8",
+                                         "--output-len", "4", "--num-prompts", "4", "--sweep"});
+  std::vector<nlohmann::json> lines;
+  size_t pos = 0;
+  while (pos < out.size()) {
+    const size_t end = out.find('\n', pos);
+    lines.push_back(nlohmann::json::parse(out.substr(pos, end - pos)));
+    pos = end + 1;
+  }
+  ASSERT_EQ(lines.size(), 4u);  // max_num_seqs 1, 2, 4, then the summary
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(lines[i]["max_num_seqs"].get<int>(), 1 << i);
+    EXPECT_EQ(lines[i]["peak_batch"].get<int>(), 1 << i);
+    EXPECT_EQ(lines[i]["output_tokens"].get<int>(), 16);
+  }
+  double best = 0;
+  for (int i = 0; i < 3; ++i) best = std::max(best, lines[i]["output_tokens_per_s"].get<double>());
+  EXPECT_EQ(lines[3]["bench"], "throughput_sweep");
+  EXPECT_EQ(lines[3]["output_tokens_per_s"].get<double>(), best);
 }
 
 TEST(BenchThroughput, DefaultModel) {

@@ -146,3 +146,44 @@ TEST(EngineOnDefaultModel, GreedyAloneEqualsInACrowd) {
 
 }  // namespace
 }  // namespace qserve
+
+namespace qserve {
+namespace {
+
+// Text in, streamed text out, through the model's own tokenizer: the pieces
+// add up to the detokenized ids, and a stop string taken from the output cuts it.
+TEST(EngineOnDefaultModel, StreamsTextAndStopsOnAStopString) {
+  const std::string dir = default_model_dir();
+  if (!fs::exists(dir + "/config.json")) GTEST_SKIP() << "skipped: default model not installed at " << dir << " (scripts/install_model.sh)";
+  EngineConfig c;
+  c.model = dir;
+  c.num_kv_pages = 16;
+  auto engine = Engine::create(c);
+  ASSERT_FALSE(engine->model_info().eos_token_ids.empty());
+  Request r;
+  r.prompt = "The capital of France is";
+  r.params.temperature = 0;
+  r.params.max_tokens = 24;
+  r.params.ignore_eos = true;
+  auto stream = engine->submit(r);
+  std::string text;
+  std::vector<int32_t> ids;
+  int outputs = 0;
+  while (auto out = stream->next()) {
+    ++outputs;
+    text += out->text;
+    ids.insert(ids.end(), out->token_ids.begin(), out->token_ids.end());
+  }
+  EXPECT_EQ(outputs, 24);
+  EXPECT_EQ(text, engine->detokenize(ids, true));
+  ASSERT_GT(text.size(), 12u);
+  const std::string stop = text.substr(text.size() / 2, 3);
+  r.params.stop = {stop};
+  const RequestOutput cut = engine->generate(r);
+  EXPECT_EQ(cut.finish_reason, FinishReason::kStop);
+  EXPECT_EQ(cut.text, text.substr(0, text.find(stop)));
+  std::printf("text: \"%s\"\n", text.c_str());
+}
+
+}  // namespace
+}  // namespace qserve

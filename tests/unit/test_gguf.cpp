@@ -14,6 +14,7 @@
 #include "model/gguf.h"
 #include "model/gguf_tokenizer.h"
 #include "model/safetensors.h"
+#include "tokenizer/tokenizer.h"
 #include "test_files.h"
 
 namespace qserve {
@@ -117,6 +118,15 @@ TEST(Gguf, TinyLlamaLoadsInHuggingFaceLayout) {
   EXPECT_NE((*tc)["chat_template"].get<std::string>().find("<|im_end|>"), std::string::npos);
   // eos 0 from the metadata, and <|im_end|> (2), which ends a chat turn.
   EXPECT_EQ((*ckpt->json_file("generation_config.json"))["eos_token_id"], nlohmann::json({0, 2}));
+}
+
+TEST(Gguf, TokenizerLoadsFromTheGgufFile) {
+  auto tok = load_tokenizer(data_file("tiny_llama.gguf"));
+  EXPECT_EQ(tok->vocab_size(), 263);
+  EXPECT_EQ(tok->encode(" the", false), std::vector<int32_t>({261}));  // "Ġthe" through the merges
+  EXPECT_EQ(tok->encode("<|im_start|>in", false), std::vector<int32_t>({1, 262}));
+  EXPECT_EQ(tok->eos_ids(), std::vector<int32_t>({0, 2}));
+  EXPECT_EQ(tok->decode(std::vector<int32_t>{261, 262}, false), " thein");
 }
 
 // Builds GGUF bytes field by field, so that each test breaks exactly one thing.

@@ -77,28 +77,41 @@ __global__ void __launch_bounds__(THREADS) row_kernel(const RowParams p) {
   const int chunks = p.cols / 8;
   float y[ITERS][8];
   float ss = 0.f, amax = 0.f;
+  // every load of the row first: 2 x ITERS 16-byte loads in flight per thread
+  uint4 ra[ITERS], rb[ITERS];
 #pragma unroll
   for (int it = 0; it < ITERS; ++it) {
     const int c = it * THREADS + threadIdx.x;
     if (c >= chunks) continue;
     const int64_t off = row * p.stride + c * 8;
-    unpack8(*reinterpret_cast<const uint4*>(p.a + off), y[it]);
+    ra[it] = *reinterpret_cast<const uint4*>(p.a + off);
+    if constexpr (OP == RowOp::kSiluMul) rb[it] = *reinterpret_cast<const uint4*>(p.b + off);
+    if constexpr (OP == RowOp::kRmsNorm) {
+      if (p.residual) rb[it] = *reinterpret_cast<const uint4*>(p.residual + row * p.cols + c * 8);
+    }
+  }
+#pragma unroll
+  for (int it = 0; it < ITERS; ++it) {
+    const int c = it * THREADS + threadIdx.x;
+    if (c >= chunks) continue;
+    unpack8(ra[it], y[it]);
     if constexpr (OP == RowOp::kRmsNorm) {
       if (p.residual) {
-        half* rp = p.residual + row * p.cols + c * 8;
         float r[8];
-        unpack8(*reinterpret_cast<const uint4*>(rp), r);
+        unpack8(rb[it], r);
 #pragma unroll
         for (int k = 0; k < 8; ++k) y[it][k] = __half2float(__float2half_rn(__fadd_rn(y[it][k], r[k])));
-        *reinterpret_cast<uint4*>(rp) = pack8(y[it]);
+        *reinterpret_cast<uint4*>(p.residual + row * p.cols + c * 8) = pack8(y[it]);
       }
 #pragma unroll
       for (int k = 0; k < 8; ++k) ss += y[it][k] * y[it][k];
     } else if constexpr (OP == RowOp::kSiluMul) {
       float u[8];
-      unpack8(*reinterpret_cast<const uint4*>(p.b + off), u);
+      unpack8(rb[it], u);
+      // fast exp and reciprocal: a few ulp from the reference's exp and divide,
+      // which moves a code by one only for values within ~1e-6 of a rounding tie
 #pragma unroll
-      for (int k = 0; k < 8; ++k) y[it][k] = y[it][k] / (1.f + expf(-y[it][k])) * u[k];
+      for (int k = 0; k < 8; ++k) y[it][k] = y[it][k] * __frcp_rn(1.f + __expf(-y[it][k])) * u[k];
     }
   }
   if constexpr (OP == RowOp::kRmsNorm) {
@@ -170,7 +183,9 @@ cudaError_t launch_row(const RowParams& p, int rows, cudaStream_t stream) {
   if (rows <= 0) return cudaSuccess;
   if (p.cols <= 0 || p.cols % 8 != 0 || p.stride % 8 != 0) return cudaErrorInvalidValue;
   const int chunks = p.cols / 8;
-  if (chunks <= 128 * 2) return launch_iters<OP, 128>(p, rows, stream);
+  // small blocks for rows up to 4096: more rows in flight per SM while a
+  // block waits in its reductions
+  if (chunks <= 128 * 4) return launch_iters<OP, 128>(p, rows, stream);
   if (chunks <= 256 * 8) return launch_iters<OP, 256>(p, rows, stream);
   return launch_iters<OP, 1024>(p, rows, stream);
 }

@@ -1,0 +1,74 @@
+// Prefill attention: the launcher of the paged attention kernel in prefill
+// mode (paged_attention_kernel.cuh). A block serves 64 rows = 64 / GP new
+// tokens x GP query heads of one KV head of one sequence; grid.z walks the
+// tokens of the longest sequence, blocks past a shorter one's end return.
+#include "backend/cuda/attention/prefill_attention.h"
+
+#include "backend/cuda/attention/paged_attention_kernel.cuh"
+
+namespace qserve::cuda {
+
+namespace {
+
+template <KvDtype DT, int D, int GP>
+cudaError_t launch_prefill(const attn::Params& p, int batch, int max_new, cudaStream_t stream) {
+  constexpr int kSmem = attn::smem_bytes<DT, D, GP, attn::Mode::kPrefill>();
+  auto kernel = attn::paged_attention_kernel<DT, D, GP, attn::Mode::kPrefill>;
+  static const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+  if (attr != cudaSuccess) return attr;
+  constexpr int kTokensPerBlock = attn::kWarps * 16 / GP;
+  const dim3 grid(p.num_kv_heads, batch, (max_new + kTokensPerBlock - 1) / kTokensPerBlock);
+  kernel<<<grid, attn::kThreads, kSmem, stream>>>(p);
+  return cudaGetLastError();
+}
+
+template <KvDtype DT, int D>
+cudaError_t dispatch_group(const attn::Params& p, int batch, int max_new, cudaStream_t stream) {
+  if (p.group == 1) return launch_prefill<DT, D, 1>(p, batch, max_new, stream);
+  if (p.group == 2) return launch_prefill<DT, D, 2>(p, batch, max_new, stream);
+  if (p.group <= 4) return launch_prefill<DT, D, 4>(p, batch, max_new, stream);
+  if (p.group <= 8) return launch_prefill<DT, D, 8>(p, batch, max_new, stream);
+  return cudaErrorInvalidValue;
+}
+
+template <KvDtype DT>
+cudaError_t dispatch_head_dim(const attn::Params& p, int head_dim, int batch, int max_new, cudaStream_t stream) {
+  if (head_dim == 64) return dispatch_group<DT, 64>(p, batch, max_new, stream);
+  if (head_dim == 128) return dispatch_group<DT, 128>(p, batch, max_new, stream);
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace
+
+cudaError_t prefill_attention(const PrefillArgs& args, const AttentionShape& shape, const PagedKvCache& cache,
+                              cudaStream_t stream) {
+  if (args.batch <= 0 || args.max_new_tokens <= 0) return cudaSuccess;
+  if (shape.num_kv_heads <= 0 || shape.num_q_heads % shape.num_kv_heads != 0 ||
+      cache.layout.head_dim != shape.head_dim || cache.layout.num_kv_heads != shape.num_kv_heads)
+    return cudaErrorInvalidValue;
+  attn::Params p{};
+  p.q = reinterpret_cast<const half*>(args.q);
+  p.out = reinterpret_cast<half*>(args.out);
+  p.k_pages = cache.k_pages;
+  p.v_pages = cache.v_pages;
+  p.page_bytes = cache.layout.page_bytes();
+  p.page_size = cache.layout.page_size;
+  p.head_block_bytes = static_cast<int32_t>(cache.layout.head_block_bytes());
+  p.values_region_bytes = static_cast<int32_t>(cache.layout.values_region_bytes());
+  p.context_lens = args.context_lens;
+  p.q_starts = args.q_starts;
+  p.page_table = args.page_table;
+  p.page_table_stride = args.page_table_stride;
+  p.num_kv_heads = shape.num_kv_heads;
+  p.group = shape.num_q_heads / shape.num_kv_heads;
+  p.scale_log2 = args.softmax_scale * 1.4426950408889634f;
+  p.num_splits = 1;
+  switch (cache.layout.dtype) {
+    case KvDtype::kInt4: return dispatch_head_dim<KvDtype::kInt4>(p, shape.head_dim, args.batch, args.max_new_tokens, stream);
+    case KvDtype::kInt8: return dispatch_head_dim<KvDtype::kInt8>(p, shape.head_dim, args.batch, args.max_new_tokens, stream);
+    case KvDtype::kFp16: return dispatch_head_dim<KvDtype::kFp16>(p, shape.head_dim, args.batch, args.max_new_tokens, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace qserve::cuda
