@@ -12,6 +12,17 @@ namespace {
 
 using Frame = std::unordered_map<std::string, Value>;
 using Frames = std::vector<std::shared_ptr<Frame>>;
+// What a macro or a caller() keeps of the scopes it was defined in: weak, since
+// the macro itself lives in one of them (a strong capture would be a cycle).
+using WeakFrames = std::vector<std::weak_ptr<Frame>>;
+
+WeakFrames weaken(const Frames& frames) { return WeakFrames(frames.begin(), frames.end()); }
+Frames strengthen(const WeakFrames& frames) {
+  Frames out;
+  for (const auto& w : frames)
+    if (auto f = w.lock()) out.push_back(std::move(f));
+  return out;
+}
 
 class Renderer {
  public:
@@ -117,11 +128,11 @@ class Renderer {
         if (s.expr->type != Expr::Type::kCall) error(s.line, "call block needs a macro call");
         Value callee = eval(*s.expr->items[0]);
         CallArgs args = eval_args(*s.expr);
-        Frames snapshot = frames_;
+        WeakFrames snapshot = weaken(frames_);
         const Body* body = &s.body;
         args.kw.emplace_back("caller", Value::function([this, snapshot, body](CallArgs&) {
                                Frames saved = frames_;
-                               frames_ = snapshot;
+                               frames_ = strengthen(snapshot);
                                frames_.push_back(std::make_shared<Frame>());
                                std::string r = render_body(*body);
                                frames_ = saved;
@@ -190,12 +201,12 @@ class Renderer {
   }
 
   Value make_macro(const Stmt& s) {
-    Frames snapshot = frames_;
+    WeakFrames snapshot = weaken(frames_);
     const Stmt* def = &s;
     return Value::function([this, snapshot, def](CallArgs& a) {
       if (++depth_ > limits_.max_call_depth) error(def->line, "macro recursion too deep");
       Frames saved = frames_;
-      frames_ = snapshot;
+      frames_ = strengthen(snapshot);
       auto frame = std::make_shared<Frame>();
       frames_.push_back(frame);
       for (size_t i = 0; i < def->params.size(); ++i) {
