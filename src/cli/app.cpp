@@ -30,8 +30,16 @@ int run_main(int argc, char** argv) {
   add_serve_command(app);
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // A bad command line: one line on stderr, exit status 2.
+    std::fprintf(stderr, "qserve: error: %s (see --help)\n", e.what());
+    return 2;
   }
   try {
     for (auto* sub : app.get_subcommands()) {
