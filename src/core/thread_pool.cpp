@@ -23,9 +23,26 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
+namespace {
+std::mutex g_global_mutex;
+int g_global_threads = 0;         // requested size; 0: default
+ThreadPool* g_global = nullptr;   // created once, never destroyed before exit
+}  // namespace
+
 ThreadPool& ThreadPool::global() {
-  static ThreadPool pool;
-  return pool;
+  std::lock_guard<std::mutex> lock(g_global_mutex);
+  if (g_global == nullptr) {
+    static ThreadPool pool(g_global_threads);
+    g_global = &pool;
+  }
+  return *g_global;
+}
+
+bool ThreadPool::set_global_threads(int num_threads) {
+  std::lock_guard<std::mutex> lock(g_global_mutex);
+  if (g_global != nullptr) return num_threads <= 0 || g_global->num_threads() == num_threads;
+  g_global_threads = num_threads;
+  return true;
 }
 
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain) {

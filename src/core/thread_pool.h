@@ -26,8 +26,12 @@ class ThreadPool {
   // Not reentrant: a parallel_for body must not call parallel_for.
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain = 1);
 
-  // The process-wide pool.
+  // The process-wide pool, created on first use with set_global_threads()'s
+  // count (or QSERVE_NUM_THREADS, or one per core).
   static ThreadPool& global();
+  // Sets the size of the process-wide pool; false (and no change) if it
+  // already exists with another size.
+  static bool set_global_threads(int num_threads);
 
  private:
   void worker_loop(int index);

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "engine/llama_runner.h"
 #include "engine/tokenizer_codec.h"
 #include "model/checkpoint.h"
@@ -31,6 +32,11 @@ std::string default_model_dir() {
 }  // namespace
 
 std::unique_ptr<Engine> Engine::create(const EngineConfig& config) {
+  if (config.num_threads < 0) fail(ErrorCode::kInvalidArgument, "num_threads must be >= 0");
+  if (!ThreadPool::set_global_threads(config.num_threads)) {
+    spdlog::warn("engine: the CPU thread pool already runs {} threads; {} requested",
+                 ThreadPool::global().num_threads(), config.num_threads);
+  }
   if (config.device != "cpu") {
     fail(ErrorCode::kUnsupported, "device '{}': this build runs the engine on the CPU only", config.device);
   }

@@ -53,6 +53,14 @@ TEST(ThreadPool, CoversRangeOnce) {
   for (auto& h : hits) EXPECT_EQ(h.load(), 20);
 }
 
+TEST(ThreadPool, GlobalSizeIsFixedOnceCreated) {
+  const int n = ThreadPool::global().num_threads();
+  EXPECT_TRUE(ThreadPool::set_global_threads(0));  // "default": always fine
+  EXPECT_TRUE(ThreadPool::set_global_threads(n));
+  EXPECT_FALSE(ThreadPool::set_global_threads(n + 1));
+  EXPECT_EQ(ThreadPool::global().num_threads(), n);
+}
+
 TEST(Error, CarriesCode) {
   try {
     fail(ErrorCode::kCorruptData, "bad {}", 42);
