@@ -2,14 +2,18 @@
 # Installs what qserve needs on a fresh Debian 12 machine: the C++ build
 # dependencies (Debian's -dev packages) and the Python tooling for tests and
 # reference dumps (PyPI). Idempotent: re-running it only checks.
-#   scripts/install_deps.sh            C++ deps + Python test tooling
+#   scripts/install_deps.sh            C++ deps + Python tooling
 #   scripts/install_deps.sh --torch    also torch + transformers (reference dumps, convert round-trip test)
+#   scripts/install_deps.sh --test     everything the test suite needs: --torch, plus clang's
+#                                      libFuzzer and chromium (chat-page test)
 set -euo pipefail
 
 want_torch=0
+want_test_tools=0
 for arg in "$@"; do
   case "$arg" in
     --torch) want_torch=1 ;;
+    --test) want_torch=1; want_test_tools=1 ;;
     *) echo "install_deps.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -22,9 +26,13 @@ APT_PACKAGES=(
   nlohmann-json3-dev libcpp-httplib-dev libcli11-dev libfmt-dev libspdlog-dev
   libsentencepiece-dev libre2-dev libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-pip
-  clang libclang-rt-14-dev  # libFuzzer (scripts/fuzz.sh)
-  chromium                  # headless browser for the chat-page test (tests/e2e/test_server_chat_page.py)
 )
+if [ $want_test_tools -eq 1 ]; then
+  APT_PACKAGES+=(
+    clang libclang-rt-14-dev  # libFuzzer (scripts/fuzz.sh)
+    chromium                  # headless browser for the chat-page test (tests/e2e/test_server_chat_page.py)
+  )
+fi
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

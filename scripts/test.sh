@@ -5,7 +5,7 @@
 # end-to-end tests. .ci/run calls this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install_deps.sh --torch
+scripts/install_deps.sh --test
 scripts/install_model.sh
 scripts/build.sh cpu
 ctest --test-dir build --output-on-failure -j "$(nproc)"
