@@ -10,24 +10,13 @@
 #include "engine/llama_runner.h"
 #include "engine/tokenizer_codec.h"
 #include "model/checkpoint.h"
+#include "model/default_model.h"
 #include "qserve/engine.h"
 
 namespace qserve {
 namespace {
 
 constexpr int64_t kDefaultCpuKvBytes = int64_t{1} << 30;  // 1 GiB of KV pages when no budget is given
-
-std::string default_model_dir() {
-  const char* home = std::getenv("QSERVE_HOME");
-  std::string base;
-  if (home && *home) {
-    base = home;
-  } else {
-    const char* user_home = std::getenv("HOME");
-    base = std::string(user_home ? user_home : ".") + "/.cache/qserve";
-  }
-  return base + "/models/SmolLM2-135M-Instruct";
-}
 
 }  // namespace
 
@@ -47,11 +36,9 @@ std::unique_ptr<Engine> Engine::create(const EngineConfig& config) {
   if (config.load_format != "auto") {
     fail(ErrorCode::kUnsupported, "--load-format {} is not available on the CPU engine", config.load_format);
   }
-  const std::string path = config.model.empty() ? default_model_dir() : config.model;
-  if (!std::filesystem::exists(path)) {
-    fail(ErrorCode::kNotFound, "model '{}' not found{}", path,
-         config.model.empty() ? " (the default model; install it with scripts/install_model.sh)" : "");
-  }
+  // The flag, else $QSERVE_MODEL, else the installed default model (one rule for every subcommand).
+  const std::string path = resolve_model_path(config.model);
+  if (!std::filesystem::exists(path)) fail(ErrorCode::kNotFound, "model '{}' not found", path);
   auto checkpoint = open_checkpoint(path);
   auto model = LlamaModel::load(*checkpoint);
   spdlog::info("engine: {} from {}", model->config().summary(), path);
