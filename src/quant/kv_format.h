@@ -9,11 +9,7 @@
 #include <cmath>
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define QS_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define QS_HOST_DEVICE inline
-#endif
+#include "core/host_device.h"
 
 namespace qserve {
 

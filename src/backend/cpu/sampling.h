@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-#include "quant/kv_format.h"  // QS_HOST_DEVICE
+#include "core/host_device.h"
 
 namespace qserve {
 
