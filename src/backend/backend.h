@@ -29,6 +29,10 @@
 
 namespace qserve {
 
+namespace quant {
+struct QuantizedLinear;  // quant/quant_linear.h: one layer of a quantized checkpoint
+}
+
 // What a linear layer consumes.
 enum class ActFormat {
   kFloat,            // values [T, K] float
@@ -125,6 +129,10 @@ class Backend {
   // A float linear layer from host weights [out, in] (F32 / F16 / BF16) and an
   // optional bias [out] (empty Tensor = none).
   virtual std::unique_ptr<Linear> make_linear(const Tensor& weight, const Tensor& bias) = 0;
+  // A quantized linear layer (W4A8 per-channel / g128, W8A8, W4A16, or f16)
+  // from one layer of a quantized checkpoint in its canonical layout; the
+  // backend repacks it into its kernels' order (docs/quantized-checkpoint.md).
+  virtual std::unique_ptr<Linear> make_quantized_linear(quant::QuantizedLinear&& layer) = 0;
   // Activations for `tokens` rows of `dim` values in `format` (allocated here).
   Activations alloc_activations(ActFormat format, int64_t tokens, int64_t dim) {
     Activations a;

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "core/error.h"
+#include "engine/backend_factory.h"
 #include "engine/qoq_model.h"
 #include "model/rope.h"
 #include "quant/qoq_checkpoint.h"
@@ -71,7 +72,7 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const Checkpoint& checkpoint, Llama
   if (quant::is_qoq_checkpoint(checkpoint.config())) return load_qoq_model(checkpoint, options);
   const ModelConfig config = ModelConfig::from_json(checkpoint.config());
   const LlamaWeights weights = LlamaWeights::load(checkpoint, config);
-  return create(config, weights, make_cpu_backend(true), options);
+  return create(config, weights, make_backend(options.device), options);
 }
 
 std::unique_ptr<LlamaModel> LlamaModel::create(const ModelConfig& config, const LlamaWeights& w,

@@ -26,6 +26,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -73,11 +74,12 @@ struct LlamaModelOptions {
   int64_t page_size = 16;          // tokens per KV page (forward(Batch) mode)
   int64_t initial_kv_pages = 64;   // the pool doubles when it runs out (forward(Batch) mode)
   int64_t max_kv_pages = 1 << 20;  // beyond this, kResourceExhausted
+  std::string device = "cpu";      // load(): the backend, engine/backend_factory.h ("cpu" | "cuda")
 };
 
 class LlamaModel {
  public:
-  // The CPU FP32 backend (SIMD matmuls) on the checkpoint's weights.
+  // The checkpoint's weights on options.device (the CPU FP32 backend by default).
   static std::unique_ptr<LlamaModel> load(const Checkpoint& checkpoint, LlamaModelOptions options = {});
   // Any backend; weights are converted / copied by the backend, `weights` may go after.
   static std::unique_ptr<LlamaModel> create(const ModelConfig& config, const LlamaWeights& weights,

@@ -1,8 +1,7 @@
 #include "engine/qoq_model.h"
 
-#include "backend/cpu/kv_quant_backend.h"
-#include "backend/cpu/quant_linear_cpu.h"
 #include "core/error.h"
+#include "engine/backend_factory.h"
 #include "quant/qoq_checkpoint.h"
 #include "quant/quantizer.h"
 
@@ -52,9 +51,10 @@ std::unique_ptr<LlamaModel> load_qoq_model(const Checkpoint& ckpt, LlamaModelOpt
     w.layers.push_back(std::move(lw));
   }
 
-  std::unique_ptr<Backend> backend = make_cpu_backend(true);
   const int kv = quant::kv_bits(qc.precision);
-  if (kv == 4 || kv == 8) backend = cpu::make_kv_quant_backend(std::move(backend), kv == 4 ? KvDtype::kInt4 : KvDtype::kInt8);
+  std::optional<KvDtype> kv_dtype;
+  if (kv == 4 || kv == 8) kv_dtype = kv == 4 ? KvDtype::kInt4 : KvDtype::kInt8;
+  std::unique_ptr<Backend> backend = make_backend(options.device, kv_dtype);
 
   auto factory = [blocks](Backend& b, int64_t l, const std::string& module) -> std::unique_ptr<Linear> {
     quant::QuantizedBlock& blk = (*blocks)[l];
@@ -66,7 +66,7 @@ std::unique_ptr<LlamaModel> load_qoq_model(const Checkpoint& ckpt, LlamaModelOpt
                                 : module == "up_proj"   ? &blk.up
                                                         : &blk.down;
     QS_CHECK(module == "down_proj" || q != &blk.down) << "unknown module " << module;
-    return cpu::make_quantized_linear(b, std::move(*q));
+    return b.make_quantized_linear(std::move(*q));
   };
   return LlamaModel::create(config, w, std::move(backend), options, factory);
 }

@@ -1,7 +1,7 @@
 // Loading a quantized (QoQ) checkpoint (docs/quantized-checkpoint.md) into the
-// Llama forward pass on the CPU: the block linears become the backend's
-// quantized linears (backend/cpu/quant_linear_cpu.h), the KV cache KV4 / KV8 per
-// the precision (backend/cpu/kv_quant_backend.h); embedding, norms and lm_head
+// Llama forward pass on options.device (engine/backend_factory.h): the block linears
+// become the backend's quantized linears (Backend::make_quantized_linear), the
+// KV cache KV4 / KV8 per the precision; embedding, norms and lm_head
 // stay float. LlamaModel::load calls this for checkpoints whose config.json
 // holds a "quantization_config" with method "qoq".
 #pragma once

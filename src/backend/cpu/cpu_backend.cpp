@@ -9,6 +9,7 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/quant_linear_cpu.h"
 #include "core/thread_pool.h"
 
 namespace qserve {
@@ -85,6 +86,9 @@ class CpuBackend final : public Backend {
     return std::make_unique<CpuLinear>(std::move(w), std::move(b), fast_);
   }
 
+  std::unique_ptr<Linear> make_quantized_linear(quant::QuantizedLinear&& layer) override {
+    return cpu::make_quantized_linear(*this, std::move(layer));
+  }
   void embedding(const Tensor& table, const Tensor& ids, Tensor& out) override {
     check_f32(table, "embedding table");
     const int64_t T = ids.numel(), H = table.dim(1), V = table.dim(0);

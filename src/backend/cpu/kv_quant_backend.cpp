@@ -26,6 +26,9 @@ class KvQuantBackend final : public Backend {
   std::unique_ptr<Linear> make_linear(const Tensor& weight, const Tensor& bias) override {
     return inner_->make_linear(weight, bias);
   }
+  std::unique_ptr<Linear> make_quantized_linear(quant::QuantizedLinear&& layer) override {
+    return inner_->make_quantized_linear(std::move(layer));
+  }
   void embedding(const Tensor& table, const Tensor& ids, Tensor& out) override { inner_->embedding(table, ids, out); }
   void rms_norm(const Tensor& x, const Tensor& weight, float eps, Activations& out) override {
     inner_->rms_norm(x, weight, eps, out);

@@ -1,0 +1,22 @@
+// Which backend a model runs on: one place that turns a device name and a KV
+// cache format into a Backend, so that every loader (float checkpoints,
+// quantized checkpoints, dummy weights) and every subcommand picks devices
+// the same way.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "backend/backend.h"
+#include "quant/kv_format.h"
+
+namespace qserve {
+
+// device: "cpu" (the FP32 reference, SIMD matmuls) or "cuda" (device 0).
+// kv: the KV page format of the quantized-KV precisions (KV4 / KV8); nullopt
+// keeps the backend's float pages (FP32 on the CPU, FP16 on CUDA).
+// Errors: kUnsupported for an unknown device or a device this build lacks.
+std::unique_ptr<Backend> make_backend(const std::string& device, std::optional<KvDtype> kv = std::nullopt);
+
+}  // namespace qserve
