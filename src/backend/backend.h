@@ -109,11 +109,19 @@ struct KvLayer {
   Tensor v;
 };
 
+// The memory a backend allocates from (device memory for CUDA); 0 = unknown.
+struct BackendMemoryInfo {
+  int64_t total_bytes = 0;
+  int64_t free_bytes = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
   virtual DType float_dtype() const = 0;
+  // Sizes the KV cache under --gpu-memory-utilization; the CPU reports unknown.
+  virtual BackendMemoryInfo memory_info() const { return {}; }
 
   // Zeroed memory of this backend.
   virtual Tensor alloc(DType dtype, std::vector<int64_t> shape) = 0;

@@ -18,6 +18,7 @@ class KvQuantBackend final : public Backend {
     return fmt::format("{} + kv{} cache", inner_->name(), kv_bits(dtype_));
   }
   DType float_dtype() const override { return inner_->float_dtype(); }
+  BackendMemoryInfo memory_info() const override { return inner_->memory_info(); }
   Tensor alloc(DType dtype, std::vector<int64_t> shape) override { return inner_->alloc(dtype, std::move(shape)); }
   Tensor upload(const Tensor& host) override { return inner_->upload(host); }
   Tensor download(const Tensor& t) override { return inner_->download(t); }
