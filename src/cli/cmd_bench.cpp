@@ -39,7 +39,8 @@ void add_bench_command(CLI::App& app) {
                  "Shape of dummy weights: llama-2-7b, llama-2-13b, llama-2-70b, llama-3-8b, llama-3-70b, tiny, tiny-odd");
   tp->add_option("--input-len", o->input_len, "Prompt tokens per request")->capture_default_str();
   tp->add_option("--output-len", o->output_len, "Generated tokens per request")->capture_default_str();
-  tp->add_option("--num-prompts", o->num_prompts, "Requests")->capture_default_str();
+  tp->add_option("--num-prompts", o->num_prompts,
+                 "Requests (0: one full batch, as many as --max-num-seqs or the KV cache allows)")->capture_default_str();
   tp->add_option("--max-num-seqs", e.max_num_seqs,
                  "Batch size limit (0: as many sequences as the KV cache holds whole, at most --num-prompts)")
       ->capture_default_str()->envname("QSERVE_MAX_NUM_SEQS");
