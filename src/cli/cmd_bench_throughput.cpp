@@ -22,6 +22,8 @@
 namespace qserve::cli {
 namespace {
 
+constexpr int kMaxAutoSeqs = 4096;  // --max-num-seqs 0 with --num-prompts 0: the KV cache sizing's batch bound
+
 // A runner that forwards to a model owned by the benchmark, so that several
 // engines (one per sweep point) run on one loaded model.
 class BorrowedRunner final : public ModelRunner {
@@ -51,7 +53,8 @@ double percentile(const std::vector<double>& v, double p) {
 }
 
 // One benchmark run of `num_seqs` max_num_seqs on the loaded model.
-nlohmann::json measure(const ThroughputOptions& o, LoadedModel& m, const KvCachePlan& plan, int num_seqs) {
+nlohmann::json measure(const ThroughputOptions& o, LoadedModel& m, const KvCachePlan& plan, int num_seqs, int num_prompts,
+                       int64_t max_batch_fits) {
   EngineConfig config = m.config;
   config.max_num_seqs = num_seqs;
   config.num_kv_pages = plan.num_pages;
@@ -65,7 +68,7 @@ nlohmann::json measure(const ThroughputOptions& o, LoadedModel& m, const KvCache
   std::mt19937_64 rng(o.seed);
   const int lo = std::min(info.vocab_size - 1, 256);
   std::uniform_int_distribution<int32_t> token(lo, info.vocab_size - 1);
-  std::vector<Request> requests(o.num_prompts);
+  std::vector<Request> requests(num_prompts);
   for (Request& r : requests) {
     r.prompt_token_ids.resize(o.input_len);
     for (int32_t& t : r.prompt_token_ids) t = token(rng);
@@ -115,8 +118,9 @@ nlohmann::json measure(const ThroughputOptions& o, LoadedModel& m, const KvCache
   j["precision"] = info.precision;
   j["input_len"] = o.input_len;
   j["output_len"] = o.output_len;
-  j["num_prompts"] = o.num_prompts;
+  j["num_prompts"] = num_prompts;
   j["max_num_seqs"] = num_seqs;
+  j["max_batch_fits"] = max_batch_fits;  // sequences of input + output tokens the budget's KV pages hold
   j["max_num_batched_tokens"] = config.max_num_batched_tokens;
   j["page_size"] = s.page_size;
   // The memory plan: the (emulated) card, its budget, the weights, the KV cache.
@@ -133,8 +137,8 @@ nlohmann::json measure(const ThroughputOptions& o, LoadedModel& m, const KvCache
   j["wall_s"] = wall;
   j["output_tokens"] = generated;
   j["output_tokens_per_s"] = generated / wall;
-  j["total_tokens_per_s"] = (static_cast<double>(o.input_len) * o.num_prompts + generated) / wall;
-  j["requests_per_s"] = o.num_prompts / wall;
+  j["total_tokens_per_s"] = (static_cast<double>(o.input_len) * num_prompts + generated) / wall;
+  j["requests_per_s"] = num_prompts / wall;
   // Prefill: tokens of prompts (and recompute) / model time of the steps that held any;
   // decode: tokens / model time of decode-only steps.
   j["prefill_tokens_per_s"] = prefill_s > 0 ? prefill_tokens / prefill_s : 0.0;
@@ -190,19 +194,29 @@ void print_throughput(const nlohmann::json& j, bool json) {
 
 // max_num_seqs 0 (auto): as many sequences as the KV cache holds with their
 // whole input + output (no preemption), at most the number of prompts.
-// Sweep: max_num_seqs = 1, 2, 4, ... up to that cap (and the cap itself).
+// num_prompts 0: one full batch (as many prompts as that cap), i.e. one wave
+// at the largest batch the budget holds: the max throughput in the least time.
+// Sweep: max_num_seqs = 1, 2, 4, ... up to that cap (and the cap itself); with
+// num_prompts 0 each point runs one batch of its own size.
 void run_budget(const ThroughputOptions& o, LoadedModel& m, const KvCachePlan& plan) {
   const int64_t pages_per_seq = (o.input_len + o.output_len + o.engine.page_size - 1) / o.engine.page_size;
-  const int64_t fit = std::max<int64_t>(1, plan.num_pages / pages_per_seq);
-  const int cap = static_cast<int>(std::min<int64_t>(
-      o.num_prompts, o.engine.max_num_seqs > 0 ? static_cast<int64_t>(o.engine.max_num_seqs) : fit));
+  const int64_t fits = plan.budget_pages / pages_per_seq;
+  const int64_t allocated = std::max<int64_t>(1, plan.num_pages / pages_per_seq);
+  int64_t cap = allocated;  // auto: no preemption
+  if (o.engine.max_num_seqs > 0) {
+    // An explicit limit with N prompts is taken as given (preemption included);
+    // with --num-prompts 0 (one full batch) it is a bound on the auto size.
+    cap = o.num_prompts > 0 ? o.engine.max_num_seqs : std::min<int64_t>(o.engine.max_num_seqs, allocated);
+  }
+  if (o.num_prompts > 0) cap = std::min<int64_t>(cap, o.num_prompts);
+  const int prompts = o.num_prompts > 0 ? o.num_prompts : static_cast<int>(cap);  // 0: one full batch
   if (!o.sweep) {
-    print_throughput(measure(o, m, plan, cap), o.json);
+    print_throughput(measure(o, m, plan, static_cast<int>(cap), prompts, fits), o.json);
     return;
   }
   nlohmann::json best;
-  for (int seqs = 1;; seqs = std::min(seqs * 2, cap)) {
-    const nlohmann::json j = measure(o, m, plan, seqs);
+  for (int seqs = 1;; seqs = std::min<int>(seqs * 2, static_cast<int>(cap))) {
+    const nlohmann::json j = measure(o, m, plan, seqs, o.num_prompts > 0 ? prompts : seqs, fits);
     print_throughput(j, o.json);
     if (best.is_null() || j["output_tokens_per_s"].get<double>() > best["output_tokens_per_s"].get<double>()) best = j;
     if (seqs == cap) break;
@@ -228,8 +242,8 @@ void run_budget(const ThroughputOptions& o, LoadedModel& m, const KvCachePlan& p
 }  // namespace
 
 int run_throughput(const ThroughputOptions& o) {
-  if (o.input_len < 1 || o.output_len < 1 || o.num_prompts < 1)
-    fail(ErrorCode::kInvalidArgument, "--input-len, --output-len and --num-prompts must be >= 1");
+  if (o.input_len < 1 || o.output_len < 1 || o.num_prompts < 0)
+    fail(ErrorCode::kInvalidArgument, "--input-len and --output-len must be >= 1, --num-prompts >= 0");
   if (o.engine.max_num_seqs < 0) fail(ErrorCode::kInvalidArgument, "--max-num-seqs must be >= 0");
   if (o.engine.page_size < 1) fail(ErrorCode::kInvalidArgument, "--page-size must be >= 1");
   std::vector<int64_t> budgets = o.memory_budgets;
@@ -254,7 +268,7 @@ int run_throughput(const ThroughputOptions& o) {
     p.budget = b;
     EngineConfig sizing = m.config;
     sizing.memory_budget = b;
-    if (sizing.max_num_seqs == 0) sizing.max_num_seqs = o.num_prompts;
+    if (sizing.max_num_seqs == 0) sizing.max_num_seqs = o.num_prompts > 0 ? o.num_prompts : kMaxAutoSeqs;
     try {
       p.plan = plan_kv_cache(m, sizing);
     } catch (const Error& e) {

@@ -43,7 +43,9 @@ int64_t estimate_workspace_bytes(const ModelConfig& c, int64_t max_batched_token
   // k, v [kv_dim]; gate, up, down_in [I] (LlamaModel's workspace).
   const int64_t per_token = (7 * H + 3 * c.q_dim() + 2 * c.kv_dim() + 3 * I) * float_bytes;
   const int64_t tokens = 2 * std::max<int64_t>(1, max_batched_tokens);
-  const int64_t logits = 2 * std::max<int64_t>(1, max_num_seqs) * c.vocab_size * 4;  // device rows + host f32 copy
+  // Logits of the sampled rows: at most one per sequence of a step; device rows + host f32 copy.
+  const int64_t rows = std::max<int64_t>(1, std::min(max_num_seqs, std::max<int64_t>(1, max_batched_tokens)));
+  const int64_t logits = 2 * rows * c.vocab_size * 4;
   return tokens * per_token + logits + (device ? kDeviceFixedReserve : 0);
 }
 

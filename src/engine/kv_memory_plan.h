@@ -25,7 +25,7 @@ namespace qserve {
 // embedding, lm_head and norms: the canonical sizes of quant/weight_format.h.
 int64_t estimate_weight_bytes(const ModelConfig& config, quant::WeightFormat format, int64_t group);
 // Activation buffers of one step of up to `max_batched_tokens` tokens (grown
-// by doubling, so twice that) and the logits of `max_num_seqs` rows, with
+// by doubling, so twice that) and the logits of min(max_num_seqs, max_batched_tokens) rows, with
 // `float_bytes` per float; plus a fixed reserve for the backend's own
 // workspaces (GEMM workspace, graphs, sampling) on a device.
 int64_t estimate_workspace_bytes(const ModelConfig& config, int64_t max_batched_tokens, int64_t max_num_seqs,

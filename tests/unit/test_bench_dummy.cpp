@@ -86,15 +86,26 @@ TEST(BenchDummy, MemoryBudgetBoundsTheBatchAndTheSweepFindsTheBest) {
   EXPECT_EQ(r["max_num_seqs"].get<int>(), 6);
   const int64_t page = r["kv_bytes_per_page"].get<int64_t>();
   const int64_t budget = r["weight_bytes"].get<int64_t>() + r["reserve_bytes"].get<int64_t>() + 5 * page + page / 2;
-  args.back() = std::to_string(budget);
-  const BenchRun tight = run_bench(args);
-  ASSERT_EQ(tight.rc, 0);
-  const nlohmann::json& j = tight.lines.at(0);
+  // The same model under three budgets in one process, one full batch each (--num-prompts 0).
+  args = {"--arch", "tiny", "--precision", "w4a8kv4", "--input-len", "24", "--output-len", "8", "--num-prompts", "0",
+          "--max-num-seqs", "6", "--max-num-batched-tokens", "64", "--gpu-memory-utilization", "1",
+          "--memory-budgets", "100MB," + std::to_string(budget) + ",1KB"};
+  const BenchRun three = run_bench(args);
+  ASSERT_EQ(three.rc, 0);
+  ASSERT_EQ(three.lines.size(), 3u);
+  EXPECT_EQ(three.lines[0]["output_tokens"].get<int>(), 6 * 8);  // roomy: the --max-num-seqs cap
+  EXPECT_EQ(three.lines[0]["num_prompts"].get<int>(), 6);
+  const nlohmann::json& j = three.lines[1];
+  EXPECT_EQ(j["memory_budget"].get<int64_t>(), budget);
   EXPECT_EQ(j["kv_pages_total"].get<int64_t>(), 5);
+  EXPECT_EQ(j["max_batch_fits"].get<int64_t>(), 2);
   EXPECT_EQ(j["max_num_seqs"].get<int64_t>(), 2);
+  EXPECT_EQ(j["num_prompts"].get<int64_t>(), 2);
   EXPECT_EQ(j["peak_batch"].get<int64_t>(), 2);
-  EXPECT_EQ(j["output_tokens"].get<int>(), 48);
+  EXPECT_EQ(j["output_tokens"].get<int>(), 16);
   EXPECT_EQ(j["preemptions"].get<int>(), 0);
+  EXPECT_EQ(three.lines[2]["memory_budget"].get<int64_t>(), 1000);
+  EXPECT_NE(three.lines[2]["error"].get<std::string>().find("no room for the KV cache"), std::string::npos);
 
   const BenchRun sweep = run_bench({"--arch", "tiny", "--precision", "w4a8kv4", "--input-len", "8", "--output-len", "4",
                                "--num-prompts", "4", "--max-num-seqs", "0", "--sweep"});
@@ -121,6 +132,25 @@ TEST(BenchDummy, WeightsThatDoNotFitAreAnError) {
   const BenchRun bad = run_bench({"--arch", "tiny", "--memory-budget", "lots"});
   ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(bad.rc, 2);
+}
+
+}  // namespace
+}  // namespace qserve
+
+namespace qserve {
+namespace {
+
+TEST(ModelFlags, GenerateTakesTheSameFlags) {
+  // Dummy weights have no tokenizer: a text prompt is a clear error, not a crash.
+  std::vector<std::string> args = {"qserve", "generate", "--load-format", "dummy", "--arch", "tiny", "--precision",
+                                   "w4a8kv4", "--memory-budget", "1GiB", "--prompt", "hello", "--max-tokens", "2"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  ::testing::internal::CaptureStderr();
+  const int rc = cli::run_main(static_cast<int>(argv.size()), argv.data());
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(err.find("needs a tokenizer"), std::string::npos) << err;
 }
 
 }  // namespace
