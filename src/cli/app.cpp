@@ -26,6 +26,7 @@ int run_main(int argc, char** argv) {
   add_convert_command(app);
   add_quantize_command(app);
   add_eval_command(app);
+  add_eval_compare_command(app);
   add_bench_command(app);
   add_serve_command(app);
   try {

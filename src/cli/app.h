@@ -21,6 +21,7 @@ void add_generate_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
 void add_quantize_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
+void add_eval_compare_command(CLI::App& app);  // "eval compare", after add_eval_command
 void add_bench_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 

@@ -1,0 +1,233 @@
+// qserve eval compare [--model M] --device cuda [--reference cpu] --text FILE
+//                     [--seqlen 512] [--max-windows 4] [--prompts FILE] [--max-new-tokens 64] [--json]
+//
+// One checkpoint on two backends, token by token: the device under test
+// against the reference (the CPU backend: FP32 for float checkpoints, the
+// integer oracle of the contract for quantized ones).
+//  - Teacher forcing over windows of the text: top-1 agreement of the two
+//    backends at every position, and each backend's perplexity.
+//  - Greedy decoding of each prompt on both: the first position where the
+//    outputs differ, with the reference's top-2 logit margin there (a
+//    divergence where the margin is within FP16 noise is a tie, not a bug).
+// This is the acceptance check of a device backend on a real model
+// (docs/serving-benchmark.md).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/app.h"
+#include "cli/calibration_text.h"
+#include "cli/model_path.h"
+#include "core/error.h"
+#include "engine/llama_model.h"
+#include "model/checkpoint.h"
+#include "model/default_model.h"
+
+namespace qserve::cli {
+namespace {
+
+struct CompareArgs {
+  std::string model, device = "cuda", reference = "cpu", text, prompts;
+  int64_t seqlen = 512, max_windows = 4, max_new_tokens = 64;
+  bool json = false;
+};
+
+const std::vector<std::string> kDefaultPrompts = {
+    "The capital of France is",
+    "Here is a short story about a robot who learns to paint:",
+    "def fibonacci(n):",
+    "Explain why the sky is blue in two sentences.",
+};
+
+double nll_of(std::span<const float> logits, int32_t target) {
+  float mx = logits[0];
+  for (float v : logits) mx = std::max(mx, v);
+  double sum = 0;
+  for (float v : logits) sum += std::exp(static_cast<double>(v) - mx);
+  return std::log(sum) + mx - logits[target];
+}
+
+int32_t argmax(std::span<const float> v) {
+  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+// Largest minus second-largest logit.
+float top2_margin(std::span<const float> v) {
+  float a = -INFINITY, b = -INFINITY;
+  for (float x : v) {
+    if (x > a) {
+      b = a;
+      a = x;
+    } else if (x > b) {
+      b = x;
+    }
+  }
+  return a - b;
+}
+
+// Greedy continuation of `prompt`; margins[i] = top-2 margin of the logits that chose out[i].
+std::vector<int32_t> greedy(LlamaModel& model, int64_t seq, const std::vector<int32_t>& prompt, int64_t n,
+                            std::vector<float>* margins) {
+  std::vector<int32_t> out;
+  Batch b;
+  b.seqs.push_back({seq, prompt, 0});
+  Logits logits;
+  for (int64_t i = 0; i < n; ++i) {
+    model.forward(b, logits);
+    const int32_t next = argmax(logits.row(0));
+    if (margins) margins->push_back(top2_margin(logits.row(0)));
+    out.push_back(next);
+    b.seqs[0].start += static_cast<int64_t>(b.seqs[0].tokens.size());
+    b.seqs[0].tokens = {next};
+  }
+  model.release(seq);
+  return out;
+}
+
+std::vector<std::string> read_prompts(const std::string& path) {
+  if (path.empty()) return kDefaultPrompts;
+  std::ifstream in(path);
+  if (!in) fail(ErrorCode::kNotFound, "cannot read prompts file '{}'", path);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) out.push_back(line);
+  if (out.empty()) fail(ErrorCode::kInvalidArgument, "prompts file '{}' has no non-empty line", path);
+  return out;
+}
+
+int run_compare(const CompareArgs& a) {
+  if (a.seqlen < 2) fail(ErrorCode::kInvalidArgument, "--seqlen must be at least 2, not {}", a.seqlen);
+  const std::string path = resolve_model_path(a.model);
+  auto ckpt = open_checkpoint(path);
+  LlamaModelOptions ro, to;
+  ro.page_size = to.page_size = 16;
+  ro.device = a.reference;
+  to.device = a.device;
+  auto ref = LlamaModel::load(*ckpt, ro);
+  auto dut = LlamaModel::load(*ckpt, to);
+  const int64_t vocab = ref->config().vocab_size;
+
+  nlohmann::json report = {{"model", path}, {"device", a.device}, {"reference", a.reference}};
+
+  // Teacher forcing.
+  if (!a.text.empty()) {
+    const std::vector<int32_t> ids = tokenize_text(path, read_text_file(a.text), /*add_special=*/true);
+    int64_t windows = static_cast<int64_t>(ids.size()) / a.seqlen;
+    if (a.max_windows > 0) windows = std::min(windows, a.max_windows);
+    if (windows == 0) fail(ErrorCode::kInvalidArgument, "{}: fewer tokens than one window of {}", a.text, a.seqlen);
+    double nll_ref = 0, nll_dut = 0, max_rel = 0;
+    int64_t agree = 0, positions = 0;
+    for (int64_t w = 0; w < windows; ++w) {
+      Batch b;
+      b.seqs.push_back({w, std::vector<int32_t>(ids.begin() + w * a.seqlen, ids.begin() + (w + 1) * a.seqlen), 0});
+      b.all_logits = true;
+      Logits lr, ld;
+      ref->forward(b, lr);
+      dut->forward(b, ld);
+      ref->release(w);
+      dut->release(w);
+      for (int64_t t = 0; t < a.seqlen; ++t) {
+        const auto r = lr.all_row(t), d = ld.all_row(t);
+        agree += argmax(r) == argmax(d);
+        ++positions;
+        float scale = 0, diff = 0;
+        for (int64_t v = 0; v < vocab; ++v) {
+          scale = std::max(scale, std::fabs(r[v]));
+          diff = std::max(diff, std::fabs(r[v] - d[v]));
+        }
+        max_rel = std::max(max_rel, static_cast<double>(diff / std::max(scale, 1e-6f)));
+        if (t + 1 < a.seqlen) {
+          nll_ref += nll_of(r, b.seqs[0].tokens[t + 1]);
+          nll_dut += nll_of(d, b.seqs[0].tokens[t + 1]);
+        }
+      }
+    }
+    const int64_t predicted = windows * (a.seqlen - 1);
+    const double ppl_ref = std::exp(nll_ref / predicted), ppl_dut = std::exp(nll_dut / predicted);
+    report["teacher_forced"] = {{"windows", windows},
+                                {"seqlen", a.seqlen},
+                                {"positions", positions},
+                                {"top1_agreement", static_cast<double>(agree) / positions},
+                                {"ppl_reference", ppl_ref},
+                                {"ppl_device", ppl_dut},
+                                {"ppl_rel_diff", ppl_dut / ppl_ref - 1.0},
+                                {"max_logit_diff_over_max_abs", max_rel}};
+  }
+
+  // Greedy decoding.
+  nlohmann::json greedy_rows = nlohmann::json::array();
+  int64_t identical = 0;
+  const auto prompts = read_prompts(a.prompts);
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    const std::vector<int32_t> ids = tokenize_text(path, prompts[p], /*add_special=*/true);
+    std::vector<float> margins;
+    const auto r = greedy(*ref, 1000000 + p, ids, a.max_new_tokens, &margins);
+    const auto d = greedy(*dut, 1000000 + p, ids, a.max_new_tokens, nullptr);
+    int64_t first = -1;
+    for (size_t i = 0; i < r.size(); ++i)
+      if (r[i] != d[i]) {
+        first = static_cast<int64_t>(i);
+        break;
+      }
+    identical += first < 0;
+    nlohmann::json row = {{"prompt", prompts[p]}, {"tokens", r.size()}, {"identical", first < 0}};
+    if (first >= 0) {
+      row["first_divergence"] = first;
+      row["reference_top2_margin_there"] = margins[first];
+    }
+    greedy_rows.push_back(row);
+  }
+  report["greedy"] = {{"prompts", prompts.size()}, {"identical", identical}, {"rows", greedy_rows}};
+
+  if (a.json) {
+    std::printf("%s\n", report.dump().c_str());
+    return 0;
+  }
+  std::printf("%s on %s vs %s\n", path.c_str(), a.device.c_str(), a.reference.c_str());
+  if (report.contains("teacher_forced")) {
+    const auto& t = report["teacher_forced"];
+    std::printf("teacher forced: %lld positions, top-1 agreement %.4f, ppl %.4f (reference) vs %.4f (%+.3f%%), "
+                "max |logit diff| / max |logit| %.2e\n",
+                static_cast<long long>(t["positions"].get<int64_t>()), t["top1_agreement"].get<double>(),
+                t["ppl_reference"].get<double>(), t["ppl_device"].get<double>(),
+                100 * t["ppl_rel_diff"].get<double>(), t["max_logit_diff_over_max_abs"].get<double>());
+  }
+  for (const auto& row : greedy_rows) {
+    if (row["identical"].get<bool>()) {
+      std::printf("greedy %3zu tokens identical   | %s\n", row["tokens"].get<size_t>(),
+                  row["prompt"].get<std::string>().c_str());
+    } else {
+      std::printf("greedy diverges at token %3lld (reference top-2 margin %.4f) | %s\n",
+                  static_cast<long long>(row["first_divergence"].get<int64_t>()),
+                  row["reference_top2_margin_there"].get<float>(), row["prompt"].get<std::string>().c_str());
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_eval_compare_command(CLI::App& app) {
+  CLI::App* eval = app.get_subcommand("eval");  // made by add_eval_command
+  auto* sub = eval->add_subcommand("compare", "One checkpoint on a device vs the CPU reference: top-1 agreement, "
+                                              "perplexity, greedy divergence");
+  auto a = std::make_shared<CompareArgs>();
+  sub->add_option("--model", a->model, "Model: Hugging Face directory (quantized or not) or .gguf")->envname("QSERVE_MODEL");
+  sub->add_option("--device", a->device, "Device under test (cpu | cuda)")->capture_default_str();
+  sub->add_option("--reference", a->reference, "Reference device")->capture_default_str();
+  sub->add_option("--text", a->text, "Text for teacher forcing (skipped when absent)");
+  sub->add_option("--seqlen", a->seqlen, "Tokens per teacher-forced window")->capture_default_str();
+  sub->add_option("--max-windows", a->max_windows, "Teacher-forced windows (0: all)")->capture_default_str();
+  sub->add_option("--prompts", a->prompts, "File with one prompt per line (default: four built-in prompts)");
+  sub->add_option("--max-new-tokens", a->max_new_tokens, "Greedy tokens per prompt")->capture_default_str();
+  sub->add_flag("--json", a->json, "One JSON line");
+  set_command_body(sub, [a]() -> int { return run_compare(*a); });
+}
+
+}  // namespace qserve::cli

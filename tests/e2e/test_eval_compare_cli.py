@@ -1,0 +1,44 @@
+"""`qserve eval compare`: the device-acceptance check, exercised here with the
+CPU against itself (identical by construction: agreement 1, no divergence),
+and an unknown device (one clear error line)."""
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+QSERVE = Path(os.environ.get("QSERVE_BIN", ROOT / "build" / "qserve"))
+HOME = Path(os.environ.get("QSERVE_HOME") or Path.home() / ".cache" / "qserve")
+DEFAULT_MODEL = HOME / "models" / "SmolLM2-135M-Instruct"
+SHARED = Path(os.environ.get("QSERVE_SHARED_DATA", ROOT.parent / "shared" / "data"))
+WIKI = SHARED / "text" / "wikitext2_test_joined_LF.txt"
+
+pytestmark = [
+    pytest.mark.skipif(not QSERVE.exists(), reason=f"skipped: {QSERVE} not built (scripts/build.sh cpu qserve)"),
+    pytest.mark.skipif(not (DEFAULT_MODEL / "config.json").exists(),
+                       reason="skipped: default model not installed (scripts/install_model.sh)"),
+]
+
+
+def compare(*args):
+    return subprocess.run([str(QSERVE), "eval", "compare", *args], capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.skipif(not WIKI.exists(), reason=f"skipped: {WIKI} absent")
+def test_cpu_against_itself_agrees_everywhere():
+    r = compare("--device", "cpu", "--text", str(WIKI), "--seqlen", "48", "--max-windows", "1",
+                "--max-new-tokens", "6", "--json")
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout)
+    t = j["teacher_forced"]
+    assert t["positions"] == 48 and t["top1_agreement"] == 1.0 and t["ppl_rel_diff"] == 0.0
+    assert 1.0 < t["ppl_reference"] < 1e4
+    assert j["greedy"]["prompts"] == 4 and j["greedy"]["identical"] == 4
+
+
+def test_unknown_device_is_one_clear_error():
+    r = compare("--device", "tpu", "--max-new-tokens", "1")
+    assert r.returncode != 0 and r.stdout == ""
+    assert "unknown device 'tpu'" in r.stderr
