@@ -53,12 +53,15 @@ class CudaBackendOps : public ::testing::Test {
     if (!a.scales.empty()) poison(a.scales);
     if (!a.sums.empty()) poison(a.sums);
   }
-  std::vector<float> host(const Tensor& device) {
-    Tensor h = gpu->download(device);
+  // A download through the backend that wrote the tensor: each backend
+  // orders its work on its own stream, and a download waits for that stream only.
+  std::vector<float> host(const Tensor& device, Backend* from = nullptr) {
+    Tensor h = (from ? from : gpu.get())->download(device);
     return {h.data_as<float>(), h.data_as<float>() + h.numel()};
   }
-  void expect_close(const Tensor& device, const Tensor& ref, double atol, double rtol, const std::string& what) {
-    const std::vector<float> got = host(device);
+  void expect_close(const Tensor& device, const Tensor& ref, double atol, double rtol, const std::string& what,
+                    Backend* from = nullptr) {
+    const std::vector<float> got = host(device, from);
     ASSERT_EQ(static_cast<int64_t>(got.size()), ref.numel()) << what;
     const test::FloatDiff d = compare_floats(got.data(), ref.data_as<float>(), ref.numel(), atol, rtol);
     EXPECT_EQ(d.bad + d.nan, 0) << what << ": " << describe(d);
@@ -294,8 +297,8 @@ TEST_P(CudaBackendAttention, RopeKvWriteAndAttention) {
       Tensor og = dev->alloc(DType::kF16, {T, c.hq * c.d});
       poison(og);
       dev->attention(gq, kg, ab, scale, og);
-      expect_close(gq, q, 2e-3, 2e-3, what + " q after RoPE");
-      const std::vector<float> got = host(og);
+      expect_close(gq, q, 2e-3, 2e-3, what + " q after RoPE", dev.get());
+      const std::vector<float> got = host(og, dev.get());
       const test::FloatDiff d = compare_floats(got.data(), oc.data_as<float>(), oc.numel(), c.atol, 2e-2);
       EXPECT_EQ(d.bad + d.nan, 0) << what << ": " << describe(d);
       EXPECT_LE(d.rel_l2, c.max_rel_l2) << what << ": " << describe(d);

@@ -72,7 +72,7 @@ TEST(CudaModelPerf, DISABLED_DecodeStepLlama3Shape) {
     w.layers.push_back(std::move(L));
   }
   constexpr int64_t kContext = 1024, kPage = 16;
-  for (const char* precision : {"fp16", "w4a8kv4_g128", "w4a8kv4_per_channel"}) {
+  for (const char* precision : {"fp16", "w4a8kv4_g128"}) {
     const std::string p = precision;
     std::unique_ptr<LlamaModel> model;
     if (p == "fp16") {
@@ -99,13 +99,13 @@ TEST(CudaModelPerf, DISABLED_DecodeStepLlama3Shape) {
     std::vector<int32_t> table(max_batch * pages_per_seq);
     for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i);
     std::vector<int32_t> token(1, 7);
-    for (int64_t batch : {1, 16, 64, 128, 256}) {
+    for (int64_t batch : {1, 64, 256}) {
       PagedBatch b;
       for (int64_t s = 0; s < batch; ++s)
         b.seqs.push_back({token, kContext - 1, std::span<const int32_t>(table).subspan(s * pages_per_seq, pages_per_seq), true});
       Logits out;
-      for (int i = 0; i < 3; ++i) model->forward_paged(b, out);  // warm-up (and cuBLAS heuristics)
-      constexpr int kSteps = 20;
+      for (int i = 0; i < 2; ++i) model->forward_paged(b, out);  // warm-up (and cuBLAS heuristics)
+      constexpr int kSteps = 10;
       const auto t0 = std::chrono::steady_clock::now();
       for (int i = 0; i < kSteps; ++i) model->forward_paged(b, out);
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / kSteps;

@@ -247,6 +247,8 @@ class CudaBackend final : public Backend {
   cudaStream_t stream() const { return state_->stream(); }
 
   KvPageLayout page_layout(int64_t page_size, int64_t kv_heads, int64_t head_dim) const {
+    if (head_dim != 64 && head_dim != 128)
+      fail(ErrorCode::kUnsupported, "CUDA backend: head_dim {} (the attention kernels take 64 or 128)", head_dim);
     KvPageLayout l;
     l.page_size = static_cast<int32_t>(page_size);
     l.num_kv_heads = static_cast<int32_t>(kv_heads);
