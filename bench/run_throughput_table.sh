@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# The serving throughput table (docs/serving-benchmark.md): every arch x
+# precision x memory budget with `qserve bench throughput --load-format dummy`,
+# a headline pair at a larger batch, and the Hugging Face peer; JSON lines and
+# a markdown table in OUT_DIR.
+#
+#   bench/run_throughput_table.sh [--dry-run] QSERVE_BINARY OUT_DIR
+#
+# Each (arch, precision) is one process: the model is made once and run under
+# every budget of $BUDGETS (one full batch each: --num-prompts 0, the largest
+# batch the budget's KV cache holds, capped by $MAX_SEQS). Settings (environment):
+#   DEVICE=cuda  ARCHS="llama-3-8b llama-2-7b llama-2-70b"
+#   PRECISIONS="fp16 w8a8kv8 w4a16 w4a8kv8 w4a8kv4 w4a8kv4-chn"
+#   BUDGETS="0,80GB,48GB" (0: the device's own memory)  UTIL=0.9
+#   INPUT_LEN=1024 OUTPUT_LEN=512  MAX_SEQS=64 (70B shapes: MAX_SEQS_70B=8)
+#   MAX_BATCHED_TOKENS=8192  HEADLINE_ARCH=llama-3-8b HEADLINE_SEQS=256 (0: none)
+#   PEER=1 PEER_ARCHS="llama-3-8b llama-2-7b" PEER_ARGS="" PYTHON=python3
+#   CELL_TIMEOUT=300 (seconds per process)  EXTRA_ARGS="" (to every qserve run)
+set -uo pipefail
+
+DRY=0
+if [[ "${1:-}" == "--dry-run" ]]; then DRY=1; shift; fi
+if [[ $# -ne 2 ]]; then
+  sed -n '2,20p' "$0" >&2
+  exit 2
+fi
+QSERVE=$1
+OUT=$2
+HERE=$(cd "$(dirname "$0")" && pwd)
+DEVICE=${DEVICE:-cuda}
+ARCHS=${ARCHS:-llama-3-8b llama-2-7b llama-2-70b}
+PRECISIONS=${PRECISIONS:-fp16 w8a8kv8 w4a16 w4a8kv8 w4a8kv4 w4a8kv4-chn}
+BUDGETS=${BUDGETS:-0,80GB,48GB}
+UTIL=${UTIL:-0.9}
+INPUT_LEN=${INPUT_LEN:-1024}
+OUTPUT_LEN=${OUTPUT_LEN:-512}
+MAX_SEQS=${MAX_SEQS:-64}
+MAX_SEQS_70B=${MAX_SEQS_70B:-8}
+MAX_BATCHED_TOKENS=${MAX_BATCHED_TOKENS:-8192}
+HEADLINE_ARCH=${HEADLINE_ARCH:-llama-3-8b}
+HEADLINE_SEQS=${HEADLINE_SEQS:-256}
+PEER=${PEER:-1}
+PEER_ARCHS=${PEER_ARCHS:-llama-3-8b llama-2-7b}
+PEER_ARGS=${PEER_ARGS:-}
+PYTHON=${PYTHON:-python3}
+CELL_TIMEOUT=${CELL_TIMEOUT:-300}
+EXTRA_ARGS=${EXTRA_ARGS:-}
+
+mkdir -p "$OUT"
+JSONL=$OUT/throughput.jsonl
+PEERL=$OUT/peer.jsonl
+LOG=$OUT/log.txt
+if [[ $DRY -eq 0 ]]; then : >"$JSONL"; : >"$PEERL"; : >"$LOG"; fi
+START=$(date +%s)
+
+# run TAG OUTFILE CMD...: JSON lines of CMD's stdout to OUTFILE; a run that
+# prints none gets an error line with its last stderr line.
+run() {
+  local tag=$1 out=$2
+  shift 2
+  echo "+ $*" | tee -a "$LOG" >&2
+  [[ $DRY -eq 1 ]] && return 0
+  local t0=$SECONDS tmp
+  tmp=$(mktemp)
+  timeout "$CELL_TIMEOUT" "$@" >"$tmp" 2>>"$LOG"
+  local rc=$?
+  grep '^{' "$tmp" >>"$out"
+  if ! grep -q '^{' "$tmp"; then
+    local msg
+    msg=$(grep -v '^\s*$' "$LOG" | tail -1 | sed 's/\\/\\\\/g; s/"/\\"/g')
+    echo "{\"bench\":\"error\",\"tag\":\"$tag\",\"rc\":$rc,\"error\":\"$msg\"}" >>"$out"
+  fi
+  rm -f "$tmp"
+  echo "  ($tag: rc $rc, $((SECONDS - t0)) s)" | tee -a "$LOG" >&2
+}
+
+common=(--device "$DEVICE" --input-len "$INPUT_LEN" --output-len "$OUTPUT_LEN"
+        --max-num-batched-tokens "$MAX_BATCHED_TOKENS" --gpu-memory-utilization "$UTIL" --json)
+for arch in $ARCHS; do
+  cap=$MAX_SEQS
+  [[ $arch == *70b* ]] && cap=$MAX_SEQS_70B
+  for p in $PRECISIONS; do
+    # shellcheck disable=SC2086
+    run "$arch $p" "$JSONL" "$QSERVE" bench throughput --load-format dummy --arch "$arch" --precision "$p" \
+      "${common[@]}" --num-prompts 0 --max-num-seqs "$cap" --memory-budgets "$BUDGETS" $EXTRA_ARGS
+  done
+done
+
+# The headline pair: the target arch at the device's own memory and a larger batch.
+if [[ $HEADLINE_SEQS -gt 0 ]]; then
+  for p in fp16 w4a8kv4; do
+    # shellcheck disable=SC2086
+    run "headline $HEADLINE_ARCH $p" "$JSONL" "$QSERVE" bench throughput --load-format dummy --arch "$HEADLINE_ARCH" \
+      --precision "$p" "${common[@]}" --num-prompts 0 --max-num-seqs "$HEADLINE_SEQS" $EXTRA_ARGS
+  done
+fi
+
+# The peer: transformers FP16 generate, same shapes and lengths, largest batch that fits.
+if [[ $PEER -eq 1 ]]; then
+  for arch in $PEER_ARCHS; do
+    # shellcheck disable=SC2086
+    run "peer $arch" "$PEERL" "$PYTHON" "$HERE/peer_hf_generate.py" --arch "$arch" --device "$DEVICE" \
+      --input-len "$INPUT_LEN" --output-len "$OUTPUT_LEN" --json $PEER_ARGS
+  done
+fi
+
+[[ $DRY -eq 1 ]] && exit 0
+echo "total $(( $(date +%s) - START )) s" | tee -a "$LOG" >&2
+"$PYTHON" "$HERE/throughput_table_md.py" "$JSONL" "$PEERL" >"$OUT/table.md" && cat "$OUT/table.md"
