@@ -50,7 +50,9 @@ def main():
     for e in errors:
         parts = str(e.get("tag", "")).split()
         if len(parts) == 2:
-            failed[tuple(parts)] = "weights do not fit" if "do not fit" in str(e.get("error")) else "error"
+            msg = str(e.get("error"))
+            failed[tuple(parts)] = ("weights do not fit" if "do not fit" in msg
+                                    else "skipped" if "skipped" in msg else "error")
             if tuple(parts) not in keys:
                 keys.append(tuple(parts))
     # The main table: the first run of each (arch, precision, budget) (headline runs come later).
