@@ -77,7 +77,7 @@ struct LlamaModelOptions {
   std::string device = "cpu";      // load(): the backend, engine/backend_factory.h ("cpu" | "cuda")
   // Decode steps of up to max_graph_batch sequences replayed from CUDA graphs
   // (backends with supports_graphs()), padded to 1, 2, 4, 8, then multiples of 16.
-  bool cuda_graphs = false;
+  bool cuda_graphs = true;
   int64_t max_graph_batch = 256;
 };
 

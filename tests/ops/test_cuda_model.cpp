@@ -373,14 +373,15 @@ TEST(CudaModelGraphs, DecodeStepsReplayLikeEagerSteps) {
     const LlamaWeights w = random_weights(config, 91);
     std::unique_ptr<QuantizedLayers> q;
     if (prec.p != quant::Precision::kFP16) q = std::make_unique<QuantizedLayers>(w, quant::weight_format_for(prec.p, prec.group));
-    LlamaModelOptions graphs;
+    LlamaModelOptions graphs, eager_options;
     graphs.cuda_graphs = true;
+    eager_options.cuda_graphs = false;
     auto make = [&](const LlamaModelOptions& o) {
       std::unique_ptr<Backend> backend = make_backend("cuda", kv_of(prec.p));
       return q ? LlamaModel::create(config, w, std::move(backend), o, q->factory())
                : LlamaModel::create(config, w, std::move(backend), o);
     };
-    auto eager = make({}), graphed = make(graphs);
+    auto eager = make(eager_options), graphed = make(graphs);
     std::vector<LlamaModel*> models = {eager.get(), graphed.get()};
     for (LlamaModel* m : models) m->allocate_kv_cache(64, 16);
     std::mt19937 rng(3);
