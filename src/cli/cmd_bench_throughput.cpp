@@ -36,6 +36,11 @@ class BorrowedRunner final : public ModelRunner {
   int64_t kv_bytes_per_page(int page_size) const override { return inner_.kv_bytes_per_page(page_size); }
   void allocate_kv_cache(int64_t num_pages, int page_size) override { inner_.allocate_kv_cache(num_pages, page_size); }
   std::span<const float> execute(const RunnerBatch& batch) override { return inner_.execute(batch); }
+  bool can_sample_on_device() const override { return inner_.can_sample_on_device(); }
+  std::span<const int32_t> execute_and_sample(const RunnerBatch& batch, std::span<const SamplingParams> params,
+                                              std::span<const uint64_t> steps) override {
+    return inner_.execute_and_sample(batch, params, steps);
+  }
   std::vector<int32_t> eos_token_ids() const override { return inner_.eos_token_ids(); }
   double kv_zero_seconds() const override { return inner_.kv_zero_seconds(); }
 
@@ -271,29 +276,43 @@ int run_throughput(const ThroughputOptions& o) {
     if (sizing.max_num_seqs == 0) sizing.max_num_seqs = o.num_prompts > 0 ? o.num_prompts : kMaxAutoSeqs;
     try {
       p.plan = plan_kv_cache(m, sizing);
+      const int64_t pages_per_seq = (o.input_len + o.output_len + o.engine.page_size - 1) / o.engine.page_size;
+      if (p.plan.num_pages < pages_per_seq)
+        fail(ErrorCode::kResourceExhausted, "{} {}: the KV cache ({} pages of {} tokens) holds no sequence of {} tokens",
+             m.runner->name(), m.config.precision, p.plan.num_pages, o.engine.page_size, o.input_len + o.output_len);
     } catch (const Error& e) {
       if (budgets.size() == 1) throw;
       p.error = e.what();
     }
     points.push_back(std::move(p));
   }
+  // A budget that cannot run is one line with "error"; the others still run.
+  auto report_error = [&](int64_t budget, const std::string& error) {
+    const std::string arch = m.config.load_format == "dummy" ? m.config.arch : m.runner->name();
+    const nlohmann::json j = {{"bench", "throughput"},         {"arch", arch},
+                              {"precision", m.config.precision}, {"device", m.config.device},
+                              {"memory_budget", budget},         {"input_len", o.input_len},
+                              {"output_len", o.output_len},      {"num_prompts", o.num_prompts},
+                              {"weight_bytes", m.weight_bytes},  {"error", error}};
+    if (o.json) std::printf("%s\n", j.dump().c_str());
+    else std::printf("memory budget %lld: %s\n", static_cast<long long>(budget), error.c_str());
+    std::fflush(stdout);
+  };
   int failures = 0;
   for (const Point& p : points) {
     if (!p.error.empty()) {
       ++failures;
-      const std::string arch = m.config.load_format == "dummy" ? m.config.arch : m.runner->name();
-      const nlohmann::json j = {{"bench", "throughput"},         {"arch", arch},
-                                {"precision", m.config.precision}, {"device", m.config.device},
-                                {"memory_budget", p.budget},       {"input_len", o.input_len},
-                                {"output_len", o.output_len},      {"num_prompts", o.num_prompts},
-                                {"weight_bytes", m.weight_bytes},  {"error", p.error}};
-      if (o.json) std::printf("%s\n", j.dump().c_str());
-      else std::printf("memory budget %lld: %s\n", static_cast<long long>(p.budget), p.error.c_str());
-      std::fflush(stdout);
+      report_error(p.budget, p.error);
       continue;
     }
     m.config.memory_budget = p.budget;
-    run_budget(o, m, p.plan);
+    try {
+      run_budget(o, m, p.plan);
+    } catch (const Error& e) {
+      if (points.size() == 1) throw;
+      ++failures;
+      report_error(p.budget, e.what());
+    }
   }
   return failures == static_cast<int>(points.size()) ? 1 : 0;
 }
