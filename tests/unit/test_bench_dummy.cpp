@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "cli/app.h"
+#include "cli/byte_size.h"
+#include "core/error.h"
 
 namespace qserve {
 namespace {
@@ -158,6 +160,23 @@ TEST(ModelFlags, GenerateTakesTheSameFlags) {
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(rc, 1);
   EXPECT_NE(err.find("needs a tokenizer"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace qserve
+
+namespace qserve {
+namespace {
+
+TEST(ByteSize, DecimalBinaryAndScientific) {
+  EXPECT_EQ(cli::parse_byte_size("80000000000", "--x"), 80'000'000'000);
+  EXPECT_EQ(cli::parse_byte_size("80e9", "--x"), 80'000'000'000);
+  EXPECT_EQ(cli::parse_byte_size("48GB", "--x"), 48'000'000'000);
+  EXPECT_EQ(cli::parse_byte_size("48g", "--x"), 48'000'000'000);
+  EXPECT_EQ(cli::parse_byte_size("80GiB", "--x"), int64_t{80} << 30);
+  EXPECT_EQ(cli::parse_byte_size("1.5MiB", "--x"), int64_t{3} << 19);
+  EXPECT_EQ(cli::parse_byte_size("0", "--x"), 0);
+  for (const char* bad : {"", "lots", "-1", "5XB", "1e30", "GB"}) EXPECT_THROW(cli::parse_byte_size(bad, "--x"), Error) << bad;
 }
 
 }  // namespace
