@@ -6,6 +6,12 @@
 #
 #   bench/run_throughput_table.sh [--dry-run] QSERVE_BINARY OUT_DIR
 #
+# Writes OUT_DIR/throughput.jsonl (the table), headline.jsonl, peer.jsonl,
+# log.txt and table.md.
+#
+# Order: the headline pair (the targets), the peer, then the table, so
+# that a run cut short keeps the most important lines (all of them are
+# appended to OUT_DIR as they come).
 # Each (arch, precision) is one process: the model is made once and run under
 # every budget of $BUDGETS (one full batch each: --num-prompts 0, the largest
 # batch the budget's KV cache holds, capped by $MAX_SEQS). Settings (environment):
@@ -13,9 +19,11 @@
 #   PRECISIONS="fp16 w8a8kv8 w4a16 w4a8kv8 w4a8kv4 w4a8kv4-chn"
 #   BUDGETS="0,80GB,48GB" (0: the device's own memory)  UTIL=0.9
 #   INPUT_LEN=1024 OUTPUT_LEN=512  MAX_SEQS=64 (70B shapes: MAX_SEQS_70B=8)
-#   MAX_BATCHED_TOKENS=8192  HEADLINE_ARCH=llama-3-8b HEADLINE_SEQS=256 (0: none)
+#   MAX_BATCHED_TOKENS=8192  HEADLINE_ARCH=llama-3-8b HEADLINE_SEQS=512 (0: none)
 #   PEER=1 PEER_ARCHS="llama-3-8b llama-2-7b" PEER_ARGS="" PYTHON=python3
 #   CELL_TIMEOUT=300 (seconds per process)  EXTRA_ARGS="" (to every qserve run)
+#   QSERVE_LIBS=DIR: shared libraries for the qserve binary only (a bundled
+#   libstdc++ must not reach the peer's Python / torch)
 #   SKIP="llama-2-70b:w4a16" (arch:precision pairs not run: the CUDA backend runs
 #   W4A16 as FP16 weights dequantized at load, 138 GB for a 70B model)
 set -uo pipefail
@@ -40,7 +48,7 @@ MAX_SEQS=${MAX_SEQS:-64}
 MAX_SEQS_70B=${MAX_SEQS_70B:-8}
 MAX_BATCHED_TOKENS=${MAX_BATCHED_TOKENS:-8192}
 HEADLINE_ARCH=${HEADLINE_ARCH:-llama-3-8b}
-HEADLINE_SEQS=${HEADLINE_SEQS:-256}
+HEADLINE_SEQS=${HEADLINE_SEQS:-512}
 PEER=${PEER:-1}
 PEER_ARCHS=${PEER_ARCHS:-llama-3-8b llama-2-7b}
 PEER_ARGS=${PEER_ARGS:-}
@@ -48,12 +56,22 @@ PYTHON=${PYTHON:-python3}
 CELL_TIMEOUT=${CELL_TIMEOUT:-300}
 EXTRA_ARGS=${EXTRA_ARGS:-}
 SKIP=${SKIP-llama-2-70b:w4a16 llama-3-70b:w4a16}
+QSERVE_LIBS=${QSERVE_LIBS:-}
+QS=("$QSERVE")
+if [[ -n $QSERVE_LIBS ]]; then
+  QS=(env "LD_LIBRARY_PATH=$QSERVE_LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$QSERVE")
+fi
 
-mkdir -p "$OUT"
 JSONL=$OUT/throughput.jsonl
+HEADL=$OUT/headline.jsonl
 PEERL=$OUT/peer.jsonl
 LOG=$OUT/log.txt
-if [[ $DRY -eq 0 ]]; then : >"$JSONL"; : >"$PEERL"; : >"$LOG"; fi
+if [[ $DRY -eq 1 ]]; then
+  LOG=/dev/null
+else
+  mkdir -p "$OUT"
+  : >"$JSONL"; : >"$HEADL"; : >"$PEERL"; : >"$LOG"
+fi
 START=$(date +%s)
 
 # run TAG OUTFILE CMD...: JSON lines of CMD's stdout to OUTFILE; a run that
@@ -79,26 +97,11 @@ run() {
 
 common=(--device "$DEVICE" --input-len "$INPUT_LEN" --output-len "$OUTPUT_LEN"
         --max-num-batched-tokens "$MAX_BATCHED_TOKENS" --gpu-memory-utilization "$UTIL" --json)
-for arch in $ARCHS; do
-  cap=$MAX_SEQS
-  [[ $arch == *70b* ]] && cap=$MAX_SEQS_70B
-  for p in $PRECISIONS; do
-    if [[ " $SKIP " == *" $arch:$p "* ]]; then
-      echo "  (skipped: $arch $p, SKIP)" | tee -a "$LOG" >&2
-      [[ $DRY -eq 0 ]] && echo "{\"bench\":\"error\",\"tag\":\"$arch $p\",\"rc\":0,\"error\":\"skipped (SKIP)\"}" >>"$JSONL"
-      continue
-    fi
-    # shellcheck disable=SC2086
-    run "$arch $p" "$JSONL" "$QSERVE" bench throughput --load-format dummy --arch "$arch" --precision "$p" \
-      "${common[@]}" --num-prompts 0 --max-num-seqs "$cap" --memory-budgets "$BUDGETS" $EXTRA_ARGS
-  done
-done
-
 # The headline pair: the target arch at the device's own memory and a larger batch.
 if [[ $HEADLINE_SEQS -gt 0 ]]; then
   for p in fp16 w4a8kv4; do
     # shellcheck disable=SC2086
-    run "headline $HEADLINE_ARCH $p" "$JSONL" "$QSERVE" bench throughput --load-format dummy --arch "$HEADLINE_ARCH" \
+    run "headline $HEADLINE_ARCH $p" "$HEADL" "${QS[@]}" bench throughput --load-format dummy --arch "$HEADLINE_ARCH" \
       --precision "$p" "${common[@]}" --num-prompts 0 --max-num-seqs "$HEADLINE_SEQS" $EXTRA_ARGS
   done
 fi
@@ -112,6 +115,22 @@ if [[ $PEER -eq 1 ]]; then
   done
 fi
 
+# The table (last: if the run is cut short, the headline and the peer are in already).
+for arch in $ARCHS; do
+  cap=$MAX_SEQS
+  [[ $arch == *70b* ]] && cap=$MAX_SEQS_70B
+  for p in $PRECISIONS; do
+    if [[ " $SKIP " == *" $arch:$p "* ]]; then
+      echo "  (skipped: $arch $p, SKIP)" | tee -a "$LOG" >&2
+      [[ $DRY -eq 0 ]] && echo "{\"bench\":\"error\",\"tag\":\"$arch $p\",\"rc\":0,\"error\":\"skipped (SKIP)\"}" >>"$JSONL"
+      continue
+    fi
+    # shellcheck disable=SC2086
+    run "$arch $p" "$JSONL" "${QS[@]}" bench throughput --load-format dummy --arch "$arch" --precision "$p" \
+      "${common[@]}" --num-prompts 0 --max-num-seqs "$cap" --memory-budgets "$BUDGETS" $EXTRA_ARGS
+  done
+done
+
 [[ $DRY -eq 1 ]] && exit 0
 echo "total $(( $(date +%s) - START )) s" | tee -a "$LOG" >&2
-"$PYTHON" "$HERE/throughput_table_md.py" "$JSONL" "$PEERL" >"$OUT/table.md" && cat "$OUT/table.md"
+"$PYTHON" "$HERE/throughput_table_md.py" "$JSONL" "$HEADL" "$PEERL" >"$OUT/table.md" && cat "$OUT/table.md"

@@ -45,9 +45,12 @@ def test_table_script_on_the_cpu(tmp_path):
     assert r.returncode == 0, r.stderr
     lines = [json.loads(l) for l in (tmp_path / "throughput.jsonl").read_text().splitlines()]
     cells = [l for l in lines if l["bench"] == "throughput"]
-    assert len(cells) == 2 * 2 + 2  # 2 precisions x 2 budgets (one without room) + the headline pair
+    assert len(cells) == 2 * 2  # 2 precisions x 2 budgets (one without room)
     ok = [c for c in cells if "error" not in c]
-    assert len(ok) == 4 and all(c["output_tokens"] == c["num_prompts"] * 4 for c in ok)
+    assert len(ok) == 2 and all(c["output_tokens"] == c["num_prompts"] * 4 == 3 * 4 for c in ok)
     assert sum("no room for the KV cache" in c.get("error", "") for c in cells) == 2
+    head = [json.loads(l) for l in (tmp_path / "headline.jsonl").read_text().splitlines()]
+    assert [h["precision"] for h in head] == ["fp16", "w4a8kv4"] and all(h["max_num_seqs"] == 4 for h in head)
     md = (tmp_path / "table.md").read_text()
     assert "| tiny | w4a8kv4 |" in md and "does not fit" in md and "W4A8KV4 against our FP16" in md
+    assert "## Headline" in md
