@@ -22,6 +22,8 @@
 #   MAX_BATCHED_TOKENS=8192  HEADLINE_ARCH=llama-3-8b HEADLINE_SEQS=512 (0: none)
 #   PEER=1 PEER_ARCHS="llama-3-8b llama-2-7b" PEER_ARGS="" PYTHON=python3
 #   CELL_TIMEOUT=300 (seconds per process)  EXTRA_ARGS="" (to every qserve run)
+#   QSERVE_LIBS=DIR: shared libraries for the qserve binary only (a bundled
+#   libstdc++ must not reach the peer's Python / torch)
 #   SKIP="llama-2-70b:w4a16" (arch:precision pairs not run: the CUDA backend runs
 #   W4A16 as FP16 weights dequantized at load, 138 GB for a 70B model)
 set -uo pipefail
@@ -54,6 +56,11 @@ PYTHON=${PYTHON:-python3}
 CELL_TIMEOUT=${CELL_TIMEOUT:-300}
 EXTRA_ARGS=${EXTRA_ARGS:-}
 SKIP=${SKIP-llama-2-70b:w4a16 llama-3-70b:w4a16}
+QSERVE_LIBS=${QSERVE_LIBS:-}
+QS=("$QSERVE")
+if [[ -n $QSERVE_LIBS ]]; then
+  QS=(env "LD_LIBRARY_PATH=$QSERVE_LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$QSERVE")
+fi
 
 JSONL=$OUT/throughput.jsonl
 HEADL=$OUT/headline.jsonl
@@ -94,7 +101,7 @@ common=(--device "$DEVICE" --input-len "$INPUT_LEN" --output-len "$OUTPUT_LEN"
 if [[ $HEADLINE_SEQS -gt 0 ]]; then
   for p in fp16 w4a8kv4; do
     # shellcheck disable=SC2086
-    run "headline $HEADLINE_ARCH $p" "$HEADL" "$QSERVE" bench throughput --load-format dummy --arch "$HEADLINE_ARCH" \
+    run "headline $HEADLINE_ARCH $p" "$HEADL" "${QS[@]}" bench throughput --load-format dummy --arch "$HEADLINE_ARCH" \
       --precision "$p" "${common[@]}" --num-prompts 0 --max-num-seqs "$HEADLINE_SEQS" $EXTRA_ARGS
   done
 fi
@@ -119,7 +126,7 @@ for arch in $ARCHS; do
       continue
     fi
     # shellcheck disable=SC2086
-    run "$arch $p" "$JSONL" "$QSERVE" bench throughput --load-format dummy --arch "$arch" --precision "$p" \
+    run "$arch $p" "$JSONL" "${QS[@]}" bench throughput --load-format dummy --arch "$arch" --precision "$p" \
       "${common[@]}" --num-prompts 0 --max-num-seqs "$cap" --memory-budgets "$BUDGETS" $EXTRA_ARGS
   done
 done
