@@ -8,7 +8,8 @@
 //   bench_gemm [--quick] [--sweep] [--hot] [--json FILE] [--md FILE] [--m 1,16,...] [--shapes NAME,...]
 //
 // Reports microseconds, TOPS (2mnk / t), effective GB/s (weights + activations
-// + output bytes / t) and the ratios t(cuBLASLt INT8) / t and t(FP16) / t.
+// + output bytes / t) and the ratios t(cuBLASLt INT8) / t and t(FP16) / t, for
+// both W4A8 kernel families: mma.sync (any sm_80+ GPU) and, on sm_90, wgmma.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -117,8 +118,11 @@ std::vector<int64_t> parse_list(const std::string& s) {
 struct Row {
   std::string model, layer;
   int64_t m, n, k;
-  double int8_us = 0, fp16_us = 0, pc_us = 0, g128_us = 0;
+  double int8_us = 0, fp16_us = 0, pc_us = 0, g128_us = 0;  // mma.sync family (sm_80 design)
+  double pc_wg_us = 0, g_wg_us = 0;                           // wgmma family (sm_90a; 0: not run)
   int pc_tile = 0, pc_splits = 0, g_tile = 0, g_splits = 0;
+  int pcw_tile = 0, pcw_splits = 0, gw_tile = 0, gw_splits = 0;
+  bool pc_auto_wg = false, g_auto_wg = false;                 // the planner's family choice
   double pc_bytes = 0, g_bytes = 0, int8_bytes = 0, fp16_bytes = 0;
 };
 
@@ -152,6 +156,7 @@ int run(int argc, char** argv) {
   cuda::CublasLtGemm blas(ctx);
   const cudaStream_t stream = ctx.stream();
   const auto& dev = ctx.info();
+  const bool wgmma = cuda::w4a8_wgmma_supported(dev);  // the sm_90a family runs here
   std::printf("# %s, %d SMs, L2 %zu MB; weights %s\n", dev.name.c_str(), dev.sm_count, dev.l2_bytes >> 20,
               hot ? "hot (one copy)" : "rotated over copies larger than 2x L2");
   const int64_t max_m = *std::max_element(ms.begin(), ms.end());
@@ -226,8 +231,14 @@ int run(int argc, char** argv) {
       r.fp16_us = timer.time(copies, [&](int c) {
         blas.gemm_f16(x16.as<__half>(), w16[c].as<__half>(), y16.as<__half>(), m, n, k, stream);
       });
-      auto time_w4 = [&](std::vector<cuda::W4A8DeviceWeights>& dw, int tile, int splits, cuda::W4A8Plan* out) {
-        const cuda::W4A8Plan plan = cuda::plan_w4a8(dev, dw[0], m, tile, splits);
+      // family: 0 = the top-level planner, 1 = mma.sync only, 2 = wgmma only.
+      auto time_w4 = [&](std::vector<cuda::W4A8DeviceWeights>& dw, int tile, int splits, cuda::W4A8Plan* out,
+                         int family = 0) {
+        const bool g = dw[0].kind == cuda::W4A8Kind::kG128;
+        const cuda::W4A8Plan plan =
+            family == 1   ? cuda::plan_w4a8_mma(dev, m, n, k, tile, splits, g)
+            : family == 2 ? cuda::plan_w4a8_wgmma(dev, m, n, k, tile, splits, g)
+                          : cuda::plan_w4a8(dev, dw[0], m, tile, splits);
         cuda::DeviceBuffer ws(std::max<size_t>(plan.workspace_bytes, 4));
         QS_CUDA_CHECK(cudaMemsetAsync(ws.data(), 0, ws.size(), stream));
         cuda::W4A8Args args;
@@ -239,10 +250,17 @@ int run(int argc, char** argv) {
         if (out) *out = plan;
         return timer.time(copies, [&](int c) { cuda::gemm_w4a8(dw[c], args, plan, ws.data(), stream); });
       };
-      cuda::W4A8Plan pp, pg;
-      r.pc_us = time_w4(dp, -1, 0, &pp);
-      r.g128_us = time_w4(dg, -1, 0, &pg);
+      cuda::W4A8Plan pp, pg, ppw, pgw;
+      r.pc_us = time_w4(dp, -1, 0, &pp, 1);
+      r.g128_us = time_w4(dg, -1, 0, &pg, 1);
       r.pc_tile = pp.tile, r.pc_splits = pp.splits, r.g_tile = pg.tile, r.g_splits = pg.splits;
+      if (wgmma) {
+        r.pc_wg_us = time_w4(dp, -1, 0, &ppw, 2);
+        r.g_wg_us = time_w4(dg, -1, 0, &pgw, 2);
+        r.pcw_tile = ppw.tile, r.pcw_splits = ppw.splits, r.gw_tile = pgw.tile, r.gw_splits = pgw.splits;
+        r.pc_auto_wg = cuda::w4a8_tile_is_wgmma(cuda::plan_w4a8(dev, dp[0], m).tile);
+        r.g_auto_wg = cuda::w4a8_tile_is_wgmma(cuda::plan_w4a8(dev, dg[0], m).tile);
+      }
       const double xy = static_cast<double>(m) * k + static_cast<double>(m) * n * 2;
       r.pc_bytes = dp[0].weight_bytes() + xy;
       r.g_bytes = dg[0].weight_bytes() + xy;
@@ -256,6 +274,14 @@ int run(int argc, char** argv) {
           ops / r.pc_us * 1e-6, r.pc_bytes / r.pc_us * 1e-3, r.int8_us / r.pc_us, r.fp16_us / r.pc_us,
           cuda::w4a8_tile_name(pp.tile), pp.splits, r.g128_us, ops / r.g128_us * 1e-6, r.int8_us / r.g128_us,
           r.fp16_us / r.g128_us, cuda::w4a8_tile_name(pg.tile), pg.splits);
+      if (wgmma)
+        std::printf("%-9s %-7s m=%-5lld   wgmma: pc %8.1f us %6.0f TOPS x%.2f int8 x%.2f fp16 x%.2f mma [%s/%d] | g128 "
+                    "%8.1f us %6.0f TOPS x%.2f int8 x%.2f fp16 x%.2f mma [%s/%d]\n",
+                    sh.model, sh.layer, static_cast<long long>(m), r.pc_wg_us, ops / r.pc_wg_us * 1e-6,
+                    r.int8_us / r.pc_wg_us, r.fp16_us / r.pc_wg_us, r.pc_us / r.pc_wg_us,
+                    cuda::w4a8_tile_name(ppw.tile), ppw.splits, r.g_wg_us, ops / r.g_wg_us * 1e-6,
+                    r.int8_us / r.g_wg_us, r.fp16_us / r.g_wg_us, r.g128_us / r.g_wg_us, cuda::w4a8_tile_name(pgw.tile),
+                    pgw.splits);
       std::fflush(stdout);
       if (sweep) {
         // Every tile x split-K for both kinds: what the planner should pick.
@@ -265,7 +291,7 @@ int run(int argc, char** argv) {
           std::string line;
           for (int tile = 0; tile < cuda::kW4A8TileCount; ++tile)
             for (int splits : {1, 2, 4, 8}) {
-              if (splits > k / 64) continue;
+              if (splits > k / 64 || !cuda::w4a8_tile_supported(dev, tile)) continue;
               const double t = time_w4(kind ? dg : dp, tile, splits, nullptr);
               char buf[64];
               std::snprintf(buf, sizeof buf, " %s/%d:%.1f", cuda::w4a8_tile_name(tile), splits, t);
@@ -284,29 +310,37 @@ int run(int argc, char** argv) {
 
   // Markdown table and JSON.
   std::ostringstream md;
-  md << "| model | layer (n x k) | m | cuBLASLt INT8 us | cuBLASLt FP16 us | W4A8 per-chn us | TOPS | GB/s | vs INT8 | "
-        "vs FP16 | W4A8 g128 us | TOPS | GB/s | vs INT8 | vs FP16 |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  // Per kind: the mma.sync kernel (sm_80 design), the wgmma kernel (sm_90a)
+  // with its TOPS and ratios, and the planner's pick ("wg" / "mma").
+  md << "| model | layer (n x k) | m | cuBLASLt INT8 us | cuBLASLt FP16 us | per-chn mma.sync us | per-chn wgmma us | "
+        "TOPS | vs INT8 | vs FP16 | pick | g128 mma.sync us | g128 wgmma us | TOPS | vs INT8 | vs FP16 | pick |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   std::ostringstream js;
   js << "[\n";
-  char buf[512];
+  char buf[1024];
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
     const double ops = 2.0 * r.m * r.n * r.k;
+    const double pcw = r.pc_wg_us > 0 ? r.pc_wg_us : r.pc_us, gw = r.g_wg_us > 0 ? r.g_wg_us : r.g128_us;
     std::snprintf(buf, sizeof buf,
-                  "| %s | %s (%lldx%lld) | %lld | %.1f | %.1f | %.1f | %.0f | %.0f | %.2fx | %.2fx | %.1f | %.0f | %.0f | "
-                  "%.2fx | %.2fx |\n",
+                  "| %s | %s (%lldx%lld) | %lld | %.1f | %.1f | %.1f | %.1f | %.0f | %.2fx | %.2fx | %s | %.1f | %.1f | "
+                  "%.0f | %.2fx | %.2fx | %s |\n",
                   r.model.c_str(), r.layer.c_str(), (long long)r.n, (long long)r.k, (long long)r.m, r.int8_us,
-                  r.fp16_us, r.pc_us, ops / r.pc_us * 1e-6, r.pc_bytes / r.pc_us * 1e-3, r.int8_us / r.pc_us,
-                  r.fp16_us / r.pc_us, r.g128_us, ops / r.g128_us * 1e-6, r.g_bytes / r.g128_us * 1e-3,
-                  r.int8_us / r.g128_us, r.fp16_us / r.g128_us);
+                  r.fp16_us, r.pc_us, r.pc_wg_us, ops / pcw * 1e-6, r.int8_us / pcw, r.fp16_us / pcw,
+                  r.pc_auto_wg ? "wg" : "mma", r.g128_us, r.g_wg_us, ops / gw * 1e-6, r.int8_us / gw, r.fp16_us / gw,
+                  r.g_auto_wg ? "wg" : "mma");
     md << buf;
     std::snprintf(buf, sizeof buf,
                   "  {\"model\": \"%s\", \"layer\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"cublaslt_int8_us\": "
                   "%.2f, \"cublaslt_fp16_us\": %.2f, \"w4a8_per_channel_us\": %.2f, \"w4a8_g128_us\": %.2f, "
-                  "\"per_channel_plan\": \"%s/%d\", \"g128_plan\": \"%s/%d\"}%s\n",
+                  "\"per_channel_plan\": \"%s/%d\", \"g128_plan\": \"%s/%d\", \"wgmma_per_channel_us\": %.2f, "
+                  "\"wgmma_g128_us\": %.2f, \"wgmma_per_channel_plan\": \"%s/%d\", \"wgmma_g128_plan\": \"%s/%d\", "
+                  "\"planner_per_channel\": \"%s\", \"planner_g128\": \"%s\"}%s\n",
                   r.model.c_str(), r.layer.c_str(), (long long)r.m, (long long)r.n, (long long)r.k, r.int8_us,
                   r.fp16_us, r.pc_us, r.g128_us, cuda::w4a8_tile_name(r.pc_tile), r.pc_splits,
-                  cuda::w4a8_tile_name(r.g_tile), r.g_splits, i + 1 < rows.size() ? "," : "");
+                  cuda::w4a8_tile_name(r.g_tile), r.g_splits, r.pc_wg_us, r.g_wg_us, cuda::w4a8_tile_name(r.pcw_tile),
+                  r.pcw_splits, cuda::w4a8_tile_name(r.gw_tile), r.gw_splits, r.pc_auto_wg ? "wgmma" : "mma",
+                  r.g_auto_wg ? "wgmma" : "mma", i + 1 < rows.size() ? "," : "");
     js << buf;
   }
   js << "]\n";

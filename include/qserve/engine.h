@@ -41,10 +41,15 @@ struct EngineConfig {
   // (${QSERVE_HOME:-~/.cache/qserve}/models/SmolLM2-135M-Instruct).
   std::string model;
   std::string tokenizer;               // empty: the model's own
-  std::string device = "cpu";          // "cpu" | "cuda"
-  std::string precision = "fp16";      // fp16 | w8a8kv8 | w4a16 | w4a8kv8 | w4a8kv4 (CPU: computes in fp32)
-  std::string load_format = "auto";    // "auto" | "dummy" (random weights of shape `arch`)
-  std::string arch;                    // for dummy weights: llama-2-7b, llama-3-8b, llama-2-13b, llama-2-70b
+  std::string device = "cpu";          // "cpu" | "cuda" (the backend, engine/backend_factory.h)
+  // auto (the checkpoint's own; fp16 for dummy weights) | fp16 | w8a8kv8 | w4a16 | w4a8kv8 | w4a8kv4
+  // | w4a8kv8-chn | w4a8kv4-chn (per-channel W4; the others are g128). A quantized
+  // checkpoint must agree; a float checkpoint runs fp16 (the CPU computes in FP32).
+  std::string precision = "auto";
+  std::string load_format = "auto";    // "auto" (a checkpoint) | "dummy" (random weights of shape `arch`)
+  // For dummy weights: llama-2-7b, llama-2-13b, llama-2-70b, llama-3-8b, llama-3-70b,
+  // tiny, tiny-odd (engine/dummy_arch.h). No tokenizer: requests carry token ids, EOS never stops.
+  std::string arch;
 
   int max_model_len = 0;               // 0: the model's context length
   int max_num_seqs = 64;               // sequences in one step (batch size limit)
@@ -53,8 +58,13 @@ struct EngineConfig {
   int page_size = 16;                  // tokens per KV page
   int64_t num_kv_pages = 0;            // > 0: exactly this many pages (tests, forced preemption)
   int64_t kv_cache_bytes = 0;          // > 0: KV cache budget in bytes (when num_kv_pages == 0)
-  double gpu_memory_utilization = 0.9; // CUDA: fraction of device memory for weights + KV
-  int64_t memory_budget = 0;           // CUDA: > 0 emulates a card of this many bytes
+  // Otherwise the KV cache takes what the memory budget leaves (docs/serving-benchmark.md):
+  // pages = (card x gpu_memory_utilization - weights - runtime - workspace) / page bytes,
+  // card = memory_budget if > 0, else the device's memory. The CPU knows no card:
+  // without memory_budget it takes at most 1 GiB; with it, the same formula with
+  // the weights' device size (what the budget would give on a device).
+  double gpu_memory_utilization = 0.9; // fraction of the card for weights + KV + workspace
+  int64_t memory_budget = 0;           // > 0: emulate a card of this many bytes (e.g. 80e9, 48e9)
   int num_threads = 0;                 // CPU backend threads; 0: all cores
   uint64_t seed = 0;                   // seeds requests that have no seed of their own
 };
@@ -142,8 +152,11 @@ class RequestStream {
 
 class Engine {
  public:
-  // Loads the model named by config (CPU: the FP32 reference forward pass) and
-  // starts the engine thread. Throws qserve::Error (kNotFound, kCorruptData, ...).
+  // Loads the model named by config (a checkpoint or dummy weights) on
+  // config.device, sizes the KV cache and starts the engine thread; config()
+  // then holds the resolved precision and num_kv_pages. Throws qserve::Error
+  // (kNotFound, kCorruptData, kUnsupported, kResourceExhausted: the weights do
+  // not fit the memory budget, ...). The staged form is engine/engine_create.h.
   static std::unique_ptr<Engine> create(const EngineConfig& config);
   // With an explicit runner and text codec (tests, other backends). `codec` may be
   // null: then requests must carry token ids and outputs carry no text.

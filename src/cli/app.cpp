@@ -19,6 +19,9 @@ void set_command_body(CLI::App* sub, CommandBody body) { bodies()[sub] = std::mo
 
 int run_main(int argc, char** argv) {
   init_logging();
+  // Bodies are keyed by subcommand address: forget those of an earlier call
+  // (tests run several command lines in one process; a freed App's address can be reused).
+  bodies().clear();
   CLI::App app{"qserve: W4A8KV4 LLM serving engine (QServe / QoQ) with a CPU reference backend"};
   app.set_version_flag("--version", std::string("qserve ") + kVersion);
   app.require_subcommand(1);

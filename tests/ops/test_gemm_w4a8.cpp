@@ -34,12 +34,14 @@ struct Case {
   int64_t m, n, k;
   int tile = -1;   // forced tile (-1: the planner's choice)
   int splits = 0;  // forced split-K (0: the planner's choice)
+  bool wgmma = false;  // the sm_90a wgmma family (planner's tile unless forced)
 };
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
   const Case& c = info.param;
   std::string s = std::string(c.g128 ? "g128" : "pc") + "_m" + std::to_string(c.m) + "_n" + std::to_string(c.n) +
                   "_k" + std::to_string(c.k);
+  if (c.wgmma) s += "_wgmma";
   if (c.tile >= 0) s += "_tile" + std::to_string(c.tile);
   if (c.splits > 0) s += "_split" + std::to_string(c.splits);
   return s;
@@ -63,6 +65,19 @@ std::vector<Case> all_cases() {
     for (int tile = 0; tile < 6; ++tile)
       for (int splits : {1, 3})
         for (int64_t m : {1, 37, 300}) cases.push_back({g, m, 640, 576, tile, splits});
+  // The sm_90a wgmma family (skipped on other GPUs): the same matrix, then
+  // each of its tiles with and without split-K.
+  for (bool g : {false, true})
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{6144, 4096}, {4096, 14336}})
+      for (int64_t m : ms) cases.push_back({g, m, n, k, -1, 0, true});
+  for (bool g : {false, true})
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{576, 576}, {192, 576}, {1536, 576}, {576, 1536}, {200, 448},
+                        {640, 320}, {1408, 2880}})
+      for (int64_t m : {1, 7, 33, 255, 1031}) cases.push_back({g, m, n, k, -1, 0, true});
+  for (bool g : {false, true})
+    for (int tile = cuda::kW4A8FirstWgmmaTile; tile < cuda::kW4A8TileCount; ++tile)
+      for (int splits : {1, 3})
+        for (int64_t m : {1, 37, 300}) cases.push_back({g, m, 640, 576, tile, splits, true});
   return cases;
 }
 
@@ -151,7 +166,10 @@ TEST_P(GemmW4A8, MatchesCpuReference) {
     cpu::gemm_w4a8_per_channel(a.q.data(), a.s_x.data(), a.a_sum.data(), c.m, w, acc_ref.data(), y_ref.data());
     dw = cuda::upload_w4a8(w);
   }
-  const cuda::W4A8Plan plan = cuda::plan_w4a8(ctx.info(), dw, c.m, c.tile, c.splits);
+  if (c.wgmma && !cuda::w4a8_wgmma_supported(ctx.info())) GTEST_SKIP() << "skipped: the wgmma kernels need sm_90";
+  const cuda::W4A8Plan plan =
+      c.wgmma ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, c.n, c.k, c.tile, c.splits, c.g128)
+              : cuda::plan_w4a8(ctx.info(), dw, c.m, c.tile, c.splits);  // the top-level choice
   RecordProperty("tile", cuda::w4a8_tile_name(plan.tile));
   RecordProperty("splits", plan.splits);
   auto x = to_device(a.q), sx = to_device(a.s_x), asum = to_device(a.a_sum);

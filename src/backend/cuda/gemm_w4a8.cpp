@@ -7,6 +7,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/gemm_w4a8_launch.h"
+#include "backend/cuda/gemm_w4a8_wgmma.h"
 #include "core/error.h"
 #include "core/half.h"
 #include "quant/gemm_epilogue.h"
@@ -41,9 +42,17 @@ W4A8DeviceWeights upload_common(W4A8Kind kind, int64_t n, int64_t k, const std::
 }  // namespace
 
 const char* w4a8_tile_name(int tile) {
-  static_assert(kW4A8TileCount == w4a8::kTileCount);
-  static const char* names[kW4A8TileCount] = {"128x8", "128x16", "128x32", "128x64", "128x128", "256x128"};
+  static_assert(kW4A8FirstWgmmaTile == w4a8::kTileCount);
+  // channels x tokens; "wg" = the sm_90a wgmma family.
+  static const char* names[kW4A8TileCount] = {"128x8",      "128x16",     "128x32",     "128x64",     "128x128",
+                                              "256x128",    "wg256x8",    "wg256x16",   "wg256x32",   "wg256x64",
+                                              "wg256x128",  "wg128x256",  "wg128x128"};
   return tile >= 0 && tile < kW4A8TileCount ? names[tile] : "?";
+}
+
+bool w4a8_wgmma_supported(const DeviceInfo& dev) { return dev.cc_major == 9 && dev.cc_minor == 0; }
+bool w4a8_tile_supported(const DeviceInfo& dev, int tile) {
+  return tile >= 0 && tile < kW4A8TileCount && (!w4a8_tile_is_wgmma(tile) || w4a8_wgmma_supported(dev));
 }
 
 W4A8DeviceWeights upload_w4a8(const quant::W4G128Weights& w) {
@@ -101,9 +110,10 @@ double wave_efficiency(int64_t ctas, int64_t slots) {
 //  - m > 64: the largest tile whose grid fills its waves to >= 80% (the last
 //    one included), else 128 x 32; split-K only when even that
 //    leaves SMs idle (splits cost more than they give once m > 64).
-W4A8Plan plan_w4a8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile, int force_splits,
-                   bool g128) {
+W4A8Plan plan_w4a8_mma(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile, int force_splits,
+                       bool g128) {
   QS_CHECK(m > 0 && n > 0 && k > 0 && k % quant::kMmaTileK == 0);
+  QS_CHECK(force_tile < kW4A8FirstWgmmaTile) << "not an mma.sync tile: " << force_tile;
   W4A8Plan plan;
   const int sms = std::max(1, dev.sm_count);
   const int kt_total = static_cast<int>(k / quant::kMmaTileK);
@@ -113,7 +123,6 @@ W4A8Plan plan_w4a8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
   };
   int splits = 0;
   if (force_tile >= 0) {
-    QS_CHECK(force_tile < kW4A8TileCount);
     plan.tile = force_tile;
   } else if (m <= 8) {
     plan.tile = 0;
@@ -156,8 +165,24 @@ W4A8Plan plan_w4a8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
   return plan;
 }
 
+// The family by problem size on sm_90 (fitted to the H200 tables in
+// bench/results/2026-11-29-gemm-wgmma-h200.md); mma.sync elsewhere.
+W4A8Plan plan_w4a8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile, int force_splits,
+                   bool g128) {
+  if (force_tile >= 0)
+    return w4a8_tile_is_wgmma(force_tile) ? plan_w4a8_wgmma(dev, m, n, k, force_tile, force_splits, g128)
+                                          : plan_w4a8_mma(dev, m, n, k, force_tile, force_splits, g128);
+  if (w4a8_wgmma_supported(dev) && use_wgmma(m, n, k, g128))
+    return plan_w4a8_wgmma(dev, m, n, k, -1, force_splits, g128);
+  return plan_w4a8_mma(dev, m, n, k, -1, force_splits, g128);
+}
+
 void gemm_w4a8(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A8Plan& plan, void* workspace,
                cudaStream_t stream) {
+  if (w4a8_tile_is_wgmma(plan.tile)) {
+    gemm_w4a8_wgmma(w, args, plan, workspace, stream);
+    return;
+  }
   QS_CHECK(args.m > 0 && args.x && (args.y || args.acc_out));
   QS_CHECK(args.acc_out || args.s_x) << "the fp16 epilogue needs s_x";
   QS_CHECK(w.kind == W4A8Kind::kG128 || args.acc_out || args.a_sum) << "per-channel W4A8 needs a_sum";

@@ -9,6 +9,12 @@
 // Multi-stage cp.async pipeline, XOR-swizzled activation tiles read by
 // ldmatrix, tile shape by problem size, split-K with an in-kernel fix-up (the
 // last CTA of a tile sums the partials) when the grid would not fill the GPU.
+//
+// On sm_90 devices a second kernel family joins (docs/gemm-hopper.md): INT8
+// wgmma with the dequantized weights as the register operand (Y^T = W X^T),
+// activations through TMA, warp-specialized and persistent. It reads the same
+// repacked weights. The planner picks the family and tile per problem size;
+// tile ids < kW4A8FirstWgmmaTile are mma.sync tiles, the others wgmma tiles.
 #pragma once
 
 #include <cstddef>
@@ -40,21 +46,32 @@ struct W4A8DeviceWeights {
 W4A8DeviceWeights upload_w4a8(const quant::W4G128Weights& w);
 W4A8DeviceWeights upload_w4a8(const quant::W4PerChannelWeights& w);
 
-inline constexpr int kW4A8TileCount = 6;  // tile configurations, see gemm_w4a8.cu
+inline constexpr int kW4A8FirstWgmmaTile = 6;  // mma.sync tiles 0..5 (any sm_80+ device)
+inline constexpr int kW4A8TileCount = 13;       // wgmma tiles 6..12 (sm_90 only)
 const char* w4a8_tile_name(int tile);
+inline bool w4a8_tile_is_wgmma(int tile) { return tile >= kW4A8FirstWgmmaTile; }
+// Whether `tile` runs on this device (the wgmma tiles need compute capability 9.0).
+bool w4a8_tile_supported(const DeviceInfo& dev, int tile);
+bool w4a8_wgmma_supported(const DeviceInfo& dev);
 
 struct W4A8Plan {
   int tile = 0;
   int splits = 1;            // split-K factor (1: none)
   int kt_per_split = 0;      // 64-wide k tiles per split
-  int grid_n = 0, grid_m = 0;
+  int grid_n = 0, grid_m = 0;  // output tiles along channels and tokens
+  int ctas = 0;                // wgmma tiles: persistent CTAs (the mma.sync grid is grid_n x grid_m x splits)
   size_t workspace_bytes = 0;
 };
 
-// Chooses the tile and split-K for one problem. force_tile >= 0 and
-// force_splits > 0 override the choice (tests, tuning).
+// Chooses the kernel family, tile and split-K for one problem. force_tile >= 0
+// and force_splits > 0 override the choice (tests, tuning).
 W4A8Plan plan_w4a8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile = -1, int force_splits = 0,
                    bool g128 = true);
+// The choice within one family (force_tile: an id of that family or -1).
+W4A8Plan plan_w4a8_mma(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile = -1,
+                       int force_splits = 0, bool g128 = true);
+W4A8Plan plan_w4a8_wgmma(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile = -1,
+                         int force_splits = 0, bool g128 = true);
 inline W4A8Plan plan_w4a8(const DeviceInfo& dev, const W4A8DeviceWeights& w, int64_t m, int force_tile = -1,
                           int force_splits = 0) {
   return plan_w4a8(dev, m, w.n, w.k, force_tile, force_splits, w.kind == W4A8Kind::kG128);

@@ -1,0 +1,141 @@
+// The sm_90a W4A8 family's planner and launch (kernels: gemm_w4a8_wgmma_*.cu,
+// design: docs/gemm-hopper.md).
+#include "backend/cuda/gemm_w4a8_wgmma.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "backend/cuda/gemm_w4a8_wgmma_launch.h"
+#include "core/error.h"
+#include "quant/w4a8_repack.h"
+
+namespace qserve::cuda {
+namespace {
+
+using w4a8::wgmma::kTiles;
+using w4a8::wgmma::TileShape;
+
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Relative cost of one problem on one tile with `splits`: rounds of units
+// over the SMs (one persistent CTA per SM) x the time of one unit, counted in
+// 128-wide k stages; a split unit also writes and reads back its INT32
+// partial tile (8 bytes per output), counted in stages by the bytes a stage
+// moves (weights + activations). Padding waste is in the tile counts; a
+// stage of a larger tile costs more (its bytes at small m, its MACs above).
+double unit_cost(const TileShape& s, int64_t m, int64_t n, int64_t kt_total, int splits, int sms, double tile_eff) {
+  const int64_t units = cdiv(n, s.bn()) * cdiv(m, s.bm) * splits;
+  const int64_t rounds = cdiv(units, sms);
+  const double stage_bytes = 64.0 * s.bn() + 128.0 * s.bm;
+  const double fixup = splits > 1 ? 8.0 * std::min<int64_t>(m, s.bm) * s.bn() / stage_bytes + 1.0 : 0.0;
+  const double stage = static_cast<double>(s.bn()) * std::max(s.bm, 64) / tile_eff;
+  return static_cast<double>(rounds) * (static_cast<double>(cdiv(kt_total, splits)) + fixup) * stage;
+}
+
+}  // namespace
+
+// Fitted to the full H200 table (bench/results/2026-11-29-gemm-wgmma-h200.md,
+// 9 layer shapes x m = 1..8192, both families timed side by side):
+//  - m > 256: wgmma everywhere (1.6-3.3x the mma.sync kernels);
+//  - 64 < m <= 256: wgmma for g128 (1.1-3.3x) except small square layers at
+//    m <= 128, for per-channel on wide layers (n >= 8192; the narrow ones
+//    split K and lose);
+//  - m <= 64 (memory-bound): per-channel wgmma up to m = 16 (1.1-1.7x) and at
+//    33..64 on layers of >= 16384 rows or inputs; g128 keeps mma.sync there
+//    (its dequantization costs the wgmma consumer more than the loads it
+//    hides) except on small square layers at m <= 16 and the large layers at
+//    33..64.
+bool use_wgmma(int64_t m, int64_t n, int64_t k, bool g128) {
+  const bool small_layer = n * k <= (int64_t{1} << 24);
+  const bool large_layer = n >= 16384 || k >= 16384;
+  if (m > 256) return true;
+  if (m > 64) return g128 ? !(small_layer && m <= 128) : n >= 8192;
+  if (m > 32) return large_layer;
+  if (m > 16) return false;
+  return g128 ? small_layer : true;
+}
+
+// Tile by m: the smallest wgmma N that holds m up to 64 tokens (decode:
+// memory-bound, 256 channels per CTA to move more weight bytes per stage);
+// above, the cheapest of the large tiles by the model above. Split-K when the
+// units would leave SMs idle.
+W4A8Plan plan_w4a8_wgmma(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile, int force_splits,
+                         bool /*g128*/) {
+  QS_CHECK(m > 0 && n > 0 && k > 0 && k % quant::kMmaTileK == 0);
+  QS_CHECK(force_tile < 0 || w4a8_tile_is_wgmma(force_tile)) << "not a wgmma tile: " << force_tile;
+  const int sms = std::max(1, dev.sm_count);
+  const int64_t kt_total = cdiv(k, 128);
+  const int max_splits = static_cast<int>(std::clamp<int64_t>(kt_total / 2, 1, 16));  // >= 2 stages per split
+  W4A8Plan plan;
+  int local = 0, splits = 1;
+  double best = -1;
+  auto consider = [&](int t, double eff) {
+    for (int sp = 1; sp <= max_splits; ++sp) {
+      if (force_splits > 0 && sp != force_splits) continue;
+      const double c = unit_cost(kTiles[t], m, n, kt_total, sp, sms, eff);
+      if (best < 0 || c < best * 0.999) best = c, local = t, splits = sp;
+    }
+  };
+  if (force_tile >= 0) {
+    local = force_tile - kW4A8FirstWgmmaTile;
+    QS_CHECK(local < w4a8::wgmma::kTileCount);
+    if (force_splits > 0) splits = force_splits;
+    else consider(local, 1.0);
+  } else if (m <= 64) {
+    consider(m <= 8 ? 0 : m <= 16 ? 1 : m <= 32 ? 2 : 3, 1.0);
+  } else {
+    consider(4, 1.0);   // 256 x 128
+    consider(5, 1.0);   // 128 x 256
+    consider(6, 0.85);  // 128 x 128: less work per stage
+  }
+  if (force_splits > 0) splits = force_splits;
+  const TileShape& s = kTiles[local];
+  splits = static_cast<int>(std::clamp<int64_t>(splits, 1, kt_total));
+  plan.tile = kW4A8FirstWgmmaTile + local;
+  plan.kt_per_split = static_cast<int>(cdiv(kt_total, splits));
+  plan.splits = static_cast<int>(cdiv(kt_total, plan.kt_per_split));  // no empty split
+  plan.grid_n = static_cast<int>(cdiv(n, s.bn()));
+  plan.grid_m = static_cast<int>(cdiv(m, s.bm));
+  const int64_t units = int64_t{plan.grid_n} * plan.grid_m * plan.splits;
+  plan.ctas = static_cast<int>(std::min<int64_t>(units, sms));
+  const size_t counters = (static_cast<size_t>(plan.grid_n) * plan.grid_m * 4 + 255) / 256 * 256;
+  plan.workspace_bytes = counters + (plan.splits > 1 ? static_cast<size_t>(plan.splits) * m * n * 4 : 0);
+  return plan;
+}
+
+void gemm_w4a8_wgmma(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A8Plan& plan, void* workspace,
+                     cudaStream_t stream) {
+  const int local = plan.tile - kW4A8FirstWgmmaTile;
+  QS_CHECK(local >= 0 && local < w4a8::wgmma::kTileCount);
+  const TileShape& s = kTiles[local];
+  QS_CHECK(plan.grid_n == cdiv(w.n, s.bn()) && plan.grid_m == cdiv(args.m, s.bm)) << "plan made for another shape";
+  QS_CHECK(reinterpret_cast<uintptr_t>(args.x) % 16 == 0) << "TMA needs 16-byte aligned activations";
+  QS_CHECK(plan.ctas > 0);
+  w4a8::wgmma::Params p{};
+  p.w = w.qweight.as<const uint8_t>();
+  p.level2 = w.level2.as<const uint32_t>();
+  p.x = args.x;
+  p.s_x = args.s_x;
+  p.a_sum = args.a_sum;
+  p.ch_scale = w.ch_scale.as<const float>();
+  p.ch_szero = w.ch_szero.as<const float>();
+  p.y = args.y;
+  p.acc_out = args.acc_out;
+  const size_t counters = (static_cast<size_t>(plan.grid_n) * plan.grid_m * 4 + 255) / 256 * 256;
+  p.counters = static_cast<int*>(workspace);
+  p.partials = reinterpret_cast<int32_t*>(static_cast<char*>(workspace) + counters);
+  p.m = static_cast<int>(args.m);
+  p.n = static_cast<int>(w.n);
+  p.k = static_cast<int>(w.k);
+  p.n16 = static_cast<int>(w.n16);
+  p.groups = static_cast<int>(w.groups);
+  p.blocks128 = static_cast<int>(cdiv(w.n, 128));
+  p.grid_n = plan.grid_n;
+  p.grid_m = plan.grid_m;
+  p.splits = plan.splits;
+  p.kt_per_split = plan.kt_per_split;
+  p.units = plan.grid_n * plan.grid_m * plan.splits;
+  w4a8::wgmma::launch_kernel(local, w.kind == W4A8Kind::kG128, p, plan.ctas, stream);
+}
+
+}  // namespace qserve::cuda

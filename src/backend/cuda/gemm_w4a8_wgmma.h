@@ -1,0 +1,18 @@
+// Internal to the W4A8 GEMM: the sm_90a wgmma family's host side (planner
+// rules and launch); the public API is gemm_w4a8.h.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cuda/gemm_w4a8.h"
+
+namespace qserve::cuda {
+
+// Whether the planner takes the wgmma family for this problem on sm_90.
+bool use_wgmma(int64_t m, int64_t n, int64_t k, bool g128);
+
+// Runs a plan of a wgmma tile (plan.tile >= kW4A8FirstWgmmaTile).
+void gemm_w4a8_wgmma(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A8Plan& plan, void* workspace,
+                     cudaStream_t stream);
+
+}  // namespace qserve::cuda

@@ -1,0 +1,58 @@
+// Host side of the sm_90a W4A8 kernels: the activations' TMA tensor map and
+// the dispatch to the per-kind instantiations. No fmt / core/error.h here
+// (nvcc's host pass does not compile fmt's consteval code).
+#include "backend/cuda/gemm_w4a8_wgmma_launch.h"
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include "backend/cuda/cuda_check.h"
+
+namespace qserve::cuda::w4a8::wgmma {
+
+template <bool kG128>
+void launch_kind(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream);
+
+namespace {
+
+// cuTensorMapEncodeTiled from the driver, found once through the runtime (no
+// link against libcuda).
+PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult result{};
+    QS_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &result));
+    if (result != cudaDriverEntryPointSuccess || !f) QS_CUDA_CHECK(cudaErrorSymbolNotFound);
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  return fn;
+}
+
+// X [m, k] int8 row-major as a 2-D tensor (k innermost); box [bm rows][128 B]
+// in the 128-byte swizzle that the wgmma B descriptor reads; rows >= m and
+// columns >= k are filled with zeros.
+CUtensorMap make_x_map(const int8_t* x, int m, int k, int bm) {
+  CUtensorMap map{};
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(m)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(k)};  // bytes, dims 1..
+  const cuuint32_t box[2] = {128, static_cast<cuuint32_t>(bm)};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  const CUresult r = encode_fn()(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<int8_t*>(x), dims, strides, box,
+                                 elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) QS_CUDA_CHECK(cudaErrorInvalidValue);  // bad shape or alignment (checked by the caller)
+  return map;
+}
+
+}  // namespace
+
+void launch_kernel(int tile, bool g128, const Params& p, int ctas, cudaStream_t stream) {
+  if (tile < 0 || tile >= kTileCount) QS_CUDA_CHECK(cudaErrorInvalidValue);
+  const CUtensorMap map = make_x_map(p.x, p.m, p.k, kTiles[tile].bm);
+  if (g128)
+    launch_kind<true>(tile, map, p, ctas, stream);
+  else
+    launch_kind<false>(tile, map, p, ctas, stream);
+}
+
+}  // namespace qserve::cuda::w4a8::wgmma

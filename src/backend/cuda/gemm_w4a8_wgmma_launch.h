@@ -1,0 +1,62 @@
+// The boundary between the W4A8 host code and the sm_90a wgmma kernels
+// (gemm_w4a8_wgmma_*.cu): parameters, the tile table, one launch function.
+// Design: docs/gemm-hopper.md.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+namespace qserve::cuda::w4a8::wgmma {
+
+struct Params {
+  const uint8_t* w;        // repacked W4 [n/128][k/64][8][32][16 B] (quant/w4a8_repack.h)
+  const uint32_t* level2;  // [n16][groups][8] (g128)
+  const int8_t* x;         // [m, k] row-major (read through the tensor map; kept for checks)
+  const __half* s_x;       // [m]
+  const __half* a_sum;     // [m] (per-channel)
+  const float* ch_scale;   // [n16*16]
+  const float* ch_szero;   // [n16*16] (per-channel)
+  __half* y;               // [m, n]
+  int32_t* acc_out;        // [m, n] or null: exact accumulators instead of y
+  int* counters;           // [grid_m * grid_n] split-K arrival counters (zero between launches)
+  int32_t* partials;       // [splits][m][n] split-K partial sums
+  int m, n, k, n16, groups;
+  int blocks128;           // ceil(n / 128): 128-channel blocks in the repacked weights
+  int grid_n, grid_m, splits, kt_per_split;  // kt in 128-wide k stages
+  int units;               // grid_n * grid_m * splits work units (a persistent CTA loops over them)
+};
+
+// CTA tile: BN = 128 * MT output channels (two consumer warpgroups of 64 * MT
+// channels each) x BM tokens (the wgmma N) x 128 input channels per stage.
+struct TileShape {
+  int bm;      // tokens per CTA tile = wgmma N (8..256)
+  int mt;      // m64 wgmma tiles per consumer warpgroup (1 or 2): BN = 128 * mt
+  int stages;  // TMA pipeline depth
+  int bn() const { return 128 * mt; }
+};
+
+// Indices are the planner's tile ids minus kFirstTile (gemm_w4a8.h).
+inline constexpr int kTileCount = 7;
+inline constexpr TileShape kTiles[kTileCount] = {
+    {8, 2, 12},    // decode
+    {16, 2, 11},
+    {32, 2, 10},
+    {64, 2, 8},
+    {128, 2, 6},   // 256 x 128: large m, least L2 traffic per MAC (W is 4-bit)
+    {256, 1, 5},   // 128 x 256
+    {128, 1, 8},   // 128 x 128: more CTAs for mid-size problems
+};
+inline constexpr int kThreads = 384;  // warpgroup 0: TMA producer; 1, 2: consumers
+
+// Shared memory of one CTA (+1 KB for the 1024-B alignment of the swizzled tiles).
+inline constexpr int smem_bytes(const TileShape& s) {
+  return s.stages * (s.bm * 128 + s.mt * 8192) + 2 * s.stages * 8 + 16 + 1024;
+}
+
+// Launches tile `tile` (index into kTiles) on `ctas` persistent CTAs; builds
+// the activations' tensor map. Only for sm_90 devices.
+void launch_kernel(int tile, bool g128, const Params& p, int ctas, cudaStream_t stream);
+
+}  // namespace qserve::cuda::w4a8::wgmma

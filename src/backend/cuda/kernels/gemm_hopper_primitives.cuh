@@ -1,0 +1,116 @@
+// Inline-PTX building blocks of the sm_90a GEMM: mbarriers, TMA (bulk and
+// tensor copies completing on an mbarrier), wgmma fences and shared-memory
+// descriptors, setmaxnreg. Every function compiles to nothing outside the
+// sm_90a pass (the kernels that call them are empty there).
+#pragma once
+
+#include <cstdint>
+
+#include <cuda.h>  // CUtensorMap (a plain struct; no driver library needed)
+
+#include "backend/cuda/kernels/mma_primitives.cuh"
+
+namespace qserve::cuda::ptx {
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define QS_SM90A_ASM(...) asm volatile(__VA_ARGS__)
+#else
+#define QS_SM90A_ASM(...) \
+  do {                    \
+  } while (0)
+#endif
+
+// ---- mbarrier (64-bit, in shared memory) ----
+
+__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
+  QS_SM90A_ASM("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count));
+}
+// Makes the initialised barriers visible to the async proxy (TMA).
+__device__ __forceinline__ void fence_mbar_init() { QS_SM90A_ASM("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+
+// Arrives once and adds `bytes` to the transactions the current phase waits for.
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+  QS_SM90A_ASM("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+  QS_SM90A_ASM("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+}
+// Blocks until the phase with parity `parity` has completed.
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+  QS_SM90A_ASM(
+      "{\n.reg .pred done;\n"
+      "QS_MBAR_WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra QS_MBAR_WAIT;\n}\n" ::"r"(smem_addr(bar)),
+      "r"(parity)
+      : "memory");
+}
+
+// ---- TMA ----
+
+// Contiguous global -> shared copy of `bytes` (multiple of 16, both ends 16-B aligned).
+__device__ __forceinline__ void tma_load_1d(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+  QS_SM90A_ASM(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+          smem_addr(dst)),
+      "l"(src), "r"(bytes), "r"(smem_addr(bar))
+      : "memory");
+}
+// One box of a 2-D tensor map at element coordinates (c0 innermost, c1);
+// out-of-range elements are written as zeros (and still counted as bytes).
+__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int c0, int c1, uint64_t* bar) {
+  QS_SM90A_ASM(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::
+          "r"(smem_addr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(smem_addr(bar))
+      : "memory");
+}
+__device__ __forceinline__ void tma_prefetch_map(const CUtensorMap* map) {
+  QS_SM90A_ASM("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
+
+// ---- wgmma ----
+
+// Orders register / shared-memory writes before the next wgmma of this warpgroup.
+__device__ __forceinline__ void wgmma_fence() { QS_SM90A_ASM("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { QS_SM90A_ASM("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  QS_SM90A_ASM("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Keeps the compiler from moving accumulator reads / writes across a wgmma wait.
+template <int R>
+__device__ __forceinline__ void reg_fence(int32_t (&d)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+r"(d[i])::"memory");
+}
+
+// Shared-memory matrix descriptor of a K-major operand in the 128-byte
+// swizzle (rows of 128 B, 8-row atoms of 1024 B, the atom 1024-B aligned):
+// start address >> 4 (bits 0-13), leading byte offset (unused here: 1),
+// stride byte offset 1024 >> 4 between 8-row groups (bits 32-45), layout
+// type 1 = 128B swizzle (bits 62-63). Stepping K by 32 bytes inside the
+// 128-byte row adds 2 to the start address field.
+__device__ __forceinline__ uint64_t smem_desc_sw128(const void* p) {
+  const uint64_t addr = smem_addr(p);
+  return ((addr & 0x3ffff) >> 4) | (uint64_t{1} << 16) | (uint64_t{1024 >> 4} << 32) | (uint64_t{1} << 62);
+}
+
+// ---- register reallocation between warpgroups ----
+
+template <int R>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  QS_SM90A_ASM("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(R));
+}
+template <int R>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  QS_SM90A_ASM("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(R));
+}
+
+// Named barrier among `threads` threads (id 1..15; 0 is __syncthreads).
+__device__ __forceinline__ void named_barrier(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+}  // namespace qserve::cuda::ptx

@@ -1,0 +1,340 @@
+// The sm_90a W4A8 kernel: Y^T = W X^T on INT8 wgmma (docs/gemm-hopper.md).
+//
+// Operand order: the wgmma M dimension is output channels (A = the weights,
+// dequantized to INT8 in registers right before the MMA: wgmma's register-A
+// fragment per warp is the mma.sync m16n8k32 A fragment, so the repacked
+// compute order of quant/w4a8_repack.h serves unchanged, one 16-B shared
+// load per lane per 16 x 64 tile), N is tokens (B = activations X [m, k],
+// K-major, TMA'd into 128-B-swizzled shared memory), K input channels.
+//
+// Warp specialization (384 threads, one CTA per SM, persistent):
+//   warpgroup 0 (setmaxnreg 40): one thread issues, per 128-wide k stage,
+//     one TMA tensor box X [BM rows][128 B] and MT bulk copies of the weights
+//     (8 KB = 128 channels x 128 k, contiguous in the repacked layout) on the
+//     stage's `full` mbarrier, after waiting for its `empty` mbarrier;
+//   warpgroups 1, 2 (setmaxnreg 232): each owns 64 * MT channels; per stage:
+//     wait `full`, LDS.128 + unpack (+ level-2 dequant) the weights, 4 * MT
+//     wgmma m64nBMk32; two stages in flight (the dequantization of stage
+//     k + 1 overlaps the wgmmas of stage k), a stage released with one
+//     arrival per warp on `empty` once its wgmmas have completed.
+// Work units (n block, m block, k split) are strided over the persistent
+// CTAs, m fastest (the CTAs running together share weight blocks in L2).
+// Split-K: each split stores INT32 partials; the last CTA of a tile to arrive
+// (a counter) sums them and runs the epilogue, as in the mma.sync kernel.
+//
+// Shared memory: X stages [STAGES][BM][128 B] (1024-B aligned, TMA 128-B
+// swizzle: 16-B chunk c of row r at c ^ (r & 7)), W stages [STAGES][MT][8 KB]
+// ([2 k64 halves][8 tiles of 16 channels][32 lanes][16 B]), then mbarriers.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda.h>
+#include <cuda_fp16.h>
+
+#include "backend/cuda/gemm_w4a8_wgmma_launch.h"
+#include "backend/cuda/kernels/gemm_hopper_primitives.cuh"
+#include "backend/cuda/kernels/gemm_wgmma_s8.cuh"
+#include "quant/gemm_epilogue.h"
+
+namespace qserve::cuda::w4a8::wgmma {
+
+// Level-2 parameters of rows g and g + 8 for one group, in the form the
+// unpacking below uses: s2 and C = (128 - z * s2) * 0x01010101 (mod 2^32).
+// The stored entry has s2 | szero << 8 per row, szero = low byte of -z * s2;
+// z * s2 <= 240, so z * s2 = (-szero) & 0xff.
+struct Level2 {
+  uint32_t s2_lo, c_lo, s2_hi, c_hi;
+};
+__device__ __forceinline__ Level2 level2_params(uint32_t e) {
+  Level2 l;
+  l.s2_lo = e & 0xffu;
+  l.c_lo = (128u - ((0u - (e >> 8)) & 0xffu)) * 0x01010101u;
+  l.s2_hi = (e >> 16) & 0xffu;
+  l.c_hi = (128u - ((0u - (e >> 24)) & 0xffu)) * 0x01010101u;
+  return l;
+}
+
+// INT4 x 8 (one word of the compute order) -> two registers of 4 INT8 each
+// (rows g and g + 8). g128, three instructions per 4 weights: byte b of
+// w4 * s2 + C is (w4_b - z) * s2 + 128, in [0, 255] under the protective
+// range, so the 32-bit multiply-add has no carry between bytes (the bytes of C
+// may be "negative": the sum is still a valid base-256 number); XOR 0x80 turns
+// each offset-binary byte into the INT8 weight.
+template <bool kG128>
+__device__ __forceinline__ void unpack8(uint32_t word, const Level2& l, uint32_t& lo, uint32_t& hi) {
+  lo = word & 0x0f0f0f0fu;
+  hi = (word >> 4) & 0x0f0f0f0fu;
+  if constexpr (kG128) {
+    lo = (lo * l.s2_lo + l.c_lo) ^ 0x80808080u;
+    hi = (hi * l.s2_hi + l.c_hi) ^ 0x80808080u;
+  }
+}
+
+// Consumer, one stage: waits for the stage's data and turns this warp's
+// weights into wgmma A registers: a[j][0..7] the first k64 half of m64 tile
+// j, a[j][8..15] the second (left alone when the stage is a half stage).
+template <int MT, bool kG128>
+__device__ __forceinline__ void load_stage(const Params& p, uint64_t* full_bar, uint32_t parity, const uint8_t* wst,
+                                           const int (&w_off)[MT], const int (&t16)[MT], int kt, int g, bool two,
+                                           uint32_t (&a)[MT][16]) {
+  uint32_t e[MT];
+#pragma unroll
+  for (int j = 0; j < MT; ++j) {
+    e[j] = 0;
+    if constexpr (kG128)  // group kt (one 128-wide stage = one group)
+      e[j] = t16[j] < p.n16 ? __ldg(p.level2 + (static_cast<size_t>(t16[j]) * p.groups + kt) * 8 + g) : 0x00010001u;
+  }
+  ptx::mbar_wait(full_bar, parity);
+#pragma unroll
+  for (int j = 0; j < MT; ++j) {
+    const Level2 l = kG128 ? level2_params(e[j]) : Level2{};
+    const uint4 w0 = *reinterpret_cast<const uint4*>(wst + w_off[j]);
+    unpack8<kG128>(w0.x, l, a[j][0], a[j][1]);
+    unpack8<kG128>(w0.y, l, a[j][2], a[j][3]);
+    unpack8<kG128>(w0.z, l, a[j][4], a[j][5]);
+    unpack8<kG128>(w0.w, l, a[j][6], a[j][7]);
+    if (two) {
+      const uint4 w1 = *reinterpret_cast<const uint4*>(wst + w_off[j] + 4096);
+      unpack8<kG128>(w1.x, l, a[j][8], a[j][9]);
+      unpack8<kG128>(w1.y, l, a[j][10], a[j][11]);
+      unpack8<kG128>(w1.z, l, a[j][12], a[j][13]);
+      unpack8<kG128>(w1.w, l, a[j][14], a[j][15]);
+    }
+  }
+}
+
+// Consumer, one stage: 4 (2 for a half stage) k32 steps x MT wgmma m64nBMk32,
+// committed as one group. B = the stage's X tile: stepping 32 B of k adds 2
+// to the descriptor.
+template <int BM, int MT>
+__device__ __forceinline__ void issue_stage(int32_t (&acc)[MT][BM / 2], const uint32_t (&a)[MT][16], uint64_t desc,
+                                            bool two) {
+  ptx::wgmma_fence();
+#pragma unroll
+  for (int j = 0; j < MT; ++j) {
+    ptx::wgmma_s8_rs<BM>(acc[j], a[j][0], a[j][1], a[j][2], a[j][3], desc + 0, 1);
+    ptx::wgmma_s8_rs<BM>(acc[j], a[j][4], a[j][5], a[j][6], a[j][7], desc + 2, 1);
+  }
+  if (two) {
+#pragma unroll
+    for (int j = 0; j < MT; ++j) {
+      ptx::wgmma_s8_rs<BM>(acc[j], a[j][8], a[j][9], a[j][10], a[j][11], desc + 4, 1);
+      ptx::wgmma_s8_rs<BM>(acc[j], a[j][12], a[j][13], a[j][14], a[j][15], desc + 6, 1);
+    }
+  }
+  ptx::wgmma_commit();
+}
+
+template <int BM, int MT, int STAGES, bool kG128>
+__global__ void __launch_bounds__(kThreads, 1)
+    gemm_w4a8_wgmma_kernel(const __grid_constant__ CUtensorMap x_map, const Params p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int kXBytes = BM * 128, kWBytes = MT * 8192;
+  extern __shared__ uint8_t smem_raw[];
+  // Align to 1024 B (the 128-B swizzle atom) by an offset from smem_raw, so
+  // that the compiler still knows the pointers are shared (LDS, not LD).
+  uint8_t* smem = smem_raw + ((1024u - (ptx::smem_addr(smem_raw) & 1023u)) & 1023u);
+  uint8_t* xs = smem;                           // [STAGES][BM][128]
+  uint8_t* ws = smem + STAGES * kXBytes;        // [STAGES][MT][8192]
+  uint64_t* full = reinterpret_cast<uint64_t*>(ws + STAGES * kWBytes);
+  uint64_t* empty = full + STAGES;
+  int* s_is_last = reinterpret_cast<int*>(empty + STAGES);
+
+  const int k64_total = p.k >> 6;
+  const int kt_total = (k64_total + 1) >> 1;  // 128-wide stages (the last may be half)
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      ptx::mbar_init(&full[s], 1);
+      ptx::mbar_init(&empty[s], 8);  // one arrival per consumer warp
+    }
+    ptx::fence_mbar_init();
+  }
+  __syncthreads();
+
+  const int wg = threadIdx.x >> 7;
+  if (wg == 0) {
+    // ---------------- producer ----------------
+    ptx::setmaxnreg_dec<40>();
+    if (threadIdx.x == 0) {
+      ptx::tma_prefetch_map(&x_map);
+      int it = 0;
+      for (int u = blockIdx.x; u < p.units; u += gridDim.x) {
+        const int m_blk = u % p.grid_m, rest = u / p.grid_m;
+        const int n_blk = rest % p.grid_n, split = rest / p.grid_n;
+        const int kb = split * p.kt_per_split, ke = min(kt_total, kb + p.kt_per_split);
+        for (int kt = kb; kt < ke; ++kt, ++it) {
+          const int s = it % STAGES;
+          ptx::mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
+          const int halves = min(2, k64_total - 2 * kt);
+          int blocks = 0;  // 128-channel blocks that exist (the last CTA column may have fewer)
+#pragma unroll
+          for (int b = 0; b < MT; ++b) blocks += n_blk * MT + b < p.blocks128;
+          ptx::mbar_arrive_expect_tx(&full[s], kXBytes + blocks * halves * 4096);
+          ptx::tma_load_2d(xs + s * kXBytes, &x_map, kt * 128, m_blk * BM, &full[s]);
+          for (int b = 0; b < blocks; ++b) {
+            const uint8_t* src = p.w + ((static_cast<size_t>(n_blk) * MT + b) * k64_total + 2 * kt) * 4096;
+            ptx::tma_load_1d(ws + s * kWBytes + b * 8192, src, halves * 4096, &full[s]);
+          }
+        }
+      }
+    }
+  } else {
+    // ---------------- consumers ----------------
+    ptx::setmaxnreg_inc<232>();
+    const int cw = wg - 1;                  // consumer warpgroup 0 / 1
+    const int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
+    const int g = lane >> 2, q = lane & 3;
+    const int ctid = threadIdx.x - 128;     // 0..255 among consumers
+    int it = 0;
+    for (int u = blockIdx.x; u < p.units; u += gridDim.x) {
+      const int m_blk = u % p.grid_m, rest = u / p.grid_m;
+      const int n_blk = rest % p.grid_n, split = rest / p.grid_n;
+      const int kb = split * p.kt_per_split, ke = min(kt_total, kb + p.kt_per_split);
+
+      // m64 tile j of this warpgroup: channel block (cw * MT + j) / 2 of the
+      // CTA, half (cw * MT + j) % 2 of it; this warp's 16-channel tile:
+      int t16[MT];        // global 16-channel tile index
+      int w_off[MT];      // byte offset of this lane's 16 B in a W stage (k64 half 0)
+#pragma unroll
+      for (int j = 0; j < MT; ++j) {
+        const int mi = cw * MT + j;
+        const int tib = (mi & 1) * 4 + warp;
+        t16[j] = (n_blk * MT + (mi >> 1)) * 8 + tib;
+        w_off[j] = (mi >> 1) * 8192 + tib * 512 + lane * 16;
+      }
+
+      int32_t acc[MT][BM / 2];
+#pragma unroll
+      for (int j = 0; j < MT; ++j)
+#pragma unroll
+        for (int i = 0; i < BM / 2; ++i) acc[j][i] = 0;
+
+      // Two stages in flight per warpgroup: the wgmmas of stage kt run while
+      // this warpgroup waits for and dequantizes stage kt + 1 into the other
+      // register set (a0 / a1 alternate: the loop is unrolled by two so that
+      // the register names are static). A stage is released (one arrival per
+      // warp on `empty`) once wgmma.wait_group 1 says its wgmmas are done.
+      uint32_t a0[MT][16], a1[MT][16];
+      int kt = kb, prev = -1;
+      auto stage_of = [&](int i) { return i % STAGES; };
+      auto two_of = [&](int k_) { return 2 * k_ + 1 < k64_total; };
+      auto release = [&](int s_) {
+        __syncwarp();
+        if (lane == 0) ptx::mbar_arrive(&empty[s_]);
+      };
+      load_stage<MT, kG128>(p, &full[stage_of(it)], (it / STAGES) & 1, ws + stage_of(it) * kWBytes, w_off, t16, kt, g,
+                            two_of(kt), a0);
+      while (true) {
+        issue_stage<BM, MT>(acc, a0, ptx::smem_desc_sw128(xs + stage_of(it) * kXBytes), two_of(kt));
+        ptx::wgmma_wait<1>();
+        if (prev >= 0) release(prev);
+        prev = stage_of(it);
+        ++kt, ++it;
+        if (kt == ke) break;
+        load_stage<MT, kG128>(p, &full[stage_of(it)], (it / STAGES) & 1, ws + stage_of(it) * kWBytes, w_off, t16, kt,
+                              g, two_of(kt), a1);
+        issue_stage<BM, MT>(acc, a1, ptx::smem_desc_sw128(xs + stage_of(it) * kXBytes), two_of(kt));
+        ptx::wgmma_wait<1>();
+        release(prev);
+        prev = stage_of(it);
+        ++kt, ++it;
+        if (kt == ke) break;
+        load_stage<MT, kG128>(p, &full[stage_of(it)], (it / STAGES) & 1, ws + stage_of(it) * kWBytes, w_off, t16, kt,
+                              g, two_of(kt), a0);
+      }
+      ptx::wgmma_wait<0>();
+#pragma unroll
+      for (int j = 0; j < MT; ++j) ptx::reg_fence(acc[j]);
+      release(prev);
+
+      // ---- epilogue: acc[j][4 i + 2 h + e] = channel o_base[j] + 8 h, token t_base + 8 i + e ----
+      const int t_base = m_blk * BM + 2 * q;
+      int o_base[MT];
+#pragma unroll
+      for (int j = 0; j < MT; ++j) o_base[j] = t16[j] * 16 + g;
+
+      if (p.splits > 1) {
+        int32_t* mine = p.partials + static_cast<size_t>(split) * p.m * p.n;
+#pragma unroll
+        for (int j = 0; j < MT; ++j)
+#pragma unroll
+          for (int i = 0; i < BM / 8; ++i)
+#pragma unroll
+            for (int e4 = 0; e4 < 4; ++e4) {
+              const int o = o_base[j] + 8 * (e4 >> 1), t = t_base + 8 * i + (e4 & 1);
+              if (o < p.n && t < p.m) __stcg(mine + static_cast<size_t>(t) * p.n + o, acc[j][4 * i + e4]);
+            }
+        __threadfence();
+        ptx::named_barrier(1, 256);
+        if (ctid == 0) {
+          int* counter = p.counters + n_blk * p.grid_m + m_blk;
+          const int arrived = atomicAdd(counter, 1);
+          *s_is_last = arrived == p.splits - 1;
+          if (arrived == p.splits - 1) *counter = 0;  // reset for the next launch
+        }
+        ptx::named_barrier(1, 256);
+        if (!*s_is_last) continue;
+        __threadfence();
+        for (int z = 0; z < p.splits; ++z) {
+          if (z == split) continue;
+          const int32_t* other = p.partials + static_cast<size_t>(z) * p.m * p.n;
+#pragma unroll
+          for (int j = 0; j < MT; ++j)
+#pragma unroll
+            for (int i = 0; i < BM / 8; ++i)
+#pragma unroll
+              for (int e4 = 0; e4 < 4; ++e4) {
+                const int o = o_base[j] + 8 * (e4 >> 1), t = t_base + 8 * i + (e4 & 1);
+                if (o < p.n && t < p.m) acc[j][4 * i + e4] += __ldcg(other + static_cast<size_t>(t) * p.n + o);
+              }
+        }
+      }
+
+      float scale[MT][2], szero[MT][2];
+#pragma unroll
+      for (int j = 0; j < MT; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int o = min(o_base[j] + 8 * h, p.n16 * 16 - 1);
+          scale[j][h] = p.acc_out ? 0.0f : p.ch_scale[o];
+          szero[j][h] = kG128 || p.acc_out ? 0.0f : p.ch_szero[o];
+        }
+#pragma unroll
+      for (int i = 0; i < BM / 8; ++i)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int t = t_base + 8 * i + e;
+          if (t >= p.m) continue;
+          float s_x = 0.0f, a_sum = 0.0f;
+          if (!p.acc_out) {
+            s_x = __half2float(p.s_x[t]);
+            if constexpr (!kG128) a_sum = __half2float(p.a_sum[t]);
+          }
+#pragma unroll
+          for (int j = 0; j < MT; ++j)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int o = o_base[j] + 8 * h;
+              if (o >= p.n) continue;
+              const int32_t v = acc[j][4 * i + 2 * h + e];
+              const size_t idx = static_cast<size_t>(t) * p.n + o;
+              if (p.acc_out) {
+                p.acc_out[idx] = v;
+              } else if constexpr (kG128) {
+                p.y[idx] = __float2half_rn(quant::epilogue_g128(v, s_x, scale[j][h]));
+              } else {
+                p.y[idx] = __float2half_rn(quant::epilogue_per_channel(v, s_x, scale[j][h], szero[j][h], a_sum));
+              }
+            }
+        }
+    }
+  }
+#else
+  // Built for another target: never launched there (the planner checks the device).
+  (void)x_map;
+  (void)p;
+#endif
+}
+
+}  // namespace qserve::cuda::w4a8::wgmma

@@ -1,0 +1,138 @@
+// `qserve bench throughput --load-format dummy` on the CPU in every precision
+// (the CI case of the H200 table's command, tiny numbers), max_num_seqs auto
+// from the memory budget, the sweep on one loaded model, and a budget the
+// weights do not fit.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/app.h"
+
+namespace qserve {
+namespace {
+
+struct BenchRun {
+  int rc = 0;
+  std::vector<nlohmann::json> lines;
+};
+
+BenchRun run_bench(std::vector<std::string> args) {
+  args.insert(args.begin(), {"qserve", "bench", "throughput", "--load-format", "dummy", "--json"});
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  ::testing::internal::CaptureStdout();
+  BenchRun r;
+  r.rc = cli::run_main(static_cast<int>(argv.size()), argv.data());
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  size_t pos = 0;
+  while (pos < out.size()) {
+    const size_t end = out.find('\n', pos);
+    r.lines.push_back(nlohmann::json::parse(out.substr(pos, end - pos)));
+    pos = end == std::string::npos ? out.size() : end + 1;
+  }
+  return r;
+}
+
+TEST(BenchDummy, EveryPrecisionOnTheTinyArch) {
+  for (const char* p : {"fp16", "w8a8kv8", "w4a16", "w4a8kv8", "w4a8kv4", "w4a8kv8-chn", "w4a8kv4-chn"}) {
+    SCOPED_TRACE(p);
+    const BenchRun r = run_bench({"--arch", "tiny", "--precision", p, "--input-len", "24", "--output-len", "8",
+                             "--num-prompts", "3", "--max-num-seqs", "0"});
+    ASSERT_EQ(r.rc, 0);
+    ASSERT_EQ(r.lines.size(), 1u);
+    const nlohmann::json& j = r.lines[0];
+    EXPECT_EQ(j["arch"], "tiny");
+    EXPECT_EQ(j["precision"], p);
+    EXPECT_EQ(j["device"], "cpu");
+    EXPECT_EQ(j["load_format"], "dummy");
+    EXPECT_EQ(j["input_len"], 24);
+    EXPECT_EQ(j["output_len"], 8);
+    EXPECT_EQ(j["num_prompts"], 3);
+    EXPECT_EQ(j["output_tokens"].get<int>(), 24);  // EOS ignored: every request makes --output-len tokens
+    EXPECT_GT(j["output_tokens_per_s"].get<double>(), 0.0);
+    EXPECT_GT(j["prefill_tokens_per_s"].get<double>(), 0.0);
+    EXPECT_GT(j["decode_tokens_per_s"].get<double>(), 0.0);
+    EXPECT_EQ(j["peak_batch"].get<int>(), 3);
+    EXPECT_EQ(j["max_num_seqs"].get<int>(), 3);  // auto: all prompts fit
+    EXPECT_EQ(j["kv_pages_peak_used"].get<int>(), 3 * 2);  // 32 tokens = 2 pages of 16 each
+    EXPECT_EQ(j["preemptions"].get<int>(), 0);
+    EXPECT_LE(j["ttft_ms_p50"].get<double>(), j["ttft_ms_p99"].get<double>());
+    EXPECT_LE(j["tpot_ms_p50"].get<double>(), j["tpot_ms_p99"].get<double>());
+    EXPECT_GT(j["weight_bytes"].get<int64_t>(), 0);
+  }
+}
+
+TEST(BenchDummy, OddShapes) {
+  const BenchRun r = run_bench({"--arch", "tiny-odd", "--precision", "w4a8kv4", "--input-len", "19", "--output-len", "5",
+                           "--num-prompts", "3", "--page-size", "7"});
+  ASSERT_EQ(r.rc, 0);
+  EXPECT_EQ(r.lines.at(0)["output_tokens"].get<int>(), 15);
+}
+
+TEST(BenchDummy, MemoryBudgetBoundsTheBatchAndTheSweepFindsTheBest) {
+  // First the sizes (weights, workspace reserve, page) under a roomy budget,
+  // then a budget of 5 pages more: max_num_seqs auto = the 2 sequences of 2 pages it holds whole.
+  std::vector<std::string> args = {"--arch", "tiny", "--precision", "w4a8kv4", "--input-len", "24", "--output-len", "8",
+                                   "--num-prompts", "6", "--max-num-seqs", "0", "--max-num-batched-tokens", "64",
+                                   "--gpu-memory-utilization", "1", "--memory-budget"};
+  args.push_back("100MB");
+  const BenchRun roomy = run_bench(args);
+  ASSERT_EQ(roomy.rc, 0);
+  const nlohmann::json& r = roomy.lines.at(0);
+  EXPECT_EQ(r["kv_source"], "memory budget");
+  EXPECT_EQ(r["memory_budget"].get<int64_t>(), 100'000'000);
+  EXPECT_EQ(r["max_num_seqs"].get<int>(), 6);
+  const int64_t page = r["kv_bytes_per_page"].get<int64_t>();
+  const int64_t budget = r["weight_bytes"].get<int64_t>() + r["reserve_bytes"].get<int64_t>() + 5 * page + page / 2;
+  // The same model under three budgets in one process, one full batch each (--num-prompts 0).
+  args = {"--arch", "tiny", "--precision", "w4a8kv4", "--input-len", "24", "--output-len", "8", "--num-prompts", "0",
+          "--max-num-seqs", "6", "--max-num-batched-tokens", "64", "--gpu-memory-utilization", "1",
+          "--memory-budgets", "100MB," + std::to_string(budget) + ",1KB"};
+  const BenchRun three = run_bench(args);
+  ASSERT_EQ(three.rc, 0);
+  ASSERT_EQ(three.lines.size(), 3u);
+  EXPECT_EQ(three.lines[0]["output_tokens"].get<int>(), 6 * 8);  // roomy: the --max-num-seqs cap
+  EXPECT_EQ(three.lines[0]["num_prompts"].get<int>(), 6);
+  const nlohmann::json& j = three.lines[1];
+  EXPECT_EQ(j["memory_budget"].get<int64_t>(), budget);
+  EXPECT_EQ(j["kv_pages_total"].get<int64_t>(), 5);
+  EXPECT_EQ(j["max_batch_fits"].get<int64_t>(), 2);
+  EXPECT_EQ(j["max_num_seqs"].get<int64_t>(), 2);
+  EXPECT_EQ(j["num_prompts"].get<int64_t>(), 2);
+  EXPECT_EQ(j["peak_batch"].get<int64_t>(), 2);
+  EXPECT_EQ(j["output_tokens"].get<int>(), 16);
+  EXPECT_EQ(j["preemptions"].get<int>(), 0);
+  EXPECT_EQ(three.lines[2]["memory_budget"].get<int64_t>(), 1000);
+  EXPECT_NE(three.lines[2]["error"].get<std::string>().find("no room for the KV cache"), std::string::npos);
+
+  const BenchRun sweep = run_bench({"--arch", "tiny", "--precision", "w4a8kv4", "--input-len", "8", "--output-len", "4",
+                               "--num-prompts", "4", "--max-num-seqs", "0", "--sweep"});
+  ASSERT_EQ(sweep.rc, 0);
+  ASSERT_EQ(sweep.lines.size(), 4u);  // 1, 2, 4, summary
+  double best = 0;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(sweep.lines[i]["max_num_seqs"].get<int>(), 1 << i);
+    EXPECT_EQ(sweep.lines[i]["peak_batch"].get<int>(), 1 << i);
+    EXPECT_EQ(sweep.lines[i]["kv_pages_total"], sweep.lines[0]["kv_pages_total"]);  // one KV cache for every point
+    best = std::max(best, sweep.lines[i]["output_tokens_per_s"].get<double>());
+  }
+  EXPECT_EQ(sweep.lines[3]["bench"], "throughput_sweep");
+  EXPECT_EQ(sweep.lines[3]["output_tokens_per_s"].get<double>(), best);
+}
+
+TEST(BenchDummy, WeightsThatDoNotFitAreAnError) {
+  ::testing::internal::CaptureStderr();
+  const BenchRun r = run_bench({"--arch", "llama-2-70b", "--precision", "fp16", "--memory-budget", "80GB"});
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(err.find("do not fit"), std::string::npos) << err;
+  ::testing::internal::CaptureStderr();
+  const BenchRun bad = run_bench({"--arch", "tiny", "--memory-budget", "lots"});
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(bad.rc, 2);
+}
+
+}  // namespace
+}  // namespace qserve
