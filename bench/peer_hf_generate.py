@@ -59,6 +59,13 @@ def kv_bytes_per_seq(arch, tokens, dtype_bytes):
     return 2 * layers * kv_heads * (hidden // heads) * tokens * dtype_bytes
 
 
+def weight_bytes_estimate(arch, dtype_bytes):
+    hidden, layers, heads, kv_heads, inter, vocab, _, _ = ARCHS[arch]
+    head_dim = hidden // heads
+    per_layer = 2 * hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim + 3 * hidden * inter + 2 * hidden
+    return (layers * per_layer + 2 * vocab * hidden + hidden) * dtype_bytes
+
+
 def is_oom(e):
     import torch
 
@@ -102,6 +109,13 @@ def main():
         if card < total:
             torch.cuda.set_per_process_memory_fraction(card / total)
 
+    if cuda and weight_bytes_estimate(a.arch, dtype_bytes) >= card * a.gpu_memory_utilization:
+        result = {"bench": "peer_hf_generate", "arch": a.arch, "precision": a.dtype, "memory_budget": card,
+                  "error": f"weights do not fit ({weight_bytes_estimate(a.arch, dtype_bytes) / 1e9:.1f} GB of "
+                           f"{card * a.gpu_memory_utilization / 1e9:.1f} GB)"}
+        print(json.dumps(result) if a.json else result)
+        return 1
+
     t0 = time.perf_counter()
     old = torch.get_default_dtype()
     torch.set_default_dtype(dtype)
@@ -128,7 +142,8 @@ def main():
         if cuda:
             free = card * a.gpu_memory_utilization - torch.cuda.memory_allocated()
             per_seq = kv_bytes_per_seq(a.arch, a.input_len + a.output_len, dtype_bytes)
-            per_seq += a.input_len * (4 * config.hidden_size + 2 * config.intermediate_size) * dtype_bytes
+            # prefill activations of one sequence: hidden states, q/k/v, gate/up/act of the MLP (with slack)
+            per_seq += a.input_len * (8 * config.hidden_size + 4 * config.intermediate_size) * dtype_bytes
             start = max(1, min(a.max_batch, int(free // per_seq)))
         else:
             start = min(a.max_batch, 8)
@@ -138,7 +153,10 @@ def main():
             b = b * 3 // 4 if b > 4 else b - 1
     gen = torch.Generator(device="cpu").manual_seed(a.seed)
     tried = []
+    import gc
+
     for b in sizes:
+        oom = False
         ids = torch.randint(256, config.vocab_size, (b, a.input_len), generator=gen).to(a.device)
         mask = torch.ones_like(ids)
         kwargs = dict(attention_mask=mask, do_sample=False, max_new_tokens=a.output_len, min_new_tokens=a.output_len,
@@ -158,8 +176,11 @@ def main():
         except Exception as e:  # noqa: BLE001
             if not (cuda and is_oom(e)):
                 raise
+            oom = True
+        if oom:  # outside the except block: the traceback's frames (and their tensors) are gone
             tried.append({"batch": b, "oom": True})
             del ids, mask
+            gc.collect()
             torch.cuda.empty_cache()
             continue
         generated = (out.shape[1] - a.input_len) * b

@@ -4,6 +4,8 @@
 # (calibration on PTB, never on the evaluated text). One JSON line per row
 # goes to $OUT/results.jsonl (quantize summaries to $OUT/<row>.quantize.txt).
 #   scripts/accuracy_table.sh [OUT]   env: QSERVE, MODEL, SEQLEN, WINDOWS, CALIB_SAMPLES, CALIB_SEQLEN, ROWS
+# ROWS: a space-separated subset of the row names below (two subsets may run at once
+# into the same OUT: each row appends one line to results.jsonl).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-build/accuracy}
@@ -26,7 +28,11 @@ rows=(
   "w4a8kv4_g128_rot_sattn_smooth|--precision w4a8kv4 --no-reorder --no-clip"
   "w4a8kv4_g128_rot_sattn_smooth_reorder|--precision w4a8kv4 --no-clip"
   "w4a8kv4_g128_qoq|--precision w4a8kv4"
+  "w4a8kv4_g128_qoq_gptq|--precision w4a8kv4 --gptq"
   "w4a8kv4_pc_qoq|--precision w4a8kv4 --group-size -1"
+  "w4a8kv4_pc_qoq_gptq|--precision w4a8kv4 --group-size -1 --gptq"
+  "w4a8kv4_g128_qoq_norot_gptq|--precision w4a8kv4 --no-rotate --gptq"
+  "w4a8kv4_g128_rtn_gptq|--precision w4a8kv4 --rtn --gptq"
 )
 for row in "${rows[@]}"; do
   name=${row%%|*}

@@ -14,17 +14,20 @@
 //    that produces a linear's input (rms_norm / add_rms_norm before q/k/v and
 //    gate/up, silu_mul before down, quantize before o_proj) writes that format,
 //    so normalization + quantization fuse into one kernel.
-//  - KV pages are opaque to the forward pass: rope_kv_write stores new K/V in
-//    the cache's format (FP32 today; KV4 / KV8 / FP16 pages later, layout in
-//    docs/kv-cache-layout.md), attention reads it.
+//  - KV pages are opaque to the forward pass: alloc_kv_layer makes them in the
+//    backend's format (FP32 on the CPU reference; packed KV4 / KV8 / FP16 pages
+//    on CUDA, docs/kv-cache-layout.md), rope_kv_write stores new K/V in it,
+//    attention reads it.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "backend/cpu/sampling.h"  // SamplingParams (the kernel-level sampling semantics)
 #include "core/tensor.h"
 
 namespace qserve {
@@ -50,11 +53,14 @@ inline const char* act_format_name(ActFormat format) {
 }
 
 // A linear layer's input, written by the producer op in the format the layer asked for.
+// Scales and sums are fp16 values by the contract (qoq-spec section 2); they
+// are stored in the backend's float dtype: F32 holding fp16-exact values on
+// the CPU reference, F16 on CUDA (what the GEMM epilogues read).
 struct Activations {
   ActFormat format = ActFormat::kFloat;
   Tensor values;  // [T, K]: float for kFloat, I8 otherwise
-  Tensor scales;  // [T] F32: per-token scale (int8 formats only)
-  Tensor sums;    // [T] F32: per-token activation sum (kInt8PerTokenSum only)
+  Tensor scales;  // [T] float_dtype(): per-token scale (int8 formats only)
+  Tensor sums;    // [T] float_dtype(): per-token activation sum (kInt8PerTokenSum only)
 
   int64_t tokens() const { return values.dim(0); }
   int64_t dim() const { return values.dim(1); }
@@ -101,12 +107,17 @@ struct AttentionBatch {
   int64_t num_tokens() const { return static_cast<int64_t>(positions.size()); }
 };
 
-// One layer's KV pages. FP32 layout of the reference: k and v are
-// [num_pages, Hkv, page_size, D] f32 (token slot s of page p, head h at
-// ((p * Hkv + h) * page_size + s) * D). Quantized layouts add their scales.
+// One layer's KV pages, made by Backend::alloc_kv_layer. Float layout (the
+// CPU reference): k and v are [num_pages, Hkv, page_size, D] float (token slot
+// s of page p, head h at ((p * Hkv + h) * page_size + s) * D). Packed layout
+// (CUDA): k and v are [num_pages, page_bytes] U8 pools of KV4 / KV8 / FP16
+// pages (docs/kv-cache-layout.md). Either way dim 0 is the page and a page is
+// numel / num_pages contiguous elements, so the model can zero, copy and grow
+// pools without knowing the format.
 struct KvLayer {
   Tensor k;
   Tensor v;
+  int64_t kv_heads = 0, page_size = 0, head_dim = 0;
 };
 
 // The memory a backend allocates from (device memory for CUDA); 0 = unknown.
@@ -125,6 +136,38 @@ class Backend {
 
   // Zeroed memory of this backend.
   virtual Tensor alloc(DType dtype, std::vector<int64_t> shape) = 0;
+
+  // The KV pages of one layer (zeroed) in the backend's cache format; the
+  // default is the float layout of KvLayer.
+  virtual KvLayer alloc_kv_layer(int64_t num_pages, int64_t page_size, int64_t kv_heads, int64_t head_dim) {
+    KvLayer layer;
+    layer.k = alloc(float_dtype(), {num_pages, kv_heads, page_size, head_dim});
+    layer.v = alloc(float_dtype(), {num_pages, kv_heads, page_size, head_dim});
+    layer.kv_heads = kv_heads;
+    layer.page_size = page_size;
+    layer.head_dim = head_dim;
+    return layer;
+  }
+  // Zeroes the given pages of every layer's K and V pools (pages handed to a
+  // new request hold another request's data).
+  virtual void zero_kv_pages(std::span<KvLayer> layers, std::span<const int32_t> pages) {
+    for (KvLayer& layer : layers)
+      for (Tensor* t : {&layer.k, &layer.v}) {
+        const int64_t num_pages = t->dim(0);
+        if (num_pages == 0) continue;
+        const int64_t per_page = t->numel() / num_pages;
+        const size_t bytes = per_page * dtype_size(t->dtype());
+        for (int32_t p : pages) {
+          QS_CHECK(p >= 0 && p < num_pages) << "page " << p << " of " << num_pages;
+          Tensor view(t->dtype(), {per_page}, static_cast<char*>(t->data()) + p * bytes, t->owner());
+          zero(view);
+        }
+      }
+  }
+  // Bytes of one page of one layer, K and V together (sizes the cache).
+  virtual int64_t kv_layer_page_bytes(int64_t page_size, int64_t kv_heads, int64_t head_dim) const {
+    return 2 * kv_heads * page_size * head_dim * static_cast<int64_t>(dtype_size(float_dtype()));
+  }
   // A host tensor (F32 / F16 / BF16 weights) copied into this backend's memory as float_dtype().
   virtual Tensor upload(const Tensor& host) = 0;
   // A host copy (F32) of a tensor of this backend (tests, logits).
@@ -146,10 +189,16 @@ class Backend {
     Activations a;
     a.format = format;
     a.values = alloc(format == ActFormat::kFloat ? float_dtype() : DType::kI8, {tokens, dim});
-    if (format != ActFormat::kFloat) a.scales = alloc(DType::kF32, {tokens});
-    if (format == ActFormat::kInt8PerTokenSum) a.sums = alloc(DType::kF32, {tokens});
+    if (format != ActFormat::kFloat) a.scales = alloc(float_dtype(), {tokens});
+    if (format == ActFormat::kInt8PerTokenSum) a.sums = alloc(float_dtype(), {tokens});
     return a;
   }
+
+  // The metadata of the step about to run (called once per forward, before
+  // its first op): a device backend uploads it once here and every layer's
+  // rope_kv_write / attention of the step reads that copy. `batch` must stay
+  // alive and unchanged until the step's last op.
+  virtual void begin_step(const AttentionBatch& batch) { (void)batch; }
 
   // out[t] = table[ids[t]]; ids: host I32 [T] (validated by the caller), table [V, H], out [T, H].
   virtual void embedding(const Tensor& table, const Tensor& ids, Tensor& out) = 0;
@@ -174,6 +223,18 @@ class Backend {
   // positions <= its own (GQA: query head h reads KV head h / (Hq / Hkv)):
   // q [T, Hq, D] (after RoPE), out [T, Hq * D]; softmax(q.k * scale) v.
   virtual void attention(const Tensor& q, const KvLayer& kv, const AttentionBatch& batch, float scale, Tensor& out) = 0;
+
+  // Sampling on the backend, so that only token ids leave it (a device
+  // backend; the CPU samples on the host from the logits instead).
+  virtual bool supports_sampling() const { return false; }
+  // tokens[r] = the token drawn from logits row r ([R, V] float) with params[r]
+  // at the request's step steps[r], by the rules of backend/cpu/sampling.h.
+  // Synchronizes once (the R tokens).
+  virtual void sample(const Tensor& logits, std::span<const SamplingParams> params, std::span<const uint64_t> steps,
+                      std::span<int32_t> tokens) {
+    (void)logits, (void)params, (void)steps, (void)tokens;
+    QS_CHECK(false) << name() << " does not sample";
+  }
 };
 
 // The FP32 reference backend (threads from core/thread_pool.h). `fast` picks

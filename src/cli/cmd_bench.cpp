@@ -4,22 +4,9 @@
 #include <memory>
 
 #include "cli/app.h"
-#include "cli/byte_size.h"
-#include "core/error.h"
+#include "cli/engine_flags.h"
 
 namespace qserve::cli {
-namespace {
-
-// A bad size is a bad command line (exit status 2).
-int64_t byte_size_flag(const std::string& v, const std::string& flag) {
-  try {
-    return parse_byte_size(v, flag);
-  } catch (const Error& e) {
-    throw CLI::ValidationError(flag, e.what());
-  }
-}
-
-}  // namespace
 
 void add_bench_command(CLI::App& app) {
   auto* bench = app.add_subcommand("bench", "Benchmarks of the serving engine");
@@ -30,13 +17,7 @@ void add_bench_command(CLI::App& app) {
   tp->add_option("--model", e.model, "Model directory or .gguf file (default: the default model)")
       ->envname("QSERVE_MODEL");
   tp->add_option("--device", e.device, "cpu | cuda")->capture_default_str()->envname("QSERVE_DEVICE");
-  tp->add_option("--precision", e.precision,
-                 "auto | fp16 | w8a8kv8 | w4a16 | w4a8kv8 | w4a8kv4 | w4a8kv8-chn | w4a8kv4-chn "
-                 "(W4A8: g128 unless -chn; auto: the checkpoint's, fp16 for dummy weights)")
-      ->capture_default_str();
-  tp->add_option("--load-format", e.load_format, "auto | dummy (random weights of --arch)")->capture_default_str();
-  tp->add_option("--arch", e.arch,
-                 "Shape of dummy weights: llama-2-7b, llama-2-13b, llama-2-70b, llama-3-8b, llama-3-70b, tiny, tiny-odd");
+  add_model_flags(tp, e);
   tp->add_option("--input-len", o->input_len, "Prompt tokens per request")->capture_default_str();
   tp->add_option("--output-len", o->output_len, "Generated tokens per request")->capture_default_str();
   tp->add_option("--num-prompts", o->num_prompts,
@@ -52,9 +33,6 @@ void add_bench_command(CLI::App& app) {
   tp->add_option_function<std::string>(
         "--kv-cache-bytes", [&e](const std::string& v) { e.kv_cache_bytes = byte_size_flag(v, "--kv-cache-bytes"); },
         "KV cache bytes (0: from the memory budget; 4e9, 4GiB, ...)");
-  tp->add_option_function<std::string>(
-        "--memory-budget", [&e](const std::string& v) { e.memory_budget = byte_size_flag(v, "--memory-budget"); },
-        "Emulate a card of this many bytes (80e9, 48GB, 80GiB; 0: the device's memory; the CPU: 1 GiB of KV)");
   tp->add_option_function<std::vector<std::string>>(
         "--memory-budgets",
         [o](const std::vector<std::string>& v) {
@@ -63,9 +41,6 @@ void add_bench_command(CLI::App& app) {
         },
         "Several budgets on one loaded model, one result each (0: the device's memory): 0,80GB,48GB")
       ->delimiter(',');
-  tp->add_option("--gpu-memory-utilization", e.gpu_memory_utilization,
-                 "Fraction of the card for weights + KV cache + workspace")
-      ->capture_default_str();
   tp->add_option("--threads", e.num_threads, "CPU threads (0: all cores)")->capture_default_str()
       ->envname("QSERVE_NUM_THREADS");
   tp->add_option("--seed", o->seed, "Seed of the random prompts and of dummy weights")->capture_default_str();

@@ -36,6 +36,11 @@ class BorrowedRunner final : public ModelRunner {
   int64_t kv_bytes_per_page(int page_size) const override { return inner_.kv_bytes_per_page(page_size); }
   void allocate_kv_cache(int64_t num_pages, int page_size) override { inner_.allocate_kv_cache(num_pages, page_size); }
   std::span<const float> execute(const RunnerBatch& batch) override { return inner_.execute(batch); }
+  bool can_sample_on_device() const override { return inner_.can_sample_on_device(); }
+  std::span<const int32_t> execute_and_sample(const RunnerBatch& batch, std::span<const SamplingParams> params,
+                                              std::span<const uint64_t> steps) override {
+    return inner_.execute_and_sample(batch, params, steps);
+  }
   std::vector<int32_t> eos_token_ids() const override { return inner_.eos_token_ids(); }
   double kv_zero_seconds() const override { return inner_.kv_zero_seconds(); }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/app.h"
+#include "cli/engine_flags.h"
 #include "core/error.h"
 #include "qserve/engine.h"
 #include "tokenizer/chat_template.h"
@@ -31,6 +32,8 @@ struct GenerateOptions {
   int threads = 0;
   bool chat = false;
   std::string system;
+  std::string device = "cpu";
+  EngineConfig model_flags;  // --precision, --load-format, --arch, --memory-budget, --gpu-memory-utilization
 };
 
 // The prompt as one user turn (after an optional system turn) in the model's own
@@ -50,6 +53,8 @@ int run_generate(const GenerateOptions& o) {
   config.model = o.model;
   config.num_threads = o.threads;
   config.max_num_seqs = 1;
+  config.device = o.device;
+  copy_model_flags(o.model_flags, config);
   auto engine = Engine::create(config);
 
   Request request;
@@ -124,6 +129,8 @@ void add_generate_command(CLI::App& app) {
   sub->add_option("--stop", o->stop, "Stop string (repeatable)");
   sub->add_option("--stop-token-id", o->stop_token_ids, "Stop token id (repeatable)");
   sub->add_flag("--ignore-eos", o->ignore_eos, "Keep generating past end-of-sequence");
+  sub->add_option("--device", o->device, "cpu or cuda")->capture_default_str()->envname("QSERVE_DEVICE");
+  add_model_flags(sub, o->model_flags);
   sub->add_option("--threads", o->threads, "CPU threads (0: all cores)")->check(CLI::NonNegativeNumber)
       ->envname("QSERVE_NUM_THREADS");
   set_command_body(sub, [o]() { return run_generate(*o); });

@@ -24,7 +24,8 @@ struct QuantizeArgs {
   std::string model, out, precision = "w4a8kv4", calib_text;
   int64_t group = 128, calib_samples = 32, calib_seqlen = 512;
   bool no_rotate = false, no_smooth_attn = false, no_smooth = false, no_reorder = false, no_clip = false;
-  bool smoothquant = false, calib_random = false;
+  bool smoothquant = false, calib_random = false, gptq = false;
+  int64_t gptq_rows = 4096;
   double smooth_alpha = 0.2;
   bool quiet = false;
 };
@@ -72,6 +73,8 @@ void add_quantize_command(CLI::App& app) {
   sub->add_flag("--no-clip", a->no_clip, "Skip the weight clipping search");
   sub->add_flag("--rtn", [a](int64_t) { a->no_rotate = a->no_smooth_attn = a->no_smooth = a->no_reorder = a->no_clip = true; },
                 "Round to nearest: every QoQ step off");
+  sub->add_flag("--gptq", a->gptq, "GPTQ error compensation: codes chosen column by column against H = X^T X of the calibration inputs");
+  sub->add_option("--gptq-rows", a->gptq_rows, "Calibration rows per linear input used for GPTQ's H")->capture_default_str();
   sub->add_flag("--smoothquant", a->smoothquant, "SmoothQuant input smoothing (alpha 0.5) into the RMSNorm gains");
   sub->add_option("--smooth-alpha", a->smooth_alpha, "Migration strength of the output smoothing")->capture_default_str();
   sub->add_flag("-q,--quiet", a->quiet, "No progress output");
@@ -88,10 +91,12 @@ void add_quantize_command(CLI::App& app) {
     opt.reorder = !a->no_reorder && a->group > 0;
     opt.clip = !a->no_clip;
     opt.smooth_input = a->smoothquant;
+    opt.gptq = a->gptq;
+    opt.gptq_rows = std::max<int64_t>(1, a->gptq_rows);
     opt.smooth_output_alpha = a->smooth_alpha;
     auto ckpt = open_checkpoint(model);
     const bool need_calib = opt.precision != quant::Precision::kFP16 &&
-                            (opt.smooth_attention || opt.smooth_output || opt.smooth_input || opt.reorder || opt.clip);
+                            (opt.smooth_attention || opt.smooth_output || opt.smooth_input || opt.reorder || opt.clip || opt.gptq);
     if (need_calib && a->calib_random) {
       std::mt19937 rng(0);
       const int64_t vocab = ckpt->config().value("vocab_size", int64_t{1});
@@ -119,6 +124,12 @@ void add_quantize_command(CLI::App& app) {
                             .c_str());
     if (!rep.layers.empty() && ka > 0)
       std::printf("key max/median over channels (worst layer): %.2f before SmoothAttention, %.2f after\n", kb, ka);
+    if (opt.gptq && !rep.layers.empty()) {
+      double r = 0;
+      for (const auto& l : rep.layers) r += l.gptq_error_ratio;
+      std::printf("GPTQ: layer output error / round-to-nearest error on the calibration rows, mean over layers: %.3f\n",
+                  r / static_cast<double>(rep.layers.size()));
+    }
     return 0;
   });
 }

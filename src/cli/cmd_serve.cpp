@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cli/app.h"
+#include "cli/engine_flags.h"
 #include "core/error.h"
 #include "qserve/engine.h"
 #include "server/http_server.h"
@@ -34,6 +35,7 @@ struct ServeOptions {
   size_t max_body_bytes = 8u << 20;
   int http_threads = 256;
   int drain_timeout_s = 600;
+  EngineConfig model_flags;  // --precision, --load-format, --arch, --memory-budget, --gpu-memory-utilization
 };
 
 bool is_loopback(const std::string& host) {
@@ -65,6 +67,7 @@ int serve(const ServeOptions& o) {
   config.max_num_seqs = o.max_num_seqs;
   config.max_waiting_requests = o.max_waiting_requests;
   config.num_kv_pages = o.num_kv_pages;
+  copy_model_flags(o.model_flags, config);
   auto engine = Engine::create(config);
 
   server::ServerConfig sc;
@@ -122,6 +125,7 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str()->envname("QSERVE_MAX_WAITING_REQUESTS");
   sub->add_option("--num-kv-pages", o->num_kv_pages, "KV cache pages (0: sized by the engine)")->capture_default_str();
   sub->add_option("--device", o->device, "cpu or cuda")->capture_default_str()->envname("QSERVE_DEVICE");
+  add_model_flags(sub, o->model_flags);
   sub->add_option("--max-body-bytes", o->max_body_bytes, "Larger request bodies get 413")->capture_default_str();
   sub->add_option("--http-threads", o->http_threads, "Connections served at once")->capture_default_str();
   sub->add_option("--drain-timeout", o->drain_timeout_s, "Seconds SIGTERM waits for in-flight requests")

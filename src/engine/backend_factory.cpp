@@ -2,6 +2,9 @@
 
 #include "backend/cpu/kv_quant_backend.h"
 #include "core/error.h"
+#ifdef QSERVE_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
 
 namespace qserve {
 
@@ -12,7 +15,11 @@ std::unique_ptr<Backend> make_backend(const std::string& device, std::optional<K
     return backend;
   }
   if (device == "cuda") {
-    fail(ErrorCode::kUnsupported, "device 'cuda': the CUDA model backend is not built yet (only the CUDA kernels are)");
+#ifdef QSERVE_HAVE_CUDA
+    return make_cuda_backend(kv.value_or(KvDtype::kFp16));
+#else
+    fail(ErrorCode::kUnsupported, "device 'cuda': this build has no CUDA backend (configure with the cuda preset)");
+#endif
   }
   fail(ErrorCode::kUnsupported, "unknown device '{}' (expected cpu or cuda)", device);
 }

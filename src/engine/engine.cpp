@@ -371,10 +371,34 @@ class EngineImpl final : public Engine {
     batch.num_tokens = plan.num_tokens;
     batch.fresh_pages = plan.fresh_pages;
 
+    // Sampling on the device when the runner can and every sampled request's
+    // parameters are ones the device rules express (model_runner.h): then
+    // only token ids come back from the step.
+    bool on_device = batch.num_samples > 0 && runner_->can_sample_on_device();
+    device_params_.clear();
+    device_steps_.clear();
+    for (const ScheduledChunk& c : plan.chunks) {
+      if (!on_device) break;
+      if (!c.sample) continue;
+      const Active& a = active_.at(c.seq);
+      const GenerationParams& p = a.in.params;
+      const bool masks_agree = p.temperature <= 0 || p.top_k <= 0 || p.top_p >= 1;
+      if (p.repetition_penalty != 1.0f || p.min_p > 0 || p.logprobs >= 0 || !masks_agree ||
+          !a.output->suppressed_ids().empty()) {
+        on_device = false;
+        break;
+      }
+      device_params_.push_back({p.temperature, p.top_k, p.top_p, a.sampler->seed()});
+      // The draw's counter: the tokens sampled so far (host sampling counts the same way).
+      device_steps_.push_back(static_cast<uint64_t>(a.output->num_generated()));
+    }
+
     std::span<const float> logits;
+    std::span<const int32_t> device_tokens;
     try {
       const auto t0 = Clock::now();
-      logits = runner_->execute(batch);
+      if (on_device) device_tokens = runner_->execute_and_sample(batch, device_params_, device_steps_);
+      else logits = runner_->execute(batch);
       const double dt = seconds_between(t0, Clock::now());
       model_seconds_ += dt;
       std::lock_guard lock(stats_mutex_);
@@ -393,25 +417,37 @@ class EngineImpl final : public Engine {
       return;
     }
     const int vocab = info_.vocab_size;
-    QS_CHECK(static_cast<int64_t>(logits.size()) == static_cast<int64_t>(batch.num_samples) * vocab)
-        << "runner returned " << logits.size() << " logits for " << batch.num_samples << " samples";
+    if (on_device) {
+      QS_CHECK(static_cast<int64_t>(device_tokens.size()) == batch.num_samples)
+          << "runner returned " << device_tokens.size() << " tokens for " << batch.num_samples << " samples";
+    } else {
+      QS_CHECK(static_cast<int64_t>(logits.size()) == static_cast<int64_t>(batch.num_samples) * vocab)
+          << "runner returned " << logits.size() << " logits for " << batch.num_samples << " samples";
+    }
     scheduler_->complete_step(plan);
 
     int row = 0;
     const auto after = Clock::now();
     for (const ScheduledChunk& c : plan.chunks) {
       if (!c.sample) continue;
-      auto row_logits = logits.subspan(static_cast<size_t>(row++) * vocab, vocab);
+      const int r = row++;
       Active& a = active_.at(c.seq);
       const Sequence* seq = scheduler_->find(c.seq);
       const int index = a.output->num_generated();
-      std::span<const float> to_sample = row_logits;
-      if (const auto& suppress = a.output->suppressed_ids(); !suppress.empty()) {
-        a.masked.assign(row_logits.begin(), row_logits.end());
-        for (int32_t id : suppress) a.masked[id] = -std::numeric_limits<float>::infinity();
-        to_sample = a.masked;
+      std::span<const float> row_logits;
+      int32_t token = 0;
+      if (on_device) {
+        token = device_tokens[r];
+      } else {
+        row_logits = logits.subspan(static_cast<size_t>(r) * vocab, vocab);
+        std::span<const float> to_sample = row_logits;
+        if (const auto& suppress = a.output->suppressed_ids(); !suppress.empty()) {
+          a.masked.assign(row_logits.begin(), row_logits.end());
+          for (int32_t id : suppress) a.masked[id] = -std::numeric_limits<float>::infinity();
+          to_sample = a.masked;
+        }
+        token = a.sampler->sample(to_sample, seq->token_ids);
       }
-      const int32_t token = a.sampler->sample(to_sample, seq->token_ids);
       scheduler_->append_token(c.seq, token);
       {
         std::lock_guard lock(stats_mutex_);
@@ -495,6 +531,8 @@ class EngineImpl final : public Engine {
 
   EngineConfig config_;
   std::unique_ptr<ModelRunner> runner_;
+  std::vector<SamplingParams> device_params_;  // per step, device sampling
+  std::vector<uint64_t> device_steps_;
   std::shared_ptr<TextCodec> codec_;
   ModelInfo info_;
   std::unique_ptr<KvBlockManager> kv_;   // engine thread only

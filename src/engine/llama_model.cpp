@@ -114,20 +114,15 @@ std::unique_ptr<LlamaModel> LlamaModel::create(const ModelConfig& config, const 
 }
 
 int64_t LlamaModel::kv_bytes_per_page(int64_t page_size) const {
-  return config_.num_layers * 2 * config_.num_kv_heads * page_size * config_.head_dim *
-         static_cast<int64_t>(dtype_size(backend_->float_dtype()));
+  return config_.num_layers * backend_->kv_layer_page_bytes(page_size, config_.num_kv_heads, config_.head_dim);
 }
 
 void LlamaModel::allocate_kv_cache(int64_t num_pages, int64_t page_size) {
   if (num_pages <= 0 || page_size <= 0)
     fail(ErrorCode::kInvalidArgument, "KV cache needs positive pages and page size, got {} x {}", num_pages, page_size);
   kv_.clear();
-  for (int64_t l = 0; l < config_.num_layers; ++l) {
-    KvLayer layer;
-    layer.k = backend_->alloc(backend_->float_dtype(), {num_pages, config_.num_kv_heads, page_size, config_.head_dim});
-    layer.v = backend_->alloc(backend_->float_dtype(), {num_pages, config_.num_kv_heads, page_size, config_.head_dim});
-    kv_.push_back(std::move(layer));
-  }
+  for (int64_t l = 0; l < config_.num_layers; ++l)
+    kv_.push_back(backend_->alloc_kv_layer(num_pages, page_size, config_.num_kv_heads, config_.head_dim));
   page_size_ = page_size;
   num_pages_ = num_pages;
   sequences_.clear();
@@ -135,16 +130,8 @@ void LlamaModel::allocate_kv_cache(int64_t num_pages, int64_t page_size) {
 }
 
 void LlamaModel::zero_kv_pages(std::span<const int32_t> pages) {
-  for (KvLayer& layer : kv_)
-    for (Tensor* t : {&layer.k, &layer.v}) {
-      const int64_t per_page = t->numel() / num_pages_;
-      const size_t bytes = per_page * dtype_size(t->dtype());
-      for (int32_t p : pages) {
-        QS_CHECK(p >= 0 && p < num_pages_) << "page " << p;
-        Tensor view(t->dtype(), {per_page}, static_cast<char*>(t->data()) + p * bytes, t->owner());
-        backend_->zero(view);
-      }
-    }
+  for (int32_t p : pages) QS_CHECK(p >= 0 && p < num_pages_) << "page " << p;
+  if (!pages.empty()) backend_->zero_kv_pages(kv_, pages);
 }
 
 // The pool grows by reallocation (pages keep their ids: the old pool is the
@@ -157,13 +144,15 @@ void LlamaModel::grow_pool(int64_t min_pages) {
   int64_t n = std::max<int64_t>(options_.initial_kv_pages, 1);
   while (n < min_pages) n *= 2;
   n = std::min(n, options_.max_kv_pages);
-  for (KvLayer& layer : kv_)
-    for (Tensor* t : {&layer.k, &layer.v}) {
-      Tensor bigger = backend_->alloc(t->dtype(), {n, config_.num_kv_heads, page_size_, config_.head_dim});
-      Tensor prefix = rows_of(bigger, num_pages_);
-      backend_->copy(*t, prefix);
-      *t = std::move(bigger);
+  for (KvLayer& layer : kv_) {
+    KvLayer bigger = backend_->alloc_kv_layer(n, page_size_, config_.num_kv_heads, config_.head_dim);
+    if (num_pages_ > 0) {
+      Tensor k_prefix = rows_of(bigger.k, num_pages_), v_prefix = rows_of(bigger.v, num_pages_);
+      backend_->copy(layer.k, k_prefix);
+      backend_->copy(layer.v, v_prefix);
     }
+    layer = std::move(bigger);
+  }
   for (int64_t p = n - 1; p >= num_pages_; --p) free_pages_.push_back(static_cast<int32_t>(p));
   num_pages_ = n;
 }
@@ -183,11 +172,9 @@ void LlamaModel::release(int64_t seq_id) {
 void LlamaModel::forward(const Batch& batch, Logits& out) {
   if (kv_.empty()) {  // first use: an empty pool that grows
     page_size_ = options_.page_size;
-    for (int64_t l = 0; l < config_.num_layers; ++l) kv_.push_back({});
     num_pages_ = 0;
-    for (KvLayer& layer : kv_)
-      for (Tensor* t : {&layer.k, &layer.v})
-        *t = backend_->alloc(backend_->float_dtype(), {0, config_.num_kv_heads, page_size_, config_.head_dim});
+    for (int64_t l = 0; l < config_.num_layers; ++l)
+      kv_.push_back(backend_->alloc_kv_layer(0, page_size_, config_.num_kv_heads, config_.head_dim));
   }
   // Validate everything before touching the cache.
   std::unordered_set<int64_t> seen;
@@ -234,7 +221,7 @@ void LlamaModel::forward_paged(const PagedBatch& batch, Logits& out) {
   run(batch, out);
 }
 
-void LlamaModel::run(const PagedBatch& batch, Logits& out) {
+Tensor LlamaModel::run_to_logits(const PagedBatch& batch, std::vector<int32_t>& last_rows) {
   const ModelConfig& c = config_;
   const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
   const int64_t S = static_cast<int64_t>(batch.seqs.size());
@@ -247,7 +234,7 @@ void LlamaModel::run(const PagedBatch& batch, Logits& out) {
   ab.token_offsets.push_back(0);
   ab.page_table_offsets.push_back(0);
   std::vector<int32_t> ids;
-  std::vector<int32_t> last_rows;  // rows whose logits are returned
+  last_rows.clear();  // rows whose logits are returned
   for (const PagedSequenceInput& s : batch.seqs) {
     const int64_t n = static_cast<int64_t>(s.tokens.size());
     if (n == 0) fail(ErrorCode::kInvalidArgument, "a sequence of the batch has no new tokens");
@@ -313,6 +300,7 @@ void LlamaModel::run(const PagedBatch& batch, Logits& out) {
 
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   const float eps = c.rms_norm_eps;
+  b.begin_step(ab);  // a device backend uploads the step's metadata once, here
   b.embedding(embed_, host_i32(ids), x);
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const Layer& L = *layers_[l];
@@ -335,32 +323,56 @@ void LlamaModel::run(const PagedBatch& batch, Logits& out) {
   }
   b.add(x, mlp_out);
 
+  // Only the rows that need logits go through the final norm and lm_head
+  // (every row for all_logits).
+  const int64_t R = batch.all_logits ? T : static_cast<int64_t>(last_rows.size());
+  if (R == 0) return {};
+  Tensor head_x = x;
+  if (!batch.all_logits) {
+    head_x = rows_of(w.last_x, R);
+    b.gather_rows(x, host_i32(last_rows), head_x);
+  }
+  Activations head_in = rows_of(w.head_in, R);
+  b.rms_norm(head_x, final_norm_, eps, head_in);
+  Tensor logits = rows_of(w.logits, R);
+  lm_head_->forward(head_in, logits);
+  return logits;
+}
+
+void LlamaModel::run(const PagedBatch& batch, Logits& out) {
+  std::vector<int32_t> last_rows;
+  const Tensor logits = run_to_logits(batch, last_rows);
+  const int64_t V = config_.vocab_size;
   out.vocab_size = V;
+  out.all.clear();
+  out.last.clear();
+  if (logits.empty()) return;
+  Tensor host = backend_->download(logits);  // the step's one synchronization
   const int64_t R = static_cast<int64_t>(last_rows.size());
   if (batch.all_logits) {
-    Activations head_in = rows_of(w.head_in, T);
-    b.rms_norm(x, final_norm_, eps, head_in);
-    Tensor logits = rows_of(w.logits, T);
-    lm_head_->forward(head_in, logits);
-    Tensor host = b.download(logits);
+    const int64_t T = logits.dim(0);
     out.all.assign(host.data_as<float>(), host.data_as<float>() + T * V);
     out.last.resize(R * V);
     for (int64_t r = 0; r < R; ++r)
       std::memcpy(out.last.data() + r * V, out.all.data() + static_cast<int64_t>(last_rows[r]) * V, V * sizeof(float));
     return;
   }
-  out.all.clear();
-  out.last.clear();
-  if (R == 0) return;
-  // Only the rows that need logits go through the final norm and lm_head.
-  Tensor last_x = rows_of(w.last_x, R);
-  b.gather_rows(x, host_i32(last_rows), last_x);
-  Activations head_in = rows_of(w.head_in, R);
-  b.rms_norm(last_x, final_norm_, eps, head_in);
-  Tensor logits = rows_of(w.logits, R);
-  lm_head_->forward(head_in, logits);
-  Tensor host = b.download(logits);
   out.last.assign(host.data_as<float>(), host.data_as<float>() + R * V);
+}
+
+bool LlamaModel::supports_sampling() const { return backend_->supports_sampling(); }
+
+void LlamaModel::forward_paged_sampled(const PagedBatch& batch, std::span<const SamplingParams> params,
+                                       std::span<const uint64_t> steps, std::vector<int32_t>& tokens) {
+  if (kv_.empty()) fail(ErrorCode::kInvalidArgument, "forward_paged before allocate_kv_cache");
+  if (batch.all_logits) fail(ErrorCode::kInvalidArgument, "sampling takes the last tokens' logits, not all_logits");
+  QS_CHECK(backend_->supports_sampling()) << backend_->name() << " does not sample";
+  std::vector<int32_t> last_rows;
+  const Tensor logits = run_to_logits(batch, last_rows);
+  const size_t R = last_rows.size();
+  QS_CHECK(params.size() == R && steps.size() == R) << params.size() << " sampling params for " << R << " rows";
+  tokens.assign(R, 0);
+  if (R > 0) backend_->sample(logits, params, steps, tokens);
 }
 
 }  // namespace qserve

@@ -110,6 +110,13 @@ class LlamaModel {
   int64_t kv_bytes_per_page(int64_t page_size) const;  // all layers, K and V
   void zero_kv_pages(std::span<const int32_t> pages);  // before reuse by another request
   void forward_paged(const PagedBatch& batch, Logits& out);
+  // The same step, with each sequence that wants logits sampled on the
+  // backend instead (params / steps per such sequence, in batch order;
+  // backend/cpu/sampling.h semantics): tokens[i] for the i-th. Only the
+  // tokens leave the device. Requires supports_sampling().
+  bool supports_sampling() const;
+  void forward_paged_sampled(const PagedBatch& batch, std::span<const SamplingParams> params,
+                             std::span<const uint64_t> steps, std::vector<int32_t>& tokens);
 
  private:
   struct Layer;
@@ -122,6 +129,9 @@ class LlamaModel {
   LlamaModel(const ModelConfig& config, std::unique_ptr<Backend> backend, LlamaModelOptions options);
   void grow_pool(int64_t min_pages);
   void run(const PagedBatch& batch, Logits& out);
+  // The forward pass up to the logits [R, V] on the backend (empty when no
+  // row wants logits); last_rows: the rows of the sequences that want them.
+  Tensor run_to_logits(const PagedBatch& batch, std::vector<int32_t>& last_rows);
 
   ModelConfig config_;
   std::unique_ptr<Backend> backend_;

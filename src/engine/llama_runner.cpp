@@ -4,8 +4,8 @@
 
 namespace qserve {
 
-LlamaModelRunner::LlamaModelRunner(std::unique_ptr<LlamaModel> model, std::string name)
-    : model_(std::move(model)), name_(std::move(name)) {}
+LlamaModelRunner::LlamaModelRunner(std::unique_ptr<LlamaModel> model, std::string name, bool device_sampling)
+    : model_(std::move(model)), name_(std::move(name)), device_sampling_(device_sampling) {}
 
 std::string LlamaModelRunner::architecture() const { return architecture_name(model_->config().architecture); }
 int LlamaModelRunner::vocab_size() const { return static_cast<int>(model_->config().vocab_size); }
@@ -21,7 +21,7 @@ std::vector<int32_t> LlamaModelRunner::eos_token_ids() const {
   return ids;
 }
 
-std::span<const float> LlamaModelRunner::execute(const RunnerBatch& batch) {
+void LlamaModelRunner::prepare(const RunnerBatch& batch) {
   if (!batch.fresh_pages.empty()) {
     const auto t0 = std::chrono::steady_clock::now();
     model_->zero_kv_pages(batch.fresh_pages);
@@ -30,8 +30,21 @@ std::span<const float> LlamaModelRunner::execute(const RunnerBatch& batch) {
   paged_.seqs.clear();
   for (const RunnerSeq& s : batch.seqs) paged_.seqs.push_back({s.token_ids, s.start, s.page_table, s.sample});
   paged_.all_logits = false;
+}
+
+std::span<const float> LlamaModelRunner::execute(const RunnerBatch& batch) {
+  prepare(batch);
   model_->forward_paged(paged_, logits_);
   return logits_.last;
+}
+
+bool LlamaModelRunner::can_sample_on_device() const { return device_sampling_ && model_->supports_sampling(); }
+
+std::span<const int32_t> LlamaModelRunner::execute_and_sample(const RunnerBatch& batch, std::span<const SamplingParams> params,
+                                                              std::span<const uint64_t> steps) {
+  prepare(batch);
+  model_->forward_paged_sampled(paged_, params, steps, tokens_);
+  return tokens_;
 }
 
 }  // namespace qserve

@@ -1,5 +1,6 @@
 // The model runner of the Llama family on a LlamaModel (src/engine/llama_model.h):
-// the CPU FP32 reference today, any Backend the model is created on.
+// the CPU FP32 reference or the CUDA backend (which can also sample, so that a
+// step returns token ids instead of [batch, vocab] logits).
 #pragma once
 
 #include <memory>
@@ -12,7 +13,8 @@ namespace qserve {
 
 class LlamaModelRunner : public ModelRunner {
  public:
-  LlamaModelRunner(std::unique_ptr<LlamaModel> model, std::string name);
+  // device_sampling: sample on the backend when it can (false: always return logits).
+  LlamaModelRunner(std::unique_ptr<LlamaModel> model, std::string name, bool device_sampling = true);
 
   std::string name() const override { return name_; }
   std::string architecture() const override;
@@ -21,6 +23,9 @@ class LlamaModelRunner : public ModelRunner {
   int64_t kv_bytes_per_page(int page_size) const override;
   void allocate_kv_cache(int64_t num_pages, int page_size) override;
   std::span<const float> execute(const RunnerBatch& batch) override;
+  bool can_sample_on_device() const override;
+  std::span<const int32_t> execute_and_sample(const RunnerBatch& batch, std::span<const SamplingParams> params,
+                                              std::span<const uint64_t> steps) override;
   std::vector<int32_t> eos_token_ids() const override;
   double kv_zero_seconds() const override { return kv_zero_seconds_; }
 
@@ -29,8 +34,12 @@ class LlamaModelRunner : public ModelRunner {
  private:
   std::unique_ptr<LlamaModel> model_;
   std::string name_;
+  void prepare(const RunnerBatch& batch);  // zeroes fresh pages, fills paged_
+
   PagedBatch paged_;  // reused between steps
   Logits logits_;
+  std::vector<int32_t> tokens_;
+  bool device_sampling_ = true;
   double kv_zero_seconds_ = 0;
 };
 

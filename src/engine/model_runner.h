@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/sampling.h"  // SamplingParams
 #include "engine/kv_block_manager.h"
 
 namespace qserve {
@@ -48,6 +49,19 @@ class ModelRunner {
   // and returns the logits of the sampled positions, [num_samples, vocab_size]
   // fp32 row-major in batch order. Valid until the next call.
   virtual std::span<const float> execute(const RunnerBatch& batch) = 0;
+
+  // Sampling on the device (GPU backends): the same step, but each sampled
+  // row is drawn on the device with params[i] at step steps[i] (the rules of
+  // backend/cpu/sampling.h) and only the tokens come back, [num_samples] in
+  // batch order. The engine uses it when every sampled request's parameters
+  // are ones those rules express (no repetition penalty, min-p, logprobs or
+  // suppressed ids; top-k and top-p not both); else execute().
+  virtual bool can_sample_on_device() const { return false; }
+  virtual std::span<const int32_t> execute_and_sample(const RunnerBatch& batch, std::span<const SamplingParams> params,
+                                                      std::span<const uint64_t> steps) {
+    (void)batch, (void)params, (void)steps;
+    return {};
+  }
 
   // EOS ids from the model's own config (used when the engine has no tokenizer).
   virtual std::vector<int32_t> eos_token_ids() const { return {}; }

@@ -94,6 +94,7 @@ nlohmann::json qoq_config_to_json(const QoqConfig& c) {
   t["smooth_input"] = alpha(c.smooth_input_alpha);
   t["reorder"] = c.reorder;
   t["clip"] = c.clip;
+  t["gptq"] = c.gptq;
   nlohmann::json j;
   j["quant_method"] = "qoq";
   j["method"] = "qoq";
@@ -152,6 +153,7 @@ QoqConfig qoq_config_from_json(const nlohmann::json& j) {
     c.smooth_input_alpha = alpha("smooth_input");
     c.reorder = t.value("reorder", false);
     c.clip = t.value("clip", false);
+    c.gptq = t.value("gptq", false);
   }
   if (j.contains("calibration") && j["calibration"].is_object()) {
     c.calibration = j["calibration"].value("text", "");
@@ -180,10 +182,20 @@ std::string QoqCheckpointWriter::shard_name(int64_t i) const {
 }
 
 void QoqCheckpointWriter::add_block(int64_t l, const BlockWeights& w, WeightFormat format, int64_t group) {
+  const Matrix* ms[7] = {&w.q, &w.k, &w.v, &w.o, &w.gate, &w.up, &w.down};
+  std::vector<QuantizedLinear> linears;
+  for (const Matrix* m : ms) linears.push_back(quantize_linear(format, *m, group));
+  add_quantized_block(l, linears, w);
+}
+
+void QoqCheckpointWriter::add_quantized_block(int64_t l, const std::vector<QuantizedLinear>& linears, const BlockWeights& w) {
+  QS_CHECK(linears.size() == 7) << "a block has 7 linears, got " << linears.size();
   SafetensorsWriter out;
   const std::string p = "model.layers." + std::to_string(l) + ".";
-  const Matrix* ms[7] = {&w.q, &w.k, &w.v, &w.o, &w.gate, &w.up, &w.down};
-  for (int i = 0; i < 7; ++i) add_linear(out, p + kLinears[i][0], quantize_linear(format, *ms[i], group));
+  for (int i = 0; i < 7; ++i) {
+    QS_CHECK(linears[i].format == linears[0].format) << "mixed weight formats in block " << l;
+    add_linear(out, p + kLinears[i][0], linears[i]);
+  }
   out.add(p + "input_layernorm.weight", f16_vector(w.attn_norm));
   out.add(p + "post_attention_layernorm.weight", f16_vector(w.mlp_norm));
   out.set_metadata("format", "pt");
@@ -191,7 +203,7 @@ void QoqCheckpointWriter::add_block(int64_t l, const BlockWeights& w, WeightForm
   out.write((fs::path(dir_) / name).string());
   // The writer does not expose its entries; list the names again for the index.
   for (int i = 0; i < 7; ++i)
-    for (const auto& t : linear_tensor_names(format)) weight_map_[p + kLinears[i][0] + "." + t] = name;
+    for (const auto& t : linear_tensor_names(linears[0].format)) weight_map_[p + kLinears[i][0] + "." + t] = name;
   weight_map_[p + "input_layernorm.weight"] = name;
   weight_map_[p + "post_attention_layernorm.weight"] = name;
   total_bytes_ += fs::file_size(fs::path(dir_) / name);

@@ -28,6 +28,7 @@ struct QoqConfig {
   std::string rotation;  // empty: not rotated; else the construction (quant/hadamard.h)
   double smooth_attention_alpha = 0, smooth_output_alpha = 0, smooth_input_alpha = 0;  // 0: off
   bool reorder = false, clip = false;
+  bool gptq = false;  // GPTQ error compensation chose the codes (quant/gptq.h)
   std::string calibration;
   int64_t calibration_samples = 0, calibration_seqlen = 0;
 };
@@ -43,6 +44,9 @@ class QoqCheckpointWriter {
   QoqCheckpointWriter(std::string dir, int64_t num_shards);
   // Quantizes and writes block l's shard: the seven linears + the two norm gains.
   void add_block(int64_t l, const BlockWeights& w, WeightFormat format, int64_t group);
+  // The same with the seven linears already quantized (q, k, v, o, gate, up, down; e.g. by GPTQ);
+  // w supplies the two norm gains.
+  void add_quantized_block(int64_t l, const std::vector<QuantizedLinear>& linears, const BlockWeights& w);
   // The last shard: embed [vocab, hidden] f16, final_norm [hidden] f16, lm_head (empty when tied).
   void add_outer(const Tensor& embed, const Tensor& final_norm, const Tensor& lm_head);
   // Writes model.safetensors.index.json and config.json.

@@ -14,6 +14,7 @@
 #include "quant/calib_forward.h"
 #include "quant/channel_reorder.h"
 #include "quant/fold_norm.h"
+#include "quant/gptq.h"
 #include "quant/qoq_checkpoint.h"
 #include "quant/quant_linear.h"
 #include "quant/rotate.h"
@@ -156,7 +157,8 @@ LlamaShape llama_shape_from_config(const nlohmann::json& c) {
   return s;
 }
 
-LayerReport transform_block(const LlamaShape& s, BlockWeights& w, BlockTaps& taps, const QuantizeOptions& opt) {
+LayerReport transform_block(const LlamaShape& s, BlockWeights& w, BlockTaps& taps, const QuantizeOptions& opt,
+                            BlockWeights* unclipped) {
   LayerReport rep;
   const WeightFormat fmt = weight_format_for(opt.precision, opt.group);
   rep.key_outlier_before = rep.key_outlier_after = key_outlier_ratio(taps.max_k);
@@ -191,6 +193,7 @@ LayerReport transform_block(const LlamaShape& s, BlockWeights& w, BlockTaps& tap
     taps.max_down_in = permute(taps.max_down_in, perm);
     if (taps.down_in.rows > 0) permute_columns(taps.down_in, perm);
   }
+  if (unclipped) *unclipped = w;
   if (opt.clip && fmt != WeightFormat::kF16 && taps.attn_in.rows > 0) {
     const int64_t g = opt.group > 0 ? opt.group : 0;
     double sum = 0;
@@ -206,6 +209,34 @@ LayerReport transform_block(const LlamaShape& s, BlockWeights& w, BlockTaps& tap
   return rep;
 }
 
+std::vector<QuantizedLinear> quantize_block(const BlockWeights& w, const BlockWeights& targets, const BlockTaps& taps,
+                                            const QuantizeOptions& opt, LayerReport* report) {
+  const WeightFormat fmt = weight_format_for(opt.precision, opt.group);
+  const Matrix* grid[7] = {&w.q, &w.k, &w.v, &w.o, &w.gate, &w.up, &w.down};
+  const Matrix* target[7] = {&targets.q, &targets.k, &targets.v, &targets.o, &targets.gate, &targets.up, &targets.down};
+  const Matrix* inputs[7] = {&taps.attn_in, &taps.attn_in, &taps.attn_in, &taps.o_in, &taps.mlp_in, &taps.mlp_in, &taps.down_in};
+  std::vector<QuantizedLinear> out;
+  const bool gptq = opt.gptq && fmt != WeightFormat::kF16;
+  double ratio_sum = 0;
+  std::unique_ptr<GptqFactor> factor;
+  const Matrix* factor_of = nullptr;
+  for (int i = 0; i < 7; ++i) {
+    out.push_back(quantize_linear(fmt, *grid[i], opt.group));
+    if (!gptq) continue;
+    QS_CHECK(inputs[i]->rows > 0) << "GPTQ needs calibration rows";
+    if (factor_of != inputs[i]) {  // q/k/v and gate/up share their input (and H)
+      factor = std::make_unique<GptqFactor>(gptq_factor(*inputs[i]));
+      factor_of = inputs[i];
+    }
+    const double rtn = layer_output_error(*inputs[i], *target[i], out.back());
+    gptq_requantize(out.back(), *target[i], *factor);
+    const double err = layer_output_error(*inputs[i], *target[i], out.back());
+    ratio_sum += rtn > 0 ? err / rtn : 1.0;
+  }
+  if (report && gptq) report->gptq_error_ratio = ratio_sum / 7;
+  return out;
+}
+
 QuantizeReport quantize_checkpoint(const Checkpoint& in, const std::string& out_dir, const QuantizeOptions& opt_in) {
   const auto t0 = std::chrono::steady_clock::now();
   QuantizeOptions opt = opt_in;
@@ -218,7 +249,8 @@ QuantizeReport quantize_checkpoint(const Checkpoint& in, const std::string& out_
   const WeightFormat fmt = weight_format_for(opt.precision, opt.group);
   if (fmt != WeightFormat::kF16 && (s.hidden % 2 || s.intermediate % 2 || s.q_dim() % 2))
     fail(ErrorCode::kUnsupported, "4-bit packing needs even input sizes (hidden {}, intermediate {})", s.hidden, s.intermediate);
-  const bool need_calib = opt.smooth_attention || opt.smooth_output || opt.smooth_input || opt.reorder || opt.clip;
+  if (fmt == WeightFormat::kF16) opt.gptq = false;
+  const bool need_calib = opt.smooth_attention || opt.smooth_output || opt.smooth_input || opt.reorder || opt.clip || opt.gptq;
   if (need_calib && opt.calibration.empty())
     fail(ErrorCode::kInvalidArgument, "the enabled QoQ steps need calibration text (--calib-text)");
   const int64_t n_seq = need_calib ? static_cast<int64_t>(opt.calibration.size()) : 0;
@@ -261,15 +293,17 @@ QuantizeReport quantize_checkpoint(const Checkpoint& in, const std::string& out_
       rotate_block(*rot, w);
     }
     BlockTaps taps;
-    taps.keep_every = std::max<int64_t>(1, n_seq * seqlen / 1024);
+    taps.keep_every = std::max<int64_t>(1, n_seq * seqlen / (opt.gptq ? opt.gptq_rows : 1024));
     if (n_seq) {
       progress(l, "calibrate");
       block_forward(s, w, h.data(), n_seq, seqlen, &taps);
     }
     progress(l, "transform");
-    report.layers.push_back(transform_block(s, w, taps, opt));
-    progress(l, "quantize");
-    writer.add_block(l, w, fmt, opt.group);
+    BlockWeights targets;
+    const bool gptq = opt.gptq && fmt != WeightFormat::kF16;
+    report.layers.push_back(transform_block(s, w, taps, opt, gptq && opt.clip ? &targets : nullptr));
+    progress(l, gptq ? "gptq" : "quantize");
+    writer.add_quantized_block(l, quantize_block(w, gptq && opt.clip ? targets : w, taps, opt, &report.layers.back()), w);
   }
   progress(-1, "lm_head");
   // lm_head: the untied copy when the norm is folded (or the model is untied).
@@ -299,6 +333,7 @@ QuantizeReport quantize_checkpoint(const Checkpoint& in, const std::string& out_
   qc.smooth_input_alpha = opt.smooth_input ? opt.smooth_input_alpha : 0;
   qc.reorder = opt.reorder && (fmt == WeightFormat::kW4G128 || fmt == WeightFormat::kW4A16);
   qc.clip = opt.clip;
+  qc.gptq = opt.gptq;
   qc.calibration = opt.calibration_name;
   qc.calibration_samples = n_seq;
   qc.calibration_seqlen = seqlen;

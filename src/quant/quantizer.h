@@ -14,6 +14,7 @@
 #include "model/checkpoint.h"
 #include "quant/llama_weights.h"
 #include "quant/precision.h"
+#include "quant/quant_linear.h"
 
 namespace qserve::quant {
 
@@ -27,6 +28,8 @@ struct QuantizeOptions {
   bool smooth_input = false;       // SmoothQuant input smoothing (folded into the norms)
   bool reorder = true;             // g128 only
   bool clip = true;
+  bool gptq = false;               // GPTQ error compensation (quant/gptq.h) after the grid is set
+  int64_t gptq_rows = 4096;        // calibration rows kept per linear input for GPTQ's H = X^T X
   double smooth_attention_alpha = 0.5;
   double smooth_output_alpha = 0.2;
   double smooth_input_alpha = 0.5;
@@ -40,6 +43,7 @@ struct QuantizeOptions {
 struct LayerReport {
   double key_outlier_before = 0, key_outlier_after = 0;  // max |K| / median |K| over channels
   double mean_clip_ratio = 1;
+  double gptq_error_ratio = 0;  // GPTQ / round-to-nearest layer output error on the calibration rows (mean over the 7 linears)
 };
 
 struct QuantizeReport {
@@ -54,8 +58,16 @@ LlamaShape llama_shape_from_config(const nlohmann::json& config);
 QuantizeReport quantize_checkpoint(const Checkpoint& in, const std::string& out_dir, const QuantizeOptions& opt);
 
 // The transforms of one block, given its calibration statistics (exposed for tests).
-// taps are updated to describe the transformed block's inputs.
+// taps are updated to describe the transformed block's inputs. When `unclipped`
+// is given, it receives the block's weights after every transform but clipping
+// (the targets of GPTQ, whose grid comes from the clipped weights).
 struct BlockTaps;
-LayerReport transform_block(const LlamaShape& shape, BlockWeights& w, BlockTaps& taps, const QuantizeOptions& opt);
+LayerReport transform_block(const LlamaShape& shape, BlockWeights& w, BlockTaps& taps, const QuantizeOptions& opt,
+                            BlockWeights* unclipped = nullptr);
+
+// Quantizes the seven linears of a transformed block (q, k, v, o, gate, up, down), with
+// GPTQ when opt.gptq (grid from w, targets from `targets`, H from the taps' rows).
+std::vector<QuantizedLinear> quantize_block(const BlockWeights& w, const BlockWeights& targets, const BlockTaps& taps,
+                                            const QuantizeOptions& opt, LayerReport* report);
 
 }  // namespace qserve::quant

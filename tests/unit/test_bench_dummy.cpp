@@ -136,3 +136,22 @@ TEST(BenchDummy, WeightsThatDoNotFitAreAnError) {
 
 }  // namespace
 }  // namespace qserve
+
+namespace qserve {
+namespace {
+
+TEST(ModelFlags, GenerateTakesTheSameFlags) {
+  // Dummy weights have no tokenizer: a text prompt is a clear error, not a crash.
+  std::vector<std::string> args = {"qserve", "generate", "--load-format", "dummy", "--arch", "tiny", "--precision",
+                                   "w4a8kv4", "--memory-budget", "1GiB", "--prompt", "hello", "--max-tokens", "2"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  ::testing::internal::CaptureStderr();
+  const int rc = cli::run_main(static_cast<int>(argv.size()), argv.data());
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(err.find("needs a tokenizer"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace qserve

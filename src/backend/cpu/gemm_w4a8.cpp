@@ -1,6 +1,10 @@
 #include "backend/cpu/gemm_w4a8.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "core/error.h"
@@ -23,19 +27,175 @@ std::vector<int8_t> w4_as_int8(const std::vector<uint8_t>& packed, int64_t n, in
   return std::vector<int8_t>(u.begin(), u.end());  // 0..15 fits int8
 }
 
+
+// ---- VNNI paths: tiles of 4 tokens x 4 weight rows, 16 accumulators ----
+
+// xu [m, k]: xq + 128 as uint8 (xq XOR 0x80).
+std::vector<uint8_t> biased_activations(const int8_t* xq, int64_t m, int64_t k) {
+  std::vector<uint8_t> xu(static_cast<size_t>(m * k));
+  for (int64_t i = 0; i < m * k; ++i) xu[i] = static_cast<uint8_t>(xq[i]) ^ 0x80u;
+  return xu;
+}
+
+// 128 * sum_i w[o, i] for each row: the correction of the +128 bias.
+std::vector<int32_t> bias_corrections(const int8_t* wq, int64_t n, int64_t k) {
+  std::vector<int32_t> c(n);
+  for (int64_t o = 0; o < n; ++o) {
+    int32_t s = 0;
+    for (int64_t i = 0; i < k; ++i) s += wq[o * k + i];
+    c[o] = 128 * s;
+  }
+  return c;
+}
+
+inline int32_t dot_u8s8(const uint8_t* a, const int8_t* b, int64_t k) {
+  int32_t sum = 0;
+  for (int64_t i = 0; i < k; ++i) sum += static_cast<int32_t>(a[i]) * static_cast<int32_t>(b[i]);
+  return sum;
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_avx512_vnni(
+    const uint8_t* xu, const int8_t* wq, const int32_t* corr, int64_t m, int64_t n, int64_t k, int64_t o0, int64_t o1,
+    int32_t* acc) {
+  const int64_t k64 = k / 64 * 64;
+  const __mmask64 tail = k64 < k ? (~0ull >> (64 - (k - k64))) : 0;
+  for (int64_t t0 = 0; t0 < m; t0 += 4) {
+    const int64_t nt = std::min<int64_t>(4, m - t0);
+    for (int64_t oo = o0; oo < o1; oo += 4) {
+      const int64_t no = std::min<int64_t>(4, o1 - oo);
+      __m512i c[4][4];
+      for (auto& r : c)
+        for (auto& v : r) v = _mm512_setzero_si512();
+      // Rows past the end repeat the last valid row (results discarded).
+      const uint8_t* xr[4];
+      const int8_t* wr[4];
+      for (int r = 0; r < 4; ++r) xr[r] = xu + (t0 + std::min<int64_t>(r, nt - 1)) * k;
+      for (int j = 0; j < 4; ++j) wr[j] = wq + (oo + std::min<int64_t>(j, no - 1)) * k;
+      for (int64_t i = 0; i < k64; i += 64) {
+        __m512i b[4];
+        for (int j = 0; j < 4; ++j) b[j] = _mm512_loadu_si512(wr[j] + i);
+        for (int r = 0; r < 4; ++r) {
+          const __m512i a = _mm512_loadu_si512(xr[r] + i);
+          for (int j = 0; j < 4; ++j) c[r][j] = _mm512_dpbusd_epi32(c[r][j], a, b[j]);
+        }
+      }
+      if (tail) {
+        __m512i b[4];
+        for (int j = 0; j < 4; ++j) b[j] = _mm512_maskz_loadu_epi8(tail, wr[j] + k64);
+        for (int r = 0; r < 4; ++r) {
+          const __m512i a = _mm512_maskz_loadu_epi8(tail, xr[r] + k64);
+          for (int j = 0; j < 4; ++j) c[r][j] = _mm512_dpbusd_epi32(c[r][j], a, b[j]);
+        }
+      }
+      for (int r = 0; r < nt; ++r)
+        for (int j = 0; j < no; ++j) acc[(t0 + r) * n + oo + j] = _mm512_reduce_add_epi32(c[r][j]) - corr[oo + j];
+    }
+  }
+}
+
+__attribute__((target("avx2,avxvnni"))) inline int32_t hsum_epi32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+  return _mm_cvtsi128_si32(s);
+}
+
+__attribute__((target("avx2,avxvnni"))) void tile_avx_vnni(const uint8_t* xu, const int8_t* wq, const int32_t* corr,
+                                                           int64_t m, int64_t n, int64_t k, int64_t o0, int64_t o1,
+                                                           int32_t* acc) {
+  const int64_t k32 = k / 32 * 32;
+  for (int64_t t0 = 0; t0 < m; t0 += 4) {
+    const int64_t nt = std::min<int64_t>(4, m - t0);
+    for (int64_t oo = o0; oo < o1; oo += 4) {
+      const int64_t no = std::min<int64_t>(4, o1 - oo);
+      __m256i c[4][4];
+      for (auto& r : c)
+        for (auto& v : r) v = _mm256_setzero_si256();
+      const uint8_t* xr[4];
+      const int8_t* wr[4];
+      for (int r = 0; r < 4; ++r) xr[r] = xu + (t0 + std::min<int64_t>(r, nt - 1)) * k;
+      for (int j = 0; j < 4; ++j) wr[j] = wq + (oo + std::min<int64_t>(j, no - 1)) * k;
+      for (int64_t i = 0; i < k32; i += 32) {
+        __m256i b[4];
+        for (int j = 0; j < 4; ++j) b[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr[j] + i));
+        for (int r = 0; r < 4; ++r) {
+          const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[r] + i));
+          for (int j = 0; j < 4; ++j) c[r][j] = _mm256_dpbusd_avx_epi32(c[r][j], a, b[j]);
+        }
+      }
+      for (int r = 0; r < nt; ++r)
+        for (int j = 0; j < no; ++j)
+          acc[(t0 + r) * n + oo + j] =
+              hsum_epi32(c[r][j]) + dot_u8s8(xr[r] + k32, wr[j] + k32, k - k32) - corr[oo + j];
+    }
+  }
+}
+
 }  // namespace
 
+bool s8_gemm_path_supported(S8GemmPath path) {
+  switch (path) {
+    case S8GemmPath::kScalar: return true;
+    case S8GemmPath::kAvxVnni: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avxvnni");
+    case S8GemmPath::kAvx512Vnni:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vnni");
+  }
+  return false;
+}
+
+const char* s8_gemm_path_name(S8GemmPath path) {
+  switch (path) {
+    case S8GemmPath::kScalar: return "scalar";
+    case S8GemmPath::kAvxVnni: return "avx_vnni";
+    case S8GemmPath::kAvx512Vnni: return "avx512_vnni";
+  }
+  return "?";
+}
+
+S8GemmPath s8_gemm_default_path() {
+  static const S8GemmPath path = [] {
+    if (const char* e = std::getenv("QSERVE_CPU_GEMM")) {
+      for (S8GemmPath p : {S8GemmPath::kScalar, S8GemmPath::kAvxVnni, S8GemmPath::kAvx512Vnni})
+        if (std::strcmp(e, s8_gemm_path_name(p)) == 0 && s8_gemm_path_supported(p)) return p;
+    }
+    for (S8GemmPath p : {S8GemmPath::kAvx512Vnni, S8GemmPath::kAvxVnni})
+      if (s8_gemm_path_supported(p)) return p;
+    return S8GemmPath::kScalar;
+  }();
+  return path;
+}
+
 void gemm_s8s8_s32(const int8_t* xq, const int8_t* wq, int64_t m, int64_t n, int64_t k, int32_t* acc) {
+  gemm_s8s8_s32(xq, wq, m, n, k, acc, s8_gemm_default_path());
+}
+
+void gemm_s8s8_s32(const int8_t* xq, const int8_t* wq, int64_t m, int64_t n, int64_t k, int32_t* acc,
+                   S8GemmPath path) {
   QS_CHECK(k < 133144) << "k = " << k << " could overflow INT32 accumulation";
+  QS_CHECK(s8_gemm_path_supported(path)) << "GEMM path " << s8_gemm_path_name(path) << " not supported by this CPU";
+  if (path != S8GemmPath::kScalar && k >= 65793) path = S8GemmPath::kScalar;  // the +128 bias could overflow
   // Parallel over output channels in blocks; each block walks all tokens so a
   // block of weight rows stays in cache.
   constexpr int64_t kRowBlock = 16;
   const int64_t blocks = (n + kRowBlock - 1) / kRowBlock;
+  if (path == S8GemmPath::kScalar) {
+    ThreadPool::global().parallel_for(blocks, [&](int64_t b0, int64_t b1) {
+      for (int64_t b = b0; b < b1; ++b) {
+        const int64_t o0 = b * kRowBlock, o1 = std::min(n, o0 + kRowBlock);
+        for (int64_t t = 0; t < m; ++t)
+          for (int64_t o = o0; o < o1; ++o) acc[t * n + o] = dot_s8(xq + t * k, wq + o * k, k);
+      }
+    });
+    return;
+  }
+  const std::vector<uint8_t> xu = biased_activations(xq, m, k);
+  const std::vector<int32_t> corr = bias_corrections(wq, n, k);
   ThreadPool::global().parallel_for(blocks, [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t o0 = b * kRowBlock, o1 = std::min(n, o0 + kRowBlock);
-      for (int64_t t = 0; t < m; ++t)
-        for (int64_t o = o0; o < o1; ++o) acc[t * n + o] = dot_s8(xq + t * k, wq + o * k, k);
+      if (path == S8GemmPath::kAvx512Vnni) tile_avx512_vnni(xu.data(), wq, corr.data(), m, n, k, o0, o1, acc);
+      else tile_avx_vnni(xu.data(), wq, corr.data(), m, n, k, o0, o1, acc);
     }
   });
 }

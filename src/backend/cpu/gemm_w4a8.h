@@ -29,6 +29,19 @@ void gemm_w8a8(const int8_t* xq, const uint16_t* s_x, int64_t m, const quant::W8
 void gemm_w4a16(const uint16_t* x, int64_t m, const quant::W4A16Weights& w, uint16_t* y);
 
 // The integer core: acc [m, n] = xq [m, k] * wq [n, k]^T (both int8 row-major).
+// Runs the fastest path the CPU has (s8_gemm_default_path()); every path gives
+// exactly the same INT32 results.
 void gemm_s8s8_s32(const int8_t* xq, const int8_t* wq, int64_t m, int64_t n, int64_t k, int32_t* acc);
+
+// Paths of the integer core. kScalar is the reference (plain loops, the oracle);
+// the VNNI paths use vpdpbusd (unsigned x signed bytes -> int32): with
+// xu = xq + 128 (xq XOR 0x80 as uint8), sum_i xq[i] w[i] = sum_i xu[i] w[i] - 128 sum_i w[i],
+// exact in INT32 for k < 65,793.
+enum class S8GemmPath { kScalar, kAvxVnni, kAvx512Vnni };
+bool s8_gemm_path_supported(S8GemmPath path);  // by this CPU (runtime check)
+// The best supported path, unless QSERVE_CPU_GEMM=scalar|avx_vnni|avx512_vnni says otherwise.
+S8GemmPath s8_gemm_default_path();
+const char* s8_gemm_path_name(S8GemmPath path);
+void gemm_s8s8_s32(const int8_t* xq, const int8_t* wq, int64_t m, int64_t n, int64_t k, int32_t* acc, S8GemmPath path);
 
 }  // namespace qserve::cpu

@@ -19,27 +19,31 @@ int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Relative cost of one problem on one tile with `splits`: rounds of units
 // over the SMs (one persistent CTA per SM) x the time of one unit, counted in
-// 128-wide k stages; a split unit also writes and reads back its INT32
-// partial tile (8 bytes per output), counted in stages by the bytes a stage
-// moves (weights + activations). Padding waste is in the tile counts; a
-// stage of a larger tile costs more (its bytes at small m, its MACs above).
+// 128-wide k stages; with split-K each unit writes its INT32 partial tile and
+// the last one of a tile reads the others' (splits x 4 bytes per output, on
+// the critical path), counted in stages by the bytes a stage moves (weights
+// + activations). Padding waste is in the tile counts; a stage of a larger
+// tile costs more (its bytes at small m, its MACs above). Checked against
+// sweeps of every tile x split on the H200 (the results file).
 double unit_cost(const TileShape& s, int64_t m, int64_t n, int64_t kt_total, int splits, int sms, double tile_eff) {
   const int64_t units = cdiv(n, s.bn()) * cdiv(m, s.bm) * splits;
   const int64_t rounds = cdiv(units, sms);
   const double stage_bytes = 64.0 * s.bn() + 128.0 * s.bm;
-  const double fixup = splits > 1 ? 8.0 * std::min<int64_t>(m, s.bm) * s.bn() / stage_bytes + 1.0 : 0.0;
+  const double fixup =
+      splits > 1 ? 4.0 * static_cast<double>(std::min<int64_t>(m, s.bm)) * s.bn() * splits / stage_bytes + 1.0 : 0.0;
   const double stage = static_cast<double>(s.bn()) * std::max(s.bm, 64) / tile_eff;
   return static_cast<double>(rounds) * (static_cast<double>(cdiv(kt_total, splits)) + fixup) * stage;
 }
 
 }  // namespace
 
-// Fitted to the full H200 table (bench/results/2026-11-29-gemm-wgmma-h200.md,
-// 9 layer shapes x m = 1..8192, both families timed side by side):
+// Fitted to the full H200 table and sweeps (bench/results/
+// 2026-11-29-gemm-wgmma-h200.md: 9 layer shapes x m = 1..8192, both families
+// timed side by side, every tile x split at m = 64 and 256):
 //  - m > 256: wgmma everywhere (1.6-3.3x the mma.sync kernels);
-//  - 64 < m <= 256: wgmma for g128 (1.1-3.3x) except small square layers at
-//    m <= 128, for per-channel on wide layers (n >= 8192; the narrow ones
-//    split K and lose);
+//  - 64 < m <= 256: wgmma (1.1-3.3x) except on small layers (n k <= 2^24, and
+//    per-channel n k <= 2^25 at m <= 128), where the few output tiles leave
+//    the wgmma kernel split-K bound;
 //  - m <= 64 (memory-bound): per-channel wgmma up to m = 16 (1.1-1.7x) and at
 //    33..64 on layers of >= 16384 rows or inputs; g128 keeps mma.sync there
 //    (its dequantization costs the wgmma consumer more than the loads it
@@ -49,7 +53,10 @@ bool use_wgmma(int64_t m, int64_t n, int64_t k, bool g128) {
   const bool small_layer = n * k <= (int64_t{1} << 24);
   const bool large_layer = n >= 16384 || k >= 16384;
   if (m > 256) return true;
-  if (m > 64) return g128 ? !(small_layer && m <= 128) : n >= 8192;
+  if (m > 64) {
+    if (small_layer && (m <= 128 || !g128)) return false;
+    return g128 || !(m <= 128 && n * k <= (int64_t{1} << 25));
+  }
   if (m > 32) return large_layer;
   if (m > 16) return false;
   return g128 ? small_layer : true;

@@ -73,10 +73,13 @@ __device__ __forceinline__ void unpack8(uint32_t word, const Level2& l, uint32_t
 
 // Consumer, one stage: waits for the stage's data and turns this warp's
 // weights into wgmma A registers: a[j][0..7] the first k64 half of m64 tile
-// j, a[j][8..15] the second (left alone when the stage is a half stage).
+// j, a[j][8..15] the second. A half stage (the last one when k % 128 == 64)
+// computes the second half too, on whatever the weight buffer holds, against
+// the zeros that TMA wrote for the activations past k: no branch splits the
+// wgmma sequence (which made the compiler close the group with a dummy wgmma).
 template <int MT, bool kG128>
 __device__ __forceinline__ void load_stage(const Params& p, uint64_t* full_bar, uint32_t parity, const uint8_t* wst,
-                                           const int (&w_off)[MT], const int (&t16)[MT], int kt, int g, bool two,
+                                           const int (&w_off)[MT], const int (&t16)[MT], int kt, int g,
                                            uint32_t (&a)[MT][16]) {
   uint32_t e[MT];
 #pragma unroll
@@ -94,34 +97,28 @@ __device__ __forceinline__ void load_stage(const Params& p, uint64_t* full_bar, 
     unpack8<kG128>(w0.y, l, a[j][2], a[j][3]);
     unpack8<kG128>(w0.z, l, a[j][4], a[j][5]);
     unpack8<kG128>(w0.w, l, a[j][6], a[j][7]);
-    if (two) {
-      const uint4 w1 = *reinterpret_cast<const uint4*>(wst + w_off[j] + 4096);
-      unpack8<kG128>(w1.x, l, a[j][8], a[j][9]);
-      unpack8<kG128>(w1.y, l, a[j][10], a[j][11]);
-      unpack8<kG128>(w1.z, l, a[j][12], a[j][13]);
-      unpack8<kG128>(w1.w, l, a[j][14], a[j][15]);
-    }
+    const uint4 w1 = *reinterpret_cast<const uint4*>(wst + w_off[j] + 4096);
+    unpack8<kG128>(w1.x, l, a[j][8], a[j][9]);
+    unpack8<kG128>(w1.y, l, a[j][10], a[j][11]);
+    unpack8<kG128>(w1.z, l, a[j][12], a[j][13]);
+    unpack8<kG128>(w1.w, l, a[j][14], a[j][15]);
   }
 }
 
-// Consumer, one stage: 4 (2 for a half stage) k32 steps x MT wgmma m64nBMk32,
-// committed as one group. B = the stage's X tile: stepping 32 B of k adds 2
-// to the descriptor.
+// Consumer, one stage: 4 k32 steps x MT wgmma m64nBMk32, committed as one
+// group. B = the stage's X tile: stepping 32 B of k adds 2 to the descriptor.
 template <int BM, int MT>
-__device__ __forceinline__ void issue_stage(int32_t (&acc)[MT][BM / 2], const uint32_t (&a)[MT][16], uint64_t desc,
-                                            bool two) {
+__device__ __forceinline__ void issue_stage(int32_t (&acc)[MT][BM / 2], const uint32_t (&a)[MT][16], uint64_t desc) {
   ptx::wgmma_fence();
 #pragma unroll
   for (int j = 0; j < MT; ++j) {
     ptx::wgmma_s8_rs<BM>(acc[j], a[j][0], a[j][1], a[j][2], a[j][3], desc + 0, 1);
     ptx::wgmma_s8_rs<BM>(acc[j], a[j][4], a[j][5], a[j][6], a[j][7], desc + 2, 1);
   }
-  if (two) {
 #pragma unroll
-    for (int j = 0; j < MT; ++j) {
-      ptx::wgmma_s8_rs<BM>(acc[j], a[j][8], a[j][9], a[j][10], a[j][11], desc + 4, 1);
-      ptx::wgmma_s8_rs<BM>(acc[j], a[j][12], a[j][13], a[j][14], a[j][15], desc + 6, 1);
-    }
+  for (int j = 0; j < MT; ++j) {
+    ptx::wgmma_s8_rs<BM>(acc[j], a[j][8], a[j][9], a[j][10], a[j][11], desc + 4, 1);
+    ptx::wgmma_s8_rs<BM>(acc[j], a[j][12], a[j][13], a[j][14], a[j][15], desc + 6, 1);
   }
   ptx::wgmma_commit();
 }
@@ -218,30 +215,28 @@ __global__ void __launch_bounds__(kThreads, 1)
       uint32_t a0[MT][16], a1[MT][16];
       int kt = kb, prev = -1;
       auto stage_of = [&](int i) { return i % STAGES; };
-      auto two_of = [&](int k_) { return 2 * k_ + 1 < k64_total; };
       auto release = [&](int s_) {
         __syncwarp();
         if (lane == 0) ptx::mbar_arrive(&empty[s_]);
       };
-      load_stage<MT, kG128>(p, &full[stage_of(it)], (it / STAGES) & 1, ws + stage_of(it) * kWBytes, w_off, t16, kt, g,
-                            two_of(kt), a0);
+      load_stage<MT, kG128>(p, &full[stage_of(it)], (it / STAGES) & 1, ws + stage_of(it) * kWBytes, w_off, t16, kt, g, a0);
       while (true) {
-        issue_stage<BM, MT>(acc, a0, ptx::smem_desc_sw128(xs + stage_of(it) * kXBytes), two_of(kt));
+        issue_stage<BM, MT>(acc, a0, ptx::smem_desc_sw128(xs + stage_of(it) * kXBytes));
         ptx::wgmma_wait<1>();
         if (prev >= 0) release(prev);
         prev = stage_of(it);
         ++kt, ++it;
         if (kt == ke) break;
         load_stage<MT, kG128>(p, &full[stage_of(it)], (it / STAGES) & 1, ws + stage_of(it) * kWBytes, w_off, t16, kt,
-                              g, two_of(kt), a1);
-        issue_stage<BM, MT>(acc, a1, ptx::smem_desc_sw128(xs + stage_of(it) * kXBytes), two_of(kt));
+                              g, a1);
+        issue_stage<BM, MT>(acc, a1, ptx::smem_desc_sw128(xs + stage_of(it) * kXBytes));
         ptx::wgmma_wait<1>();
         release(prev);
         prev = stage_of(it);
         ++kt, ++it;
         if (kt == ke) break;
         load_stage<MT, kG128>(p, &full[stage_of(it)], (it / STAGES) & 1, ws + stage_of(it) * kWBytes, w_off, t16, kt,
-                              g, two_of(kt), a0);
+                              g, a0);
       }
       ptx::wgmma_wait<0>();
 #pragma unroll

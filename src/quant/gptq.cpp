@@ -1,0 +1,220 @@
+#include "quant/gptq.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "core/thread_pool.h"
+#include "quant/f32_matmul.h"
+
+namespace qserve::quant {
+namespace {
+
+// In-place lower Cholesky factor of a [k, k] row-major SPD matrix (lower
+// triangle read and written). False when a pivot is not positive.
+bool cholesky_lower(std::vector<double>& a, int64_t k) {
+  for (int64_t j = 0; j < k; ++j) {
+    double* rj = &a[static_cast<size_t>(j * k)];
+    double d = rj[j];
+    for (int64_t m = 0; m < j; ++m) d -= rj[m] * rj[m];
+    if (!(d > 0)) return false;
+    const double ljj = std::sqrt(d);
+    rj[j] = ljj;
+    ThreadPool::global().parallel_for(k - j - 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = j + 1 + b; i < j + 1 + e; ++i) {
+        double* ri = &a[static_cast<size_t>(i * k)];
+        double s = ri[j];
+        for (int64_t m = 0; m < j; ++m) s -= ri[m] * rj[m];
+        ri[j] = s / ljj;
+      }
+    }, 64);
+  }
+  return true;
+}
+
+// Reverses the order of rows and columns (J A J, J the exchange matrix).
+std::vector<double> flip(const std::vector<double>& a, int64_t k) {
+  std::vector<double> out(a.size());
+  for (int64_t i = 0; i < k; ++i)
+    for (int64_t j = 0; j < k; ++j) out[static_cast<size_t>(i * k + j)] = a[static_cast<size_t>((k - 1 - i) * k + (k - 1 - j))];
+  return out;
+}
+
+struct Code {
+  int code;
+  float deq;
+};
+
+inline int clamp_round(double v, int lo, int hi) {
+  return static_cast<int>(std::clamp(std::nearbyint(v), static_cast<double>(lo), static_cast<double>(hi)));
+}
+
+}  // namespace
+
+GptqFactor gptq_factor(const Matrix& x, const GptqOptions& opt) {
+  QS_CHECK(x.rows > 0 && x.cols > 0) << "GPTQ needs calibration inputs";
+  const int64_t k = x.cols, t = x.rows;
+  // H = X^T X / t: transpose once, then the FP32 matmul (AVX2 when present).
+  std::vector<float> xt(static_cast<size_t>(k * t)), hf(static_cast<size_t>(k * k));
+  for (int64_t r = 0; r < t; ++r)
+    for (int64_t i = 0; i < k; ++i) xt[static_cast<size_t>(i * t + r)] = x.at(r, i);
+  matmul_nt(xt.data(), k, t, xt.data(), k, hf.data());
+  std::vector<double> h(hf.size());
+  double mean_diag = 0;
+  for (int64_t i = 0; i < k; ++i)
+    for (int64_t j = 0; j < k; ++j) {
+      // Symmetrize (the matmul's summation order may differ between (i, j) and (j, i)).
+      const double v = 0.5 * (static_cast<double>(hf[i * k + j]) + hf[j * k + i]) / static_cast<double>(t);
+      h[static_cast<size_t>(i * k + j)] = v;
+    }
+  for (int64_t i = 0; i < k; ++i) {
+    double& d = h[static_cast<size_t>(i * k + i)];
+    if (!(d > 0)) d = 1;
+    mean_diag += d;
+  }
+  mean_diag /= static_cast<double>(k);
+
+  // Upper R with H = R R^T: the lower Cholesky factor L' of J H J gives R = J L' J.
+  // Then H^-1 = R^-T R^-1, i.e. U = R^-1 (upper, positive diagonal).
+  GptqFactor f;
+  f.k = k;
+  std::vector<double> l;
+  for (double damp = opt.damp;; damp *= 10) {
+    std::vector<double> hd = h;
+    for (int64_t i = 0; i < k; ++i) hd[static_cast<size_t>(i * k + i)] += damp * mean_diag;
+    l = flip(hd, k);
+    if (cholesky_lower(l, k)) {
+      f.damp_used = damp;
+      break;
+    }
+    QS_CHECK(damp < 1e6) << "GPTQ: H is not positive definite even with damping " << damp;
+  }
+  // R[i, j] = L'[k-1-i, k-1-j] for j >= i.
+  auto r_at = [&](int64_t i, int64_t j) { return l[static_cast<size_t>((k - 1 - i) * k + (k - 1 - j))]; };
+  std::vector<double> rrow(static_cast<size_t>(k * k), 0.0);  // R row-major, upper part
+  for (int64_t i = 0; i < k; ++i)
+    for (int64_t j = i; j < k; ++j) rrow[static_cast<size_t>(i * k + j)] = r_at(i, j);
+  // U = R^-1, column by column: R u_j = e_j, back substitution (u_j[i] = 0 for i > j).
+  f.u.assign(static_cast<size_t>(k * k), 0.0f);
+  ThreadPool::global().parallel_for(k, [&](int64_t b, int64_t e) {
+    std::vector<double> col(k);
+    for (int64_t j = b; j < e; ++j) {
+      for (int64_t i = j; i >= 0; --i) {
+        const double* ri = &rrow[static_cast<size_t>(i * k)];
+        double s = i == j ? 1.0 : 0.0;
+        for (int64_t m = i + 1; m <= j; ++m) s -= ri[m] * col[m];
+        col[i] = s / ri[i];
+      }
+      for (int64_t i = 0; i <= j; ++i) f.u[static_cast<size_t>(i * k + j)] = static_cast<float>(col[i]);
+    }
+  });
+  return f;
+}
+
+void gptq_requantize(QuantizedLinear& q, const Matrix& w, const GptqFactor& f) {
+  if (q.format == WeightFormat::kF16) return;
+  QS_CHECK(w.rows == q.n && w.cols == q.k) << "GPTQ: weights " << w.rows << "x" << w.cols << " vs layer " << q.n << "x" << q.k;
+  QS_CHECK(f.k == q.k) << "GPTQ: factor for " << f.k << " inputs, layer has " << q.k;
+  const int64_t n = q.n, k = q.k;
+  const bool w4 = q.format != WeightFormat::kW8PerChannel;
+  // Codes of the round-to-nearest quantization, [n, k] (W4: 0..15, W8: -127..127).
+  std::vector<int> codes(static_cast<size_t>(n * k));
+  const uint8_t* packed = q.format == WeightFormat::kW4G128        ? q.g128.qweight.data()
+                          : q.format == WeightFormat::kW4PerChannel ? q.w4pc.qweight.data()
+                          : q.format == WeightFormat::kW4A16        ? q.w4a16.qweight.data()
+                                                                    : nullptr;
+  for (int64_t o = 0; o < n; ++o)
+    for (int64_t i = 0; i < k; ++i)
+      codes[o * k + i] = w4 ? int4_at(packed, k, o, i) : q.w8.q[o * k + i];
+  const int64_t group = q.format == WeightFormat::kW4G128 ? q.g128.group : q.format == WeightFormat::kW4A16 ? q.w4a16.group : k;
+  const int64_t groups = num_groups(k, group);
+
+  ThreadPool::global().parallel_for(n, [&](int64_t b, int64_t e) {
+    std::vector<float> row(k);
+    std::vector<int> lo(groups), hi(groups);
+    for (int64_t o = b; o < e; ++o) {
+      std::copy_n(w.row(o), k, row.data());
+      int* c = &codes[o * k];
+      for (int64_t g = 0; g < groups; ++g) {  // the codes round to nearest used in each group
+        const auto [mn, mx] = std::minmax_element(c + g * group, c + std::min(k, (g + 1) * group));
+        lo[g] = *mn;
+        hi[g] = *mx;
+      }
+      for (int64_t i = 0; i < k; ++i) {
+        const int64_t g = i / group;
+        Code qc{c[i], 0.0f};
+        // The same arithmetic as the round-to-nearest quantizers of weight_format.cpp (float
+        // division, then round half to even), so that without error feedback the codes are theirs.
+        switch (q.format) {
+          case WeightFormat::kW4G128: {
+            const float s1 = half_to_float(q.g128.s1[o]);
+            const int s2 = q.g128.s2[o * groups + g], z = q.g128.zero[o * groups + g];
+            if (s1 > 0) {
+              const int w8 = clamp_round(row[i] / s1, -kProtectiveRange, kProtectiveRange);
+              qc.code = std::clamp(clamp_round(static_cast<double>(w8) / s2, -255, 255) + z, lo[g], hi[g]);
+            }
+            qc.deq = s1 * static_cast<float>((qc.code - z) * s2);  // as dequantize(W4G128Weights)
+            break;
+          }
+          case WeightFormat::kW4PerChannel: {
+            const float s = half_to_float(q.w4pc.scale[o]);
+            const int z = q.w4pc.zero[o];
+            if (s > 0) qc.code = std::clamp(clamp_round(row[i] / s, -255, 255) + z, 0, 15);
+            qc.deq = s * static_cast<float>(qc.code - z);
+            break;
+          }
+          case WeightFormat::kW4A16: {
+            const float s = half_to_float(q.w4a16.scale[o * groups + g]);
+            const int z = q.w4a16.zero[o * groups + g];
+            if (s > 0) qc.code = std::clamp(clamp_round(row[i] / s, -255, 255) + z, 0, 15);
+            qc.deq = s * static_cast<float>(qc.code - z);
+            break;
+          }
+          case WeightFormat::kW8PerChannel: {
+            const float s = half_to_float(q.w8.scale[o]);
+            if (s > 0) qc.code = clamp_round(row[i] / s, -127, 127);
+            qc.deq = s * static_cast<float>(qc.code);
+            break;
+          }
+          case WeightFormat::kF16: break;
+        }
+        c[i] = qc.code;
+        const float* ui = &f.u[static_cast<size_t>(i * k)];
+        const float err = (row[i] - qc.deq) / ui[i];
+        for (int64_t j = i + 1; j < k; ++j) row[j] -= err * ui[j];
+      }
+    }
+  });
+
+  if (w4) {
+    std::vector<uint8_t> vals(codes.begin(), codes.end());
+    std::vector<uint8_t> p = pack_int4(vals, n, k);
+    if (q.format == WeightFormat::kW4G128) q.g128.qweight = std::move(p);
+    else if (q.format == WeightFormat::kW4PerChannel) q.w4pc.qweight = std::move(p);
+    else q.w4a16.qweight = std::move(p);
+  } else {
+    for (size_t i = 0; i < codes.size(); ++i) q.w8.q[i] = static_cast<int8_t>(codes[i]);
+  }
+}
+
+QuantizedLinear gptq_quantize_linear(WeightFormat format, const Matrix& w, const Matrix& grid_weights, int64_t group,
+                                     const GptqFactor& f) {
+  QuantizedLinear q = quantize_linear(format, grid_weights, group);
+  gptq_requantize(q, w, f);
+  return q;
+}
+
+double layer_output_error(const Matrix& x, const Matrix& w, const QuantizedLinear& q) {
+  QS_CHECK(x.cols == w.cols && w.rows == q.n && w.cols == q.k);
+  const std::vector<float> deq = dequantize_linear(q);
+  std::vector<float> diff(w.data.size());
+  for (size_t i = 0; i < diff.size(); ++i) diff[i] = w.data[i] - deq[i];
+  std::vector<float> y(static_cast<size_t>(x.rows * w.rows));
+  matmul_nt(x.data.data(), x.rows, x.cols, diff.data(), w.rows, y.data());
+  double s = 0;
+  for (float v : y) s += static_cast<double>(v) * v;
+  return s / static_cast<double>(x.rows);
+}
+
+}  // namespace qserve::quant

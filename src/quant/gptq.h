@@ -1,0 +1,61 @@
+// GPTQ-style error compensation (Frantar et al., "GPTQ", 2023; spec section 6,
+// step 7; DeepCompressor's QoQ configs turn it on).
+//
+// For a linear layer Y = X W^T with calibration inputs X [t, k], the layer
+// output error of quantized weights is sum_o (W_o - Wq_o) H (W_o - Wq_o)^T with
+// H = X^T X / t. GPTQ quantizes the input columns one at a time, left to right,
+// and moves each column's rounding error onto the columns not yet quantized:
+//   e_i = (w_i - q(w_i)) / U[i, i],   w_j -= e_i * U[i, j]  for j > i,
+// where U is the upper Cholesky factor of H^-1 (H^-1 = U^T U). Output rows are
+// independent (they share U), so rows run in parallel.
+//
+// The quantization grid is fixed beforehand and is exactly the format's round-
+// to-nearest grid of the (clipped) weights: level-1 scale, level-2 scale and
+// zero of each group (g128), per-channel scale and zero, W4A16 group scale and
+// zero, W8 scale. GPTQ only chooses the codes, each the nearest grid point to
+// the error-updated weight, clamped to the codes that round to nearest used in
+// that group (g128: [min code, max code] of the group, so that every level-2
+// value stays inside the range the protective range guarantees, [-128, 127]).
+// So a GPTQ checkpoint has exactly the layout and value ranges of a round-to-
+// nearest one, and clipping (which sets the grid) composes with GPTQ (which
+// targets the unclipped weights).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "quant/llama_weights.h"
+#include "quant/quant_linear.h"
+
+namespace qserve::quant {
+
+struct GptqOptions {
+  double damp = 0.01;  // added to H's diagonal: damp * mean(diag H) (raised x10 until Cholesky succeeds)
+};
+
+// U [k, k] row-major upper triangular with H^-1 = U^T U, H = X^T X / rows + damp.
+struct GptqFactor {
+  int64_t k = 0;
+  std::vector<float> u;
+  double damp_used = 0;  // the relative damping that made H positive definite
+};
+
+// x: [rows, k] calibration inputs of the layer (rows >= 1). Channels never
+// active (H[i, i] == 0) get H[i, i] = 1 (their weights still quantize; no error
+// flows through them).
+GptqFactor gptq_factor(const Matrix& x, const GptqOptions& opt = {});
+
+// Rewrites the codes of q (any format but kF16, whose call is a no-op) by GPTQ
+// for the target weights w [n, k]; q's scales and zeros are kept.
+void gptq_requantize(QuantizedLinear& q, const Matrix& w, const GptqFactor& f);
+
+// Convenience: quantize_linear(format, grid_weights, group) then gptq_requantize
+// towards w. grid_weights are the (clipped) weights that set the grid; pass w
+// itself when not clipping.
+QuantizedLinear gptq_quantize_linear(WeightFormat format, const Matrix& w, const Matrix& grid_weights, int64_t group,
+                                     const GptqFactor& f);
+
+// sum_t || X_t (W - Wq)^T ||^2 / rows: the mean squared layer output error of q against w on x.
+double layer_output_error(const Matrix& x, const Matrix& w, const QuantizedLinear& q);
+
+}  // namespace qserve::quant

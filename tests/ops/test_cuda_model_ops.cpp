@@ -1,0 +1,354 @@
+// Every op of the CUDA model backend against the CPU backend's op (the FP32
+// reference) on odd sizes, device outputs poisoned (0xFF bytes: fp16 NaN,
+// int8 -1) before each call. fp16 outputs are compared with fp16 tolerances;
+// int8 activation codes may move by one where the f32 reduction order moves
+// a value across a rounding boundary (at most 1% of them); the quantized
+// GEMMs, given the same INT8 inputs, agree to the epilogue's fp16 rounding.
+#ifdef QSERVE_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "backend/backend.h"
+#include "backend/cpu/kv_quant_backend.h"
+#include "engine/backend_factory.h"
+#include "quant/quant_linear.h"
+#include "test_cuda_model_util.h"
+
+namespace qserve {
+namespace {
+
+#ifndef QSERVE_HAVE_CUDA
+TEST(CudaBackendOps, Skipped) { GTEST_SKIP() << "skipped: no CUDA device (built without CUDA)"; }
+#else
+
+using test::compare_floats;
+using test::describe;
+using test::random_f16_exact;
+
+class CudaBackendOps : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+      GTEST_SKIP() << "skipped: no CUDA device";
+    }
+    cpu = make_cpu_backend(false);
+    gpu = make_backend("cuda");
+  }
+  // The backend works on its own non-blocking stream: synchronize around the
+  // poisoning so that it lands after the backend's zeroing and before its kernels.
+  void poison(Tensor& t) {
+    if (t.nbytes() == 0) return;
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    ASSERT_EQ(cudaMemset(t.data(), 0xFF, t.nbytes()), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
+  void poison(Activations& a) {
+    poison(a.values);
+    if (!a.scales.empty()) poison(a.scales);
+    if (!a.sums.empty()) poison(a.sums);
+  }
+  // A download through the backend that wrote the tensor: each backend
+  // orders its work on its own stream, and a download waits for that stream only.
+  std::vector<float> host(const Tensor& device, Backend* from = nullptr) {
+    Tensor h = (from ? from : gpu.get())->download(device);
+    return {h.data_as<float>(), h.data_as<float>() + h.numel()};
+  }
+  void expect_close(const Tensor& device, const Tensor& ref, double atol, double rtol, const std::string& what,
+                    Backend* from = nullptr) {
+    const std::vector<float> got = host(device, from);
+    ASSERT_EQ(static_cast<int64_t>(got.size()), ref.numel()) << what;
+    const test::FloatDiff d = compare_floats(got.data(), ref.data_as<float>(), ref.numel(), atol, rtol);
+    EXPECT_EQ(d.bad + d.nan, 0) << what << ": " << describe(d);
+  }
+  // INT8 activations: codes within one of the reference (<= 1% off by one),
+  // scales to fp16 rounding, sums within the moved codes' share.
+  void expect_int8_close(const Activations& got, const Activations& ref, const std::string& what) {
+    const std::vector<float> q = host(got.values), s = host(got.scales);
+    const int64_t T = ref.tokens(), K = ref.dim();
+    int64_t off_by_one = 0, worse = 0;
+    for (int64_t t = 0; t < T; ++t) {
+      int64_t moved = 0;
+      for (int64_t i = 0; i < K; ++i) {
+        const float d = std::fabs(q[t * K + i] - ref.values.data_as<int8_t>()[t * K + i]);
+        if (d == 1) ++off_by_one, ++moved;
+        else if (d > 1 || !std::isfinite(d)) ++worse;
+      }
+      const float rs = ref.scales.data_as<float>()[t];
+      EXPECT_NEAR(s[t], rs, 1e-3 * rs) << what << " scale of row " << t;
+      if (!ref.sums.empty()) {
+        const float gs = host(got.sums)[t], want = ref.sums.data_as<float>()[t];
+        EXPECT_NEAR(gs, want, 2e-3 * std::fabs(want) + rs * (moved + 1)) << what << " sum of row " << t;
+      }
+    }
+    EXPECT_EQ(worse, 0) << what;
+    EXPECT_LE(off_by_one, std::max<int64_t>(1, T * K / 100)) << what;
+  }
+
+  std::mt19937 rng{7};
+  std::unique_ptr<Backend> cpu, gpu;
+};
+
+TEST_F(CudaBackendOps, EmbeddingAndGatherRowsAreExact) {
+  const int64_t V = 37, H = 328;
+  Tensor table = random_f16_exact(rng, {V, H}, 1.f);
+  std::vector<int32_t> ids = {5, 0, 36, 5, 17, 2, 33};
+  Tensor ids_t(DType::kI32, {7}, ids.data());
+  Tensor ref = cpu->alloc(DType::kF32, {7, H});
+  cpu->embedding(table, ids_t, ref);
+  Tensor gt = gpu->upload(table), out = gpu->alloc(DType::kF16, {7, H});
+  poison(out);
+  gpu->embedding(gt, ids_t, out);
+  expect_close(out, ref, 0, 0, "embedding");
+
+  std::vector<int32_t> rows = {6, 0, 3};
+  Tensor rows_t(DType::kI32, {3}, rows.data());
+  Tensor ref_rows = cpu->alloc(DType::kF32, {3, H}), got_rows = gpu->alloc(DType::kF16, {3, H});
+  cpu->gather_rows(ref, rows_t, ref_rows);
+  poison(got_rows);
+  gpu->gather_rows(out, rows_t, got_rows);
+  expect_close(got_rows, ref_rows, 0, 0, "gather_rows");
+}
+
+TEST_F(CudaBackendOps, AddIsFp16Rounded) {
+  Tensor a = random_f16_exact(rng, {7, 200}, 1.f), b = random_f16_exact(rng, {7, 200}, 1.f);
+  Tensor ga = gpu->upload(a), gb = gpu->upload(b);
+  cpu->add(a, b);
+  gpu->add(ga, gb);
+  expect_close(ga, a, 0, 1.0 / 2048, "add");
+}
+
+TEST_F(CudaBackendOps, RmsNormInEveryFormat) {
+  for (int64_t T : {1, 7, 33})
+    for (int64_t H : {320, 584})
+      for (ActFormat f : {ActFormat::kFloat, ActFormat::kInt8PerToken, ActFormat::kInt8PerTokenSum})
+        for (bool residual : {false, true}) {
+          const std::string what = fmt::format("T {} H {} {} residual {}", T, H, act_format_name(f), residual);
+          Tensor x = random_f16_exact(rng, {T, H}, 1.f), d = random_f16_exact(rng, {T, H}, 0.5f);
+          Tensor w = random_f16_exact(rng, {H}, 0.1f, 1.f);
+          Tensor gx = gpu->upload(x), gd = gpu->upload(d), gw = gpu->upload(w);
+          Activations ref = cpu->alloc_activations(f, T, H), got = gpu->alloc_activations(f, T, H);
+          poison(got);
+          if (residual) {
+            // The updated residual is fp16 on the GPU (fp16(x + d), exact);
+            // the reference norms that same rounded stream.
+            cpu->add(x, d);
+            for (float& v : x.span<float>()) v = round_to_half(v);
+            cpu->rms_norm(x, w, 1e-5f, ref);
+            gpu->add_rms_norm(gx, gd, gw, 1e-5f, got);
+            expect_close(gx, x, 0, 0, what + " (residual)");
+          } else {
+            cpu->rms_norm(x, w, 1e-5f, ref);
+            gpu->rms_norm(gx, gw, 1e-5f, got);
+          }
+          if (f == ActFormat::kFloat) expect_close(got.values, ref.values, 1e-3, 2e-3, what);
+          else expect_int8_close(got, ref, what);
+        }
+}
+
+TEST_F(CudaBackendOps, SiluMulAndQuantize) {
+  for (int64_t T : {1, 7, 33})
+    for (ActFormat f : {ActFormat::kFloat, ActFormat::kInt8PerToken, ActFormat::kInt8PerTokenSum}) {
+      const int64_t I = 904;
+      const std::string what = fmt::format("T {} {}", T, act_format_name(f));
+      Tensor g = random_f16_exact(rng, {T, I}, 2.f), u = random_f16_exact(rng, {T, I}, 1.f);
+      Tensor gg = gpu->upload(g), gu = gpu->upload(u);
+      Activations ref = cpu->alloc_activations(f, T, I), got = gpu->alloc_activations(f, T, I);
+      poison(got);
+      cpu->silu_mul(g, u, ref);
+      gpu->silu_mul(gg, gu, got);
+      if (f == ActFormat::kFloat) expect_close(got.values, ref.values, 1e-3, 2e-3, "silu_mul " + what);
+      else expect_int8_close(got, ref, "silu_mul " + what);
+
+      Activations qref = cpu->alloc_activations(f, T, I), qgot = gpu->alloc_activations(f, T, I);
+      poison(qgot);
+      cpu->quantize(g, qref);
+      gpu->quantize(gg, qgot);
+      if (f == ActFormat::kFloat) expect_close(qgot.values, qref.values, 0, 0, "quantize " + what);
+      else expect_int8_close(qgot, qref, "quantize " + what);
+    }
+}
+
+// The same INT8 (or fp16) input on both sides: the CPU oracle quantizes, the
+// codes and scales are copied to the device.
+Activations to_device(Backend& gpu, const Activations& a) {
+  Activations d;
+  d.format = a.format;
+  d.values = a.format == ActFormat::kFloat ? gpu.upload(a.values) : gpu.upload(a.values);
+  if (!a.scales.empty()) d.scales = gpu.upload(a.scales);
+  if (!a.sums.empty()) d.sums = gpu.upload(a.sums);
+  return d;
+}
+
+TEST_F(CudaBackendOps, LinearsOfEveryFormat) {
+  struct Shape {
+    int64_t n, k;
+  };
+  for (quant::WeightFormat fmt : {quant::WeightFormat::kF16, quant::WeightFormat::kW4G128, quant::WeightFormat::kW4PerChannel,
+                                  quant::WeightFormat::kW8PerChannel, quant::WeightFormat::kW4A16})
+    for (Shape s : {Shape{200, 320}, Shape{1000, 576}, Shape{96, 896}})
+      for (int64_t m : {1, 7, 33}) {
+        const std::string what = fmt::format("{} n {} k {} m {}", quant::weight_format_name(fmt), s.n, s.k, m);
+        Tensor wt = random_f16_exact(rng, {s.n, s.k}, 1.0f / std::sqrt(static_cast<float>(s.k)));
+        quant::Matrix mat(s.n, s.k);
+        std::copy(wt.data_as<float>(), wt.data_as<float>() + wt.numel(), mat.data.begin());
+        const quant::QuantizedLinear ql = quant::quantize_linear(fmt, mat, 128);
+        auto lc = cpu->make_quantized_linear(quant::QuantizedLinear(ql));
+        auto lg = gpu->make_quantized_linear(quant::QuantizedLinear(ql));
+        ASSERT_EQ(lc->input_format(), lg->input_format()) << what;
+        Tensor x = random_f16_exact(rng, {m, s.k}, 1.f);
+        Activations xc = cpu->alloc_activations(lc->input_format(), m, s.k);
+        cpu->quantize(x, xc);
+        Activations xg = to_device(*gpu, xc);
+        Tensor yc = cpu->alloc(DType::kF32, {m, s.n}), yg = gpu->alloc(DType::kF16, {m, s.n});
+        poison(yg);
+        lc->forward(xc, yc);
+        lg->forward(xg, yg);
+        // Integer formats: the same accumulators, one fp16 rounding each side
+        // (one ulp apart at most). Float formats: f32 sums in another order
+        // and, for W4A16, fp16-rounded dequantized weights on the GPU.
+        const bool integer = fmt == quant::WeightFormat::kW4G128 || fmt == quant::WeightFormat::kW4PerChannel ||
+                             fmt == quant::WeightFormat::kW8PerChannel;
+        if (integer) expect_close(yg, yc, 1e-4, 1.0 / 1024, what);
+        else expect_close(yg, yc, 4e-3, 4e-3, what);
+      }
+  // A float linear with a bias.
+  Tensor w = random_f16_exact(rng, {72, 320}, 0.05f), b = random_f16_exact(rng, {72}, 1.f);
+  auto lc = cpu->make_linear(w, b);
+  auto lg = gpu->make_linear(w, b);
+  Tensor x = random_f16_exact(rng, {5, 320}, 1.f);
+  Activations xc = cpu->alloc_activations(ActFormat::kFloat, 5, 320);
+  xc.values = x;
+  Activations xg = to_device(*gpu, xc);
+  Tensor yc = cpu->alloc(DType::kF32, {5, 72}), yg = gpu->alloc(DType::kF16, {5, 72});
+  poison(yg);
+  lc->forward(xc, yc);
+  lg->forward(xg, yg);
+  expect_close(yg, yc, 4e-3, 4e-3, "fp16 linear + bias");
+}
+
+// RoPE + KV write + attention of a step: prefill of 3 sequences of odd
+// lengths, then a chunk + decode step, then a decode step, pages scattered;
+// CUDA packed pages vs the CPU's FP32 pages (fake-quantized for KV4 / KV8).
+// poison_pages: the pool starts as 0xFF bytes (NaN in every format) instead
+// of zeros, so that a kernel reading a slot beyond a context shows.
+class CudaBackendAttention : public CudaBackendOps, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(CudaBackendAttention, RopeKvWriteAndAttention) {
+  const bool poison_pages = GetParam();
+  struct AttnCase {
+    KvDtype kv;
+    int64_t hq, hkv, d;
+    double atol, max_rel_l2;
+  };
+  for (AttnCase c : {AttnCase{KvDtype::kFp16, 6, 2, 64, 5e-3, 3e-3}, AttnCase{KvDtype::kInt8, 8, 2, 128, 2e-2, 1e-2},
+                     AttnCase{KvDtype::kInt4, 6, 2, 64, 0.1, 3e-2}, AttnCase{KvDtype::kInt4, 4, 4, 128, 0.1, 3e-2},
+                     AttnCase{KvDtype::kFp16, 8, 1, 128, 5e-3, 3e-3}}) {
+    std::unique_ptr<Backend> ref = make_cpu_backend(false);
+    if (c.kv != KvDtype::kFp16) ref = cpu::make_kv_quant_backend(std::move(ref), c.kv);
+    std::unique_ptr<Backend> dev = make_backend("cuda", c.kv);
+    const int64_t page = 16, pages = 40;
+    KvLayer kc = ref->alloc_kv_layer(pages, page, c.hkv, c.d), kg = dev->alloc_kv_layer(pages, page, c.hkv, c.d);
+    if (poison_pages) {  // attention must never read a slot beyond a context
+      poison(kg.k);
+      poison(kg.v);
+    }
+    RopeParams rope;
+    rope.head_dim = c.d;
+    for (int64_t j = 0; j < c.d / 2; ++j) rope.inv_freq.push_back(std::pow(10000.f, -2.f * j / c.d));
+    std::vector<int32_t> perm(pages);
+    for (int32_t i = 0; i < pages; ++i) perm[i] = (i * 17 + 5) % pages;  // 17 is coprime with 40
+    std::vector<std::vector<int32_t>> tables(3);
+    std::vector<int32_t> lens(3, 0);
+    size_t next = 0;
+    auto run_step = [&](const std::vector<std::pair<int, int>>& parts, const std::string& what) {
+      AttentionBatch ab;
+      ab.page_size = page;
+      ab.token_offsets.push_back(0);
+      ab.page_table_offsets.push_back(0);
+      for (auto [s, n] : parts) {
+        for (int i = 0; i < n; ++i) {
+          const int32_t pos = lens[s]++;
+          if (pos / page >= static_cast<int64_t>(tables[s].size())) tables[s].push_back(perm[next++]);
+          ab.positions.push_back(pos);
+          ab.slots.push_back(static_cast<int32_t>(tables[s][pos / page] * page + pos % page));
+        }
+        ab.token_offsets.push_back(static_cast<int32_t>(ab.positions.size()));
+        ab.page_table.insert(ab.page_table.end(), tables[s].begin(), tables[s].end());
+        ab.page_table_offsets.push_back(static_cast<int32_t>(ab.page_table.size()));
+        ab.context_lens.push_back(lens[s]);
+      }
+      const int64_t T = ab.num_tokens();
+      Tensor q = random_f16_exact(rng, {T, c.hq * c.d}, 1.f), k = random_f16_exact(rng, {T, c.hkv * c.d}, 1.f),
+             v = random_f16_exact(rng, {T, c.hkv * c.d}, 1.f);
+      Tensor gq = dev->upload(q), gk = dev->upload(k), gv = dev->upload(v);
+      const float scale = 1.0f / std::sqrt(static_cast<float>(c.d));
+      ref->begin_step(ab);
+      ref->rope_kv_write(q, k, v, rope, ab, kc);
+      Tensor oc = ref->alloc(DType::kF32, {T, c.hq * c.d});
+      ref->attention(q, kc, ab, scale, oc);
+      dev->begin_step(ab);
+      dev->rope_kv_write(gq, gk, gv, rope, ab, kg);
+      Tensor og = dev->alloc(DType::kF16, {T, c.hq * c.d});
+      poison(og);
+      dev->attention(gq, kg, ab, scale, og);
+      expect_close(gq, q, 2e-3, 2e-3, what + " q after RoPE", dev.get());
+      const std::vector<float> got = host(og, dev.get());
+      const test::FloatDiff d = compare_floats(got.data(), oc.data_as<float>(), oc.numel(), c.atol, 2e-2);
+      EXPECT_EQ(d.bad + d.nan, 0) << what << ": " << describe(d);
+      EXPECT_LE(d.rel_l2, c.max_rel_l2) << what << ": " << describe(d);
+    };
+    const std::string name = fmt::format("kv{} hq {} hkv {} d {}", kv_bits(c.kv), c.hq, c.hkv, c.d);
+    run_step({{0, 37}, {1, 1}, {2, 70}}, name + " prefill");
+    run_step({{2, 1}, {1, 23}, {0, 1}}, name + " chunk + decode");
+    run_step({{0, 1}, {1, 1}, {2, 1}}, name + " decode");
+    run_step({{0, 1}, {1, 1}, {2, 1}}, name + " decode 2");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Pages, CudaBackendAttention, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "poisoned_pool" : "zeroed_pool"; });
+
+TEST_F(CudaBackendOps, ZeroKvPagesTouchesOnlyThosePages) {
+  std::vector<KvLayer> layers;
+  for (int l = 0; l < 3; ++l) {
+    layers.push_back(gpu->alloc_kv_layer(9, 16, 2, 64));
+    poison(layers.back().k);
+    poison(layers.back().v);
+  }
+  const std::vector<int32_t> pages = {3, 0, 7};
+  gpu->zero_kv_pages(layers, pages);
+  for (KvLayer& layer : layers)
+    for (Tensor* t : {&layer.k, &layer.v}) {
+      const std::vector<float> bytes = host(*t);
+      const int64_t page_bytes = t->dim(1);
+      for (int64_t p = 0; p < 9; ++p) {
+        const bool zeroed = p == 0 || p == 3 || p == 7;
+        int64_t wrong = 0;
+        for (int64_t i = 0; i < page_bytes; ++i) wrong += bytes[p * page_bytes + i] != (zeroed ? 0.f : 255.f);
+        EXPECT_EQ(wrong, 0) << "page " << p;
+      }
+    }
+}
+
+TEST_F(CudaBackendOps, KvPagesArePackedAndMemoryIsReported) {
+  // Llama-3-8B geometry: 8 KV heads, d = 128, 64-token pages: KV4 pages are
+  // 34,816 bytes per pool (docs/kv-cache-layout.md), K and V together twice that.
+  EXPECT_EQ(make_backend("cuda", KvDtype::kInt4)->kv_layer_page_bytes(64, 8, 128), 2 * 34816);
+  EXPECT_EQ(make_backend("cuda", KvDtype::kInt8)->kv_layer_page_bytes(64, 8, 128), 2 * 8 * (64 * 128 + 256));
+  EXPECT_EQ(make_backend("cuda")->kv_layer_page_bytes(64, 8, 128), 2 * 8 * 64 * 128 * 2);
+  const BackendMemoryInfo m = gpu->memory_info();
+  EXPECT_GT(m.total_bytes, 0);
+  EXPECT_GT(m.free_bytes, 0);
+  EXPECT_LE(m.free_bytes, m.total_bytes);
+}
+
+#endif  // QSERVE_HAVE_CUDA
+
+}  // namespace
+}  // namespace qserve
