@@ -103,6 +103,12 @@ struct AttentionBatch {
   std::vector<int32_t> page_table;          // page ids, in position order (position p is in page p / page_size)
   std::vector<int32_t> slots;               // [T]: page * page_size + p % page_size for each new token
   std::optional<int64_t> sliding_window;    // keys with position <= p - window are masked
+  // > 0: a device backend lays the step out for contexts up to this length
+  // (page-table width, decode split plan), so that a captured step can be
+  // replayed while its sequences grow. Sequences with context 0 and slot -1
+  // pad a batch to a captured size: nothing is written for them, their
+  // attention output is zero.
+  int32_t layout_max_context = 0;
   int64_t num_seqs() const { return static_cast<int64_t>(context_lens.size()); }
   int64_t num_tokens() const { return static_cast<int64_t>(positions.size()); }
 };
@@ -223,6 +229,19 @@ class Backend {
   // positions <= its own (GQA: query head h reads KV head h / (Hq / Hkv)):
   // q [T, Hq, D] (after RoPE), out [T, Hq * D]; softmax(q.k * scale) v.
   virtual void attention(const Tensor& q, const KvLayer& kv, const AttentionBatch& batch, float scale, Tensor& out) = 0;
+
+  // Step graphs (CUDA graphs): the device work between two calls captured
+  // once under a key and replayed. Between capture_begin and capture_end the
+  // ops must not allocate nor copy from the host (the caller warms a key up
+  // with one uncaptured step first); memory_epoch() changes whenever a buffer
+  // that a captured step may reference is reallocated: graphs of an older
+  // epoch must not be launched.
+  virtual bool supports_graphs() const { return false; }
+  virtual void capture_begin() {}
+  virtual void capture_end(uint64_t key) { (void)key; }
+  virtual void graph_launch(uint64_t key) { (void)key; }
+  virtual void drop_graphs() {}
+  virtual uint64_t memory_epoch() const { return 0; }
 
   // Sampling on the backend, so that only token ids leave it (a device
   // backend; the CPU samples on the host from the logits instead).

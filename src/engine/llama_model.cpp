@@ -120,6 +120,7 @@ int64_t LlamaModel::kv_bytes_per_page(int64_t page_size) const {
 void LlamaModel::allocate_kv_cache(int64_t num_pages, int64_t page_size) {
   if (num_pages <= 0 || page_size <= 0)
     fail(ErrorCode::kInvalidArgument, "KV cache needs positive pages and page size, got {} x {}", num_pages, page_size);
+  drop_graphs();  // they address the old pools
   kv_.clear();
   for (int64_t l = 0; l < config_.num_layers; ++l)
     kv_.push_back(backend_->alloc_kv_layer(num_pages, page_size, config_.num_kv_heads, config_.head_dim));
@@ -144,6 +145,7 @@ void LlamaModel::grow_pool(int64_t min_pages) {
   int64_t n = std::max<int64_t>(options_.initial_kv_pages, 1);
   while (n < min_pages) n *= 2;
   n = std::min(n, options_.max_kv_pages);
+  drop_graphs();  // they address the old pools
   for (KvLayer& layer : kv_) {
     KvLayer bigger = backend_->alloc_kv_layer(n, page_size_, config_.num_kv_heads, config_.head_dim);
     if (num_pages_ > 0) {
@@ -263,10 +265,33 @@ Tensor LlamaModel::run_to_logits(const PagedBatch& batch, std::vector<int32_t>& 
     ab.context_lens.push_back(static_cast<int32_t>(end));
     if (s.want_logits) last_rows.push_back(static_cast<int32_t>(ids.size() - 1));
   }
+  // A decode step of up to max_graph_batch sequences that all want logits
+  // runs as a captured graph: padded to the next captured size, laid out for
+  // a power-of-two context bound (the key), so that one graph serves the
+  // step after step as the sequences grow.
+  Backend& b = *backend_;
+  const int64_t real_rows = static_cast<int64_t>(last_rows.size());
+  bool graph_step = options_.cuda_graphs && b.supports_graphs() && !batch.all_logits && real_rows == S &&
+                    static_cast<int64_t>(ids.size()) == S && S <= options_.max_graph_batch;
+  uint64_t graph_key = 0;
+  if (graph_step) {
+    const int64_t padded = graph_batch_size(S);
+    int32_t bound = 64;
+    for (int32_t len : ab.context_lens) while (bound < len) bound *= 2;
+    ab.layout_max_context = bound;
+    for (int64_t p = S; p < padded; ++p) {  // padding: context 0, nothing written, output zero
+      ids.push_back(0);
+      ab.positions.push_back(0);
+      ab.slots.push_back(-1);
+      ab.token_offsets.push_back(static_cast<int32_t>(ids.size()));
+      ab.page_table_offsets.push_back(static_cast<int32_t>(ab.page_table.size()));
+      ab.context_lens.push_back(0);
+    }
+    graph_key = static_cast<uint64_t>(padded) | (static_cast<uint64_t>(bound) << 32);
+  }
   const int64_t T = static_cast<int64_t>(ids.size());
 
   // Workspace for T tokens.
-  Backend& b = *backend_;
   Workspace& w = *ws_;
   const Layer& L0 = *layers_[0];
   if (w.capacity < T) {
@@ -288,20 +313,78 @@ Tensor LlamaModel::run_to_logits(const PagedBatch& batch, std::vector<int32_t>& 
     w.mlp_out = b.alloc(f, {cap, H});
     w.last_x = b.alloc(f, {cap, H});
     w.capacity = cap;
+    ++workspace_epoch_;
   }
-  const int64_t logit_rows = batch.all_logits ? T : static_cast<int64_t>(last_rows.size());
-  if (w.logits.empty() || w.logits.dim(0) < logit_rows)  // [rows, V] can be large: sized on its own
+  const int64_t logit_rows = batch.all_logits || graph_step ? T : static_cast<int64_t>(last_rows.size());
+  if (w.logits.empty() || w.logits.dim(0) < logit_rows) {  // [rows, V] can be large: sized on its own
     w.logits = b.alloc(b.float_dtype(), {std::max<int64_t>(logit_rows, w.logits.empty() ? 0 : 2 * w.logits.dim(0)), V});
+    ++workspace_epoch_;
+  }
   Tensor x = rows_of(w.x, T);
   Activations attn_in = rows_of(w.attn_in, T), o_in = rows_of(w.o_in, T), mlp_in = rows_of(w.mlp_in, T),
               down_in = rows_of(w.down_in, T);
   Tensor q = rows_of(w.q, T), k = rows_of(w.k, T), v = rows_of(w.v, T), attn = rows_of(w.attn, T);
   Tensor o_out = rows_of(w.o_out, T), gate = rows_of(w.gate, T), up = rows_of(w.up, T), mlp_out = rows_of(w.mlp_out, T);
 
-  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   const float eps = c.rms_norm_eps;
   b.begin_step(ab);  // a device backend uploads the step's metadata once, here
   b.embedding(embed_, host_i32(ids), x);
+  if (graph_step) {
+    // Layers and lm_head over every row (the padding too): no host input
+    // inside, so the same device work replays for the next step of this key.
+    auto run_graph_body = [&] {
+      run_layers(x, ab, attn_in, o_in, mlp_in, down_in, q, k, v, attn, o_out, gate, up, mlp_out);
+      Activations head_in = rows_of(w.head_in, T);
+      b.rms_norm(x, final_norm_, eps, head_in);
+      Tensor all = rows_of(w.logits, T);
+      lm_head_->forward(head_in, all);
+    };
+    GraphState& g = graphs_[graph_key];
+    const std::pair<uint64_t, uint64_t> epoch{b.memory_epoch(), workspace_epoch_};
+    if (g.captured && g.epoch == epoch) {
+      b.graph_launch(graph_key);
+    } else if (g.warmed && g.epoch == epoch) {  // the previous step of this key allocated nothing new
+      b.capture_begin();
+      run_graph_body();
+      b.capture_end(graph_key);
+      QS_CHECK(b.memory_epoch() == epoch.first) << "a buffer was reallocated while capturing";
+      g.captured = true;
+      b.graph_launch(graph_key);
+    } else {  // uncaptured: warms up workspaces, library plans and kernel attributes for this key
+      run_graph_body();
+      g = GraphState{};
+      g.warmed = true;
+      g.epoch = {b.memory_epoch(), workspace_epoch_};
+    }
+    last_rows.resize(S);
+    return rows_of(w.logits, S);
+  }
+  run_layers(x, ab, attn_in, o_in, mlp_in, down_in, q, k, v, attn, o_out, gate, up, mlp_out);
+
+  // Only the rows that need logits go through the final norm and lm_head
+  // (every row for all_logits).
+  const int64_t R = batch.all_logits ? T : static_cast<int64_t>(last_rows.size());
+  if (R == 0) return {};
+  Tensor head_x = x;
+  if (!batch.all_logits) {
+    head_x = rows_of(w.last_x, R);
+    b.gather_rows(x, host_i32(last_rows), head_x);
+  }
+  Activations head_in = rows_of(w.head_in, R);
+  b.rms_norm(head_x, final_norm_, eps, head_in);
+  Tensor logits = rows_of(w.logits, R);
+  lm_head_->forward(head_in, logits);
+  return logits;
+}
+
+// The decoder layers over x [T, H] (then x += the last MLP output).
+void LlamaModel::run_layers(Tensor& x, const AttentionBatch& ab, Activations& attn_in, Activations& o_in,
+                            Activations& mlp_in, Activations& down_in, Tensor& q, Tensor& k, Tensor& v, Tensor& attn,
+                            Tensor& o_out, Tensor& gate, Tensor& up, Tensor& mlp_out) {
+  const ModelConfig& c = config_;
+  Backend& b = *backend_;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const float eps = c.rms_norm_eps;
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const Layer& L = *layers_[l];
     // x += previous MLP output; attention input = norm(x)
@@ -322,21 +405,21 @@ Tensor LlamaModel::run_to_logits(const PagedBatch& batch, std::vector<int32_t>& 
     L.down->forward(down_in, mlp_out);
   }
   b.add(x, mlp_out);
+}
 
-  // Only the rows that need logits go through the final norm and lm_head
-  // (every row for all_logits).
-  const int64_t R = batch.all_logits ? T : static_cast<int64_t>(last_rows.size());
-  if (R == 0) return {};
-  Tensor head_x = x;
-  if (!batch.all_logits) {
-    head_x = rows_of(w.last_x, R);
-    b.gather_rows(x, host_i32(last_rows), head_x);
+// Captured sizes: 1, 2, 4, 8, then multiples of 16.
+int64_t LlamaModel::graph_batch_size(int64_t seqs) {
+  if (seqs <= 8) {
+    int64_t b = 1;
+    while (b < seqs) b *= 2;
+    return b;
   }
-  Activations head_in = rows_of(w.head_in, R);
-  b.rms_norm(head_x, final_norm_, eps, head_in);
-  Tensor logits = rows_of(w.logits, R);
-  lm_head_->forward(head_in, logits);
-  return logits;
+  return (seqs + 15) / 16 * 16;
+}
+
+void LlamaModel::drop_graphs() {
+  graphs_.clear();
+  backend_->drop_graphs();
 }
 
 void LlamaModel::run(const PagedBatch& batch, Logits& out) {

@@ -75,6 +75,10 @@ struct LlamaModelOptions {
   int64_t initial_kv_pages = 64;   // the pool doubles when it runs out (forward(Batch) mode)
   int64_t max_kv_pages = 1 << 20;  // beyond this, kResourceExhausted
   std::string device = "cpu";      // load(): the backend, engine/backend_factory.h ("cpu" | "cuda")
+  // Decode steps of up to max_graph_batch sequences replayed from CUDA graphs
+  // (backends with supports_graphs()), padded to 1, 2, 4, 8, then multiples of 16.
+  bool cuda_graphs = true;
+  int64_t max_graph_batch = 256;
 };
 
 class LlamaModel {
@@ -132,6 +136,21 @@ class LlamaModel {
   // The forward pass up to the logits [R, V] on the backend (empty when no
   // row wants logits); last_rows: the rows of the sequences that want them.
   Tensor run_to_logits(const PagedBatch& batch, std::vector<int32_t>& last_rows);
+  void run_layers(Tensor& x, const AttentionBatch& ab, Activations& attn_in, Activations& o_in, Activations& mlp_in,
+                  Activations& down_in, Tensor& q, Tensor& k, Tensor& v, Tensor& attn, Tensor& o_out, Tensor& gate,
+                  Tensor& up, Tensor& mlp_out);
+  static int64_t graph_batch_size(int64_t seqs);
+  void drop_graphs();
+
+  // One captured decode-step graph per (padded batch, context bound): warmed
+  // up by one uncaptured step, captured at the next one, valid while neither
+  // the backend's buffers nor the model's workspace were reallocated.
+  struct GraphState {
+    bool warmed = false, captured = false;
+    std::pair<uint64_t, uint64_t> epoch{0, 0};  // (backend memory_epoch, workspace_epoch_)
+  };
+  std::unordered_map<uint64_t, GraphState> graphs_;
+  uint64_t workspace_epoch_ = 0;
 
   ModelConfig config_;
   std::unique_ptr<Backend> backend_;

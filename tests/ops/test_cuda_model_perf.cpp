@@ -72,13 +72,15 @@ TEST(CudaModelPerf, DISABLED_DecodeStepLlama3Shape) {
     w.layers.push_back(std::move(L));
   }
   constexpr int64_t kContext = 1024, kPage = 16;
-  for (const char* precision : {"fp16", "w4a8kv4_g128"}) {
+  for (const char* precision : {"fp16", "w4a8kv4_g128", "fp16+graphs", "w4a8kv4_g128+graphs"}) {
     const std::string p = precision;
+    LlamaModelOptions options;
+    options.cuda_graphs = p.ends_with("+graphs");  // the default is on: the plain rows run op by op
     std::unique_ptr<LlamaModel> model;
-    if (p == "fp16") {
-      model = LlamaModel::create(c, w, make_backend("cuda"));
+    if (p.starts_with("fp16")) {
+      model = LlamaModel::create(c, w, make_backend("cuda"), options);
     } else {
-      const quant::WeightFormat f = p == "w4a8kv4_g128" ? quant::WeightFormat::kW4G128 : quant::WeightFormat::kW4PerChannel;
+      const quant::WeightFormat f = p.starts_with("w4a8kv4_g128") ? quant::WeightFormat::kW4G128 : quant::WeightFormat::kW4PerChannel;
       auto factory = [&](Backend& b, int64_t l, const std::string& module) {
         const LlamaLayerWeights& L = w.layers[l];
         const Tensor& t = module == "q_proj"      ? L.q_proj
@@ -92,7 +94,7 @@ TEST(CudaModelPerf, DISABLED_DecodeStepLlama3Shape) {
         std::copy(t.data_as<float>(), t.data_as<float>() + t.numel(), m.data.begin());
         return b.make_quantized_linear(quant::quantize_linear(f, m, 128));
       };
-      model = LlamaModel::create(c, w, make_backend("cuda", KvDtype::kInt4), {}, factory);
+      model = LlamaModel::create(c, w, make_backend("cuda", KvDtype::kInt4), options, factory);
     }
     const int64_t max_batch = 256, pages_per_seq = kContext / kPage;
     model->allocate_kv_cache(max_batch * pages_per_seq, kPage);
@@ -104,7 +106,7 @@ TEST(CudaModelPerf, DISABLED_DecodeStepLlama3Shape) {
       for (int64_t s = 0; s < batch; ++s)
         b.seqs.push_back({token, kContext - 1, std::span<const int32_t>(table).subspan(s * pages_per_seq, pages_per_seq), true});
       Logits out;
-      for (int i = 0; i < 2; ++i) model->forward_paged(b, out);  // warm-up (and cuBLAS heuristics)
+      for (int i = 0; i < 3; ++i) model->forward_paged(b, out);  // warm-up, library plans, graph capture
       constexpr int kSteps = 10;
       const auto t0 = std::chrono::steady_clock::now();
       for (int i = 0; i < kSteps; ++i) model->forward_paged(b, out);

@@ -6,6 +6,7 @@
 // for a host compiler that contracts into FMA. Outputs are poisoned first.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -221,6 +222,39 @@ TEST_P(GemmW4A8, MatchesCpuReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, GemmW4A8, testing::ValuesIn(all_cases()), case_name);
+
+// The planner needs no GPU: the family by device and size, and the wgmma
+// plans' grid / split-K / workspace arithmetic on every benchmark shape.
+TEST(GemmW4A8Planner, FamilyAndPlans) {
+  cuda::DeviceInfo a100, h200;
+  a100.cc_major = 8, a100.sm_count = 108;
+  h200.cc_major = 9, h200.sm_count = 132;
+  const std::pair<int64_t, int64_t> shapes[] = {{6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336},
+                                                {12288, 4096}, {22016, 4096}, {4096, 11008}, {8192, 28672},
+                                                {576, 576},    {200, 448},    {1408, 2880}};
+  for (auto [n, k] : shapes)
+    for (int64_t m : {1, 7, 16, 33, 64, 100, 128, 255, 256, 257, 1024, 4097, 8192})
+      for (bool g : {false, true}) {
+        SCOPED_TRACE("n " + std::to_string(n) + " k " + std::to_string(k) + " m " + std::to_string(m));
+        EXPECT_FALSE(cuda::w4a8_tile_is_wgmma(cuda::plan_w4a8(a100, m, n, k, -1, 0, g).tile));
+        if (m > 256) {
+          EXPECT_TRUE(cuda::w4a8_tile_is_wgmma(cuda::plan_w4a8(h200, m, n, k, -1, 0, g).tile));
+        }
+        const cuda::W4A8Plan p = cuda::plan_w4a8_wgmma(h200, m, n, k, -1, 0, g);
+        ASSERT_TRUE(cuda::w4a8_tile_is_wgmma(p.tile));
+        const int64_t kt_total = (k + 127) / 128;
+        EXPECT_GE(int64_t{p.splits} * p.kt_per_split, kt_total);
+        EXPECT_LT(int64_t{p.splits - 1} * p.kt_per_split, kt_total);  // no empty split
+        const int64_t units = int64_t{p.grid_n} * p.grid_m * p.splits;
+        EXPECT_GE(p.ctas, 1);
+        EXPECT_LE(p.ctas, std::min<int64_t>(units, h200.sm_count));
+        const size_t partials = p.splits > 1 ? static_cast<size_t>(p.splits) * m * n * 4 : 0;
+        EXPECT_GE(p.workspace_bytes, static_cast<size_t>(p.grid_n) * p.grid_m * 4 + partials);
+      }
+  // Decode: per-channel on wgmma, g128 on mma.sync (measured on the H200).
+  EXPECT_TRUE(cuda::w4a8_tile_is_wgmma(cuda::plan_w4a8(h200, 1, 28672, 4096, -1, 0, false).tile));
+  EXPECT_FALSE(cuda::w4a8_tile_is_wgmma(cuda::plan_w4a8(h200, 1, 28672, 4096, -1, 0, true).tile));
+}
 
 using GemmBaselines = GpuTest;
 

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "cli/app.h"
+#include "cli/byte_size.h"
+#include "core/error.h"
 
 namespace qserve {
 namespace {
@@ -86,16 +88,22 @@ TEST(BenchDummy, MemoryBudgetBoundsTheBatchAndTheSweepFindsTheBest) {
   EXPECT_EQ(r["max_num_seqs"].get<int>(), 6);
   const int64_t page = r["kv_bytes_per_page"].get<int64_t>();
   const int64_t budget = r["weight_bytes"].get<int64_t>() + r["reserve_bytes"].get<int64_t>() + 5 * page + page / 2;
-  // The same model under three budgets in one process, one full batch each (--num-prompts 0).
+  // The same model under four budgets in one process, one full batch each (--num-prompts 0).
   args = {"--arch", "tiny", "--precision", "w4a8kv4", "--input-len", "24", "--output-len", "8", "--num-prompts", "0",
           "--max-num-seqs", "6", "--max-num-batched-tokens", "64", "--gpu-memory-utilization", "1",
-          "--memory-budgets", "100MB," + std::to_string(budget) + ",1KB"};
-  const BenchRun three = run_bench(args);
-  ASSERT_EQ(three.rc, 0);
-  ASSERT_EQ(three.lines.size(), 3u);
-  EXPECT_EQ(three.lines[0]["output_tokens"].get<int>(), 6 * 8);  // roomy: the --max-num-seqs cap
-  EXPECT_EQ(three.lines[0]["num_prompts"].get<int>(), 6);
-  const nlohmann::json& j = three.lines[1];
+          "--memory-budgets", "100MB,50MB," + std::to_string(budget) + ",1KB"};
+  const BenchRun four = run_bench(args);
+  ASSERT_EQ(four.rc, 0);
+  ASSERT_EQ(four.lines.size(), 4u);
+  EXPECT_EQ(four.lines[0]["output_tokens"].get<int>(), 6 * 8);  // roomy: the --max-num-seqs cap
+  EXPECT_EQ(four.lines[0]["num_prompts"].get<int>(), 6);
+  // 50 MB gives the same engine (6 sequences, the same pages): that run is not repeated.
+  EXPECT_EQ(four.lines[1]["measured_with_budget"].get<int64_t>(), 100'000'000);
+  EXPECT_EQ(four.lines[1]["memory_budget"].get<int64_t>(), 50'000'000);
+  EXPECT_EQ(four.lines[1]["output_tokens_per_s"], four.lines[0]["output_tokens_per_s"]);
+  EXPECT_LT(four.lines[1]["max_batch_fits"].get<int64_t>(), four.lines[0]["max_batch_fits"].get<int64_t>());
+  const std::vector<nlohmann::json> three = {four.lines[0], four.lines[2], four.lines[3]};
+  const nlohmann::json& j = three[1];
   EXPECT_EQ(j["memory_budget"].get<int64_t>(), budget);
   EXPECT_EQ(j["kv_pages_total"].get<int64_t>(), 5);
   EXPECT_EQ(j["max_batch_fits"].get<int64_t>(), 2);
@@ -104,8 +112,9 @@ TEST(BenchDummy, MemoryBudgetBoundsTheBatchAndTheSweepFindsTheBest) {
   EXPECT_EQ(j["peak_batch"].get<int64_t>(), 2);
   EXPECT_EQ(j["output_tokens"].get<int>(), 16);
   EXPECT_EQ(j["preemptions"].get<int>(), 0);
-  EXPECT_EQ(three.lines[2]["memory_budget"].get<int64_t>(), 1000);
-  EXPECT_NE(three.lines[2]["error"].get<std::string>().find("no room for the KV cache"), std::string::npos);
+  EXPECT_FALSE(j.contains("measured_with_budget"));
+  EXPECT_EQ(three[2]["memory_budget"].get<int64_t>(), 1000);
+  EXPECT_NE(three[2]["error"].get<std::string>().find("no room for the KV cache"), std::string::npos);
 
   const BenchRun sweep = run_bench({"--arch", "tiny", "--precision", "w4a8kv4", "--input-len", "8", "--output-len", "4",
                                "--num-prompts", "4", "--max-num-seqs", "0", "--sweep"});
@@ -151,6 +160,23 @@ TEST(ModelFlags, GenerateTakesTheSameFlags) {
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(rc, 1);
   EXPECT_NE(err.find("needs a tokenizer"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace qserve
+
+namespace qserve {
+namespace {
+
+TEST(ByteSize, DecimalBinaryAndScientific) {
+  EXPECT_EQ(cli::parse_byte_size("80000000000", "--x"), 80'000'000'000);
+  EXPECT_EQ(cli::parse_byte_size("80e9", "--x"), 80'000'000'000);
+  EXPECT_EQ(cli::parse_byte_size("48GB", "--x"), 48'000'000'000);
+  EXPECT_EQ(cli::parse_byte_size("48g", "--x"), 48'000'000'000);
+  EXPECT_EQ(cli::parse_byte_size("80GiB", "--x"), int64_t{80} << 30);
+  EXPECT_EQ(cli::parse_byte_size("1.5MiB", "--x"), int64_t{3} << 19);
+  EXPECT_EQ(cli::parse_byte_size("0", "--x"), 0);
+  for (const char* bad : {"", "lots", "-1", "5XB", "1e30", "GB"}) EXPECT_THROW(cli::parse_byte_size(bad, "--x"), Error) << bad;
 }
 
 }  // namespace

@@ -68,5 +68,36 @@ TEST(W4A8Repack, Level2Entries) {
     }
 }
 
+// The sm_90a kernels' level-2 dequantization (one multiply-add and one XOR
+// per 4 weights) gives exactly the INT8 weights for every s2 / zero and every
+// combination of four codes whose weights lie in [-128, 127] (what the
+// protective range guarantees), byte for byte, the same as the mma.sync
+// kernels' multiply + __vadd4.
+TEST(W4A8Repack, Level2OffsetBinaryIsExact) {
+  int64_t checked = 0;
+  for (int s2 = 1; s2 <= 16; ++s2)
+    for (int z = 0; z <= 15; ++z) {
+      std::vector<int> codes;  // the codes whose weight fits in int8
+      for (int w4 = 0; w4 <= 15; ++w4)
+        if ((w4 - z) * s2 >= -128 && (w4 - z) * s2 <= 127) codes.push_back(w4);
+      const uint8_t szero = quant::scaled_zero(static_cast<uint8_t>(s2), static_cast<uint8_t>(z));
+      const uint32_t c = quant::level2_offset_constant(szero);
+      for (int a : codes)
+        for (int b : codes)
+          for (int d : codes)
+            for (int e : codes) {
+              const uint32_t w4x4 = static_cast<uint32_t>(a | b << 8 | d << 16 | e << 24);
+              const uint32_t got = quant::level2_dequant_offset4(w4x4, static_cast<uint32_t>(s2), c);
+              ASSERT_EQ(got, quant::level2_dequant_wrap4(w4x4, static_cast<uint8_t>(s2), szero))
+                  << "s2 " << s2 << " z " << z;
+              const int want[4] = {a, b, d, e};
+              for (int i = 0; i < 4; ++i)
+                ASSERT_EQ(static_cast<int8_t>(got >> (8 * i)), (want[i] - z) * s2) << "s2 " << s2 << " z " << z;
+              ++checked;
+            }
+    }
+  EXPECT_GT(checked, 1000000);
+}
+
 }  // namespace
 }  // namespace qserve

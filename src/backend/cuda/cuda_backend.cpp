@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <unordered_map>
 
 #include "backend/cuda/attention/decode_attention.h"
 #include "backend/cuda/attention/prefill_attention.h"
@@ -38,6 +39,7 @@ struct StepMeta {
   const AttentionBatch* batch = nullptr;  // the host batch it was built from (identity check)
   int32_t tokens = 0, seqs = 0, stride = 0;
   int32_t max_new = 0, max_context = 0, max_position = 0;
+  int32_t plan_context = 0;  // the context the decode plan is made for (>= max_context)
   bool decode = false;  // one new token per sequence
   Tensor device;        // I32
   const int32_t* positions = nullptr;
@@ -239,6 +241,39 @@ class CudaBackend final : public Backend {
                      KvLayer& kv) override;
   void attention(const Tensor& q, const KvLayer& kv, const AttentionBatch& batch, float scale, Tensor& out) override;
 
+  bool supports_graphs() const override { return true; }
+  void capture_begin() override {
+    QS_CHECK(!state_->capturing);
+    QS_CUDA_CHECK(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal));
+    state_->capturing = true;
+  }
+  void capture_end(uint64_t key) override {
+    QS_CHECK(state_->capturing);
+    state_->capturing = false;
+    cudaGraph_t graph = nullptr;
+    QS_CUDA_CHECK(cudaStreamEndCapture(stream(), &graph));
+    cudaGraphExec_t exec = nullptr;
+    QS_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    QS_CUDA_CHECK(cudaGraphDestroy(graph));
+    auto it = graphs_.find(key);
+    if (it != graphs_.end()) QS_CUDA_CHECK(cudaGraphExecDestroy(it->second));
+    graphs_[key] = exec;
+  }
+  void graph_launch(uint64_t key) override {
+    auto it = graphs_.find(key);
+    QS_CHECK(it != graphs_.end()) << "no step graph " << key;
+    QS_CUDA_CHECK(cudaGraphLaunch(it->second, stream()));
+  }
+  void drop_graphs() override {
+    for (auto& [key, exec] : graphs_) cudaGraphExecDestroy(exec);
+    graphs_.clear();
+  }
+  uint64_t memory_epoch() const override { return epoch_ + state_->epoch; }
+  ~CudaBackend() override {
+    cudaStreamSynchronize(stream());
+    drop_graphs();
+  }
+
   bool supports_sampling() const override { return true; }
   void sample(const Tensor& logits, std::span<const SamplingParams> params, std::span<const uint64_t> steps,
               std::span<int32_t> tokens) override;
@@ -297,6 +332,7 @@ class CudaBackend final : public Backend {
   }
 
   const int32_t* upload_i32(cuda::PinnedStaging& staging, Tensor& device, const Tensor& host) {
+    QS_CHECK(!state_->capturing) << "host upload while capturing a step graph";
     const size_t bytes = host.nbytes();
     if (device.empty() || device.nbytes() < bytes)
       device = alloc(DType::kI32, {std::max<int64_t>(host.numel(), 2 * (device.empty() ? 0 : device.numel()))});
@@ -326,6 +362,8 @@ class CudaBackend final : public Backend {
   Tensor rope_table_;
   std::vector<float> rope_inv_freq_;
   int32_t rope_positions_ = 0;
+  uint64_t epoch_ = 0;  // reallocations of the buffers above (see memory_epoch)
+  std::unordered_map<uint64_t, cudaGraphExec_t> graphs_;
 };
 
 void CudaBackend::begin_step(const AttentionBatch& batch) {
@@ -350,7 +388,8 @@ void CudaBackend::begin_step(const AttentionBatch& batch) {
   if (batch.sliding_window && m.max_context > *batch.sliding_window)
     fail(ErrorCode::kUnsupported, "CUDA backend: sliding-window attention (window {}) over a context of {}",
          *batch.sliding_window, m.max_context);
-  m.stride = std::max(m.stride, 1);
+  m.plan_context = std::max(m.max_context, batch.layout_max_context);
+  m.stride = std::max<int32_t>({m.stride, 1, static_cast<int32_t>((batch.layout_max_context + batch.page_size - 1) / batch.page_size)});
 
   const int64_t count = 2 * T + (S + 1) + S + S * m.stride;
   int32_t* h = static_cast<int32_t*>(meta_.host(count * sizeof(int32_t)));
@@ -368,10 +407,12 @@ void CudaBackend::begin_step(const AttentionBatch& batch) {
     std::copy(batch.page_table.begin() + b, batch.page_table.begin() + e, h + o + s * m.stride);
     std::fill(h + o + s * m.stride + (e - b), h + o + (s + 1) * m.stride, 0);
   }
-  if (step_.device.empty() || step_.device.numel() < count)
+  if (step_.device.empty() || step_.device.numel() < count) {
     m.device = alloc(DType::kI32, {std::max<int64_t>(count, 2 * (step_.device.empty() ? 0 : step_.device.numel()))});
-  else
+    ++epoch_;
+  } else {
     m.device = step_.device;
+  }
   meta_.upload(m.device.data(), count * sizeof(int32_t), stream());
   const int32_t* d = m.device.data_as<int32_t>();
   m.positions = d;
@@ -385,9 +426,15 @@ void CudaBackend::begin_step(const AttentionBatch& batch) {
 void CudaBackend::ensure_rope_table(const RopeParams& rope, int32_t max_position) {
   const int64_t half = rope.head_dim / 2;
   QS_CHECK(static_cast<int64_t>(rope.inv_freq.size()) == half) << "rope inv_freq of " << rope.inv_freq.size();
-  if (rope.inv_freq == rope_inv_freq_ && max_position < rope_positions_) return;
+  if (rope.inv_freq == rope_inv_freq_) {
+    // Twice the positions in use, so that a step graph captured after an
+    // uncaptured step never needs a larger table.
+    if (state_->capturing) QS_CHECK(max_position < rope_positions_) << "RoPE table growth while capturing";
+    if (state_->capturing || 2 * static_cast<int64_t>(max_position) < rope_positions_) return;
+  }
   int32_t positions = std::max<int32_t>(rope_positions_, 4096);
-  while (positions <= max_position) positions *= 2;
+  while (positions <= 2 * static_cast<int64_t>(max_position)) positions *= 2;
+  ++epoch_;
   std::vector<float> table(static_cast<size_t>(positions) * half * 2);
   for (int32_t p = 0; p < positions; ++p)
     for (int64_t j = 0; j < half; ++j) {
@@ -445,9 +492,11 @@ void CudaBackend::attention(const Tensor& q, const KvLayer& kv, const AttentionB
   shape.head_dim = static_cast<int32_t>(D);
   if (m0.decode) {
     if (!step_.planned) {
-      step_.plan = cuda::plan_decode_attention(shape, kv_, m0.seqs, m0.max_context, state_->ctx.info().sm_count);
-      if (step_.plan.workspace_bytes > 0 && decode_workspace_.nbytes() < step_.plan.workspace_bytes)
-        decode_workspace_ = alloc(DType::kU8, {static_cast<int64_t>(step_.plan.workspace_bytes)});
+      step_.plan = cuda::plan_decode_attention(shape, kv_, m0.seqs, m0.plan_context, state_->ctx.info().sm_count);
+      if (step_.plan.workspace_bytes > 0 && decode_workspace_.nbytes() < step_.plan.workspace_bytes) {
+        decode_workspace_ = alloc(DType::kU8, {static_cast<int64_t>(2 * step_.plan.workspace_bytes)});
+        ++epoch_;
+      }
       step_.planned = true;
     }
     cuda::DecodeArgs a;

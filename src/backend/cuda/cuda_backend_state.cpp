@@ -22,6 +22,8 @@ struct DeviceBlock {
 void* CudaBackendState::w4a8_workspace(size_t bytes) {
   if (bytes == 0) return nullptr;
   if (w4a8_ws_.size() < bytes) {
+    QS_CHECK(!capturing) << "W4A8 workspace growth while capturing a step graph";
+    ++epoch;
     w4a8_ws_ = ctx.pool().allocate(std::max(bytes, 2 * w4a8_ws_.size()));
     QS_CUDA_CHECK(cudaMemsetAsync(w4a8_ws_.data(), 0, w4a8_ws_.size(), stream()));
   }
@@ -30,12 +32,14 @@ void* CudaBackendState::w4a8_workspace(size_t bytes) {
 
 int32_t* CudaBackendState::w8a8_accumulators(size_t elements) {
   const size_t bytes = elements * sizeof(int32_t);
-  if (w8a8_acc_.size() < bytes) w8a8_acc_ = ctx.pool().allocate(std::max(bytes, 2 * w8a8_acc_.size()));
+  if (w8a8_acc_.size() < bytes) QS_CHECK(!capturing) << "W8A8 workspace growth while capturing a step graph";
+  if (w8a8_acc_.size() < bytes) ++epoch, w8a8_acc_ = ctx.pool().allocate(std::max(bytes, 2 * w8a8_acc_.size()));
   return w8a8_acc_.as<int32_t>();
 }
 
 int8_t* CudaBackendState::w8a8_input(size_t elements) {
-  if (w8a8_in_.size() < elements) w8a8_in_ = ctx.pool().allocate(std::max(elements, 2 * w8a8_in_.size()));
+  if (w8a8_in_.size() < elements) QS_CHECK(!capturing) << "W8A8 workspace growth while capturing a step graph";
+  if (w8a8_in_.size() < elements) ++epoch, w8a8_in_ = ctx.pool().allocate(std::max(elements, 2 * w8a8_in_.size()));
   return w8a8_in_.as<int8_t>();
 }
 
@@ -48,6 +52,7 @@ Tensor device_tensor(const std::shared_ptr<CudaBackendState>& state, DType dtype
   }
   const size_t bytes = static_cast<size_t>(numel) * dtype_size(dtype);
   if (bytes == 0) return Tensor(dtype, std::move(shape), nullptr);
+  QS_CHECK(!state->capturing) << "device allocation while capturing a step graph";
   auto block = std::make_shared<DeviceBlock>();
   block->state = state;
   block->buffer = state->ctx.pool().allocate(bytes);

@@ -31,6 +31,9 @@ struct CudaBackendState {
   int8_t* w8a8_input(size_t elements);
 
   cudaStream_t stream() const { return ctx.stream(); }
+  // Bumped by every reallocation of a workspace above (CUDA graphs reference them).
+  uint64_t epoch = 0;
+  bool capturing = false;  // a step graph is being captured: no allocation allowed
 
  private:
   DeviceBuffer w4a8_ws_;

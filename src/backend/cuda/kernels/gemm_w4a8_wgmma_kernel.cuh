@@ -36,38 +36,36 @@
 #include "backend/cuda/kernels/gemm_hopper_primitives.cuh"
 #include "backend/cuda/kernels/gemm_wgmma_s8.cuh"
 #include "quant/gemm_epilogue.h"
+#include "quant/w4a8_repack.h"
 
 namespace qserve::cuda::w4a8::wgmma {
 
 // Level-2 parameters of rows g and g + 8 for one group, in the form the
-// unpacking below uses: s2 and C = (128 - z * s2) * 0x01010101 (mod 2^32).
-// The stored entry has s2 | szero << 8 per row, szero = low byte of -z * s2;
-// z * s2 <= 240, so z * s2 = (-szero) & 0xff.
+// unpacking below uses: s2 and C (quant/w4a8_repack.h). The stored entry has
+// s2 | szero << 8 per row (rows g, g + 8 in the low, high half).
 struct Level2 {
   uint32_t s2_lo, c_lo, s2_hi, c_hi;
 };
 __device__ __forceinline__ Level2 level2_params(uint32_t e) {
   Level2 l;
   l.s2_lo = e & 0xffu;
-  l.c_lo = (128u - ((0u - (e >> 8)) & 0xffu)) * 0x01010101u;
+  l.c_lo = quant::level2_offset_constant(e >> 8);
   l.s2_hi = (e >> 16) & 0xffu;
-  l.c_hi = (128u - ((0u - (e >> 24)) & 0xffu)) * 0x01010101u;
+  l.c_hi = quant::level2_offset_constant(e >> 24);
   return l;
 }
 
 // INT4 x 8 (one word of the compute order) -> two registers of 4 INT8 each
-// (rows g and g + 8). g128, three instructions per 4 weights: byte b of
-// w4 * s2 + C is (w4_b - z) * s2 + 128, in [0, 255] under the protective
-// range, so the 32-bit multiply-add has no carry between bytes (the bytes of C
-// may be "negative": the sum is still a valid base-256 number); XOR 0x80 turns
-// each offset-binary byte into the INT8 weight.
+// (rows g and g + 8). g128: three instructions per 4 weights, a 32-bit
+// multiply-add with no carry between bytes and an XOR
+// (quant::level2_dequant_offset4, exact under the protective range).
 template <bool kG128>
 __device__ __forceinline__ void unpack8(uint32_t word, const Level2& l, uint32_t& lo, uint32_t& hi) {
   lo = word & 0x0f0f0f0fu;
   hi = (word >> 4) & 0x0f0f0f0fu;
   if constexpr (kG128) {
-    lo = (lo * l.s2_lo + l.c_lo) ^ 0x80808080u;
-    hi = (hi * l.s2_hi + l.c_hi) ^ 0x80808080u;
+    lo = quant::level2_dequant_offset4(lo, l.s2_lo, l.c_lo);
+    hi = quant::level2_dequant_offset4(hi, l.s2_hi, l.c_hi);
   }
 }
 
