@@ -74,11 +74,22 @@ GptqFactor gptq_factor(const Matrix& x, const GptqOptions& opt) {
     mean_diag += d;
   }
   mean_diag /= static_cast<double>(k);
+  std::vector<int64_t> perm(k);
+  for (int64_t i = 0; i < k; ++i) perm[i] = i;
+  if (opt.act_order)
+    std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) { return h[a * k + a] > h[b * k + b]; });
+  {
+    std::vector<double> hp(h.size());
+    for (int64_t a = 0; a < k; ++a)
+      for (int64_t b = 0; b < k; ++b) hp[static_cast<size_t>(a * k + b)] = h[static_cast<size_t>(perm[a] * k + perm[b])];
+    h.swap(hp);
+  }
 
   // Upper R with H = R R^T: the lower Cholesky factor L' of J H J gives R = J L' J.
   // Then H^-1 = R^-T R^-1, i.e. U = R^-1 (upper, positive diagonal).
   GptqFactor f;
   f.k = k;
+  f.perm = perm;
   std::vector<double> l;
   for (double damp = opt.damp;; damp *= 10) {
     std::vector<double> hd = h;
@@ -131,18 +142,18 @@ void gptq_requantize(QuantizedLinear& q, const Matrix& w, const GptqFactor& f) {
   const int64_t groups = num_groups(k, group);
 
   ThreadPool::global().parallel_for(n, [&](int64_t b, int64_t e) {
-    std::vector<float> row(k);
+    std::vector<float> row(k);  // the row's weights in processing order
     std::vector<int> lo(groups), hi(groups);
     for (int64_t o = b; o < e; ++o) {
-      std::copy_n(w.row(o), k, row.data());
+      for (int64_t p = 0; p < k; ++p) row[p] = w.at(o, f.perm[p]);
       int* c = &codes[o * k];
       for (int64_t g = 0; g < groups; ++g) {  // the codes round to nearest used in each group
         const auto [mn, mx] = std::minmax_element(c + g * group, c + std::min(k, (g + 1) * group));
         lo[g] = *mn;
         hi[g] = *mx;
       }
-      for (int64_t i = 0; i < k; ++i) {
-        const int64_t g = i / group;
+      for (int64_t p = 0; p < k; ++p) {
+        const int64_t i = f.perm[p], g = i / group;  // column i, at step p
         Code qc{c[i], 0.0f};
         // The same arithmetic as the round-to-nearest quantizers of weight_format.cpp (float
         // division, then round half to even), so that without error feedback the codes are theirs.
@@ -151,7 +162,7 @@ void gptq_requantize(QuantizedLinear& q, const Matrix& w, const GptqFactor& f) {
             const float s1 = half_to_float(q.g128.s1[o]);
             const int s2 = q.g128.s2[o * groups + g], z = q.g128.zero[o * groups + g];
             if (s1 > 0) {
-              const int w8 = clamp_round(row[i] / s1, -kProtectiveRange, kProtectiveRange);
+              const int w8 = clamp_round(row[p] / s1, -kProtectiveRange, kProtectiveRange);
               qc.code = std::clamp(clamp_round(static_cast<double>(w8) / s2, -255, 255) + z, lo[g], hi[g]);
             }
             qc.deq = s1 * static_cast<float>((qc.code - z) * s2);  // as dequantize(W4G128Weights)
@@ -160,29 +171,29 @@ void gptq_requantize(QuantizedLinear& q, const Matrix& w, const GptqFactor& f) {
           case WeightFormat::kW4PerChannel: {
             const float s = half_to_float(q.w4pc.scale[o]);
             const int z = q.w4pc.zero[o];
-            if (s > 0) qc.code = std::clamp(clamp_round(row[i] / s, -255, 255) + z, 0, 15);
+            if (s > 0) qc.code = std::clamp(clamp_round(row[p] / s, -255, 255) + z, 0, 15);
             qc.deq = s * static_cast<float>(qc.code - z);
             break;
           }
           case WeightFormat::kW4A16: {
             const float s = half_to_float(q.w4a16.scale[o * groups + g]);
             const int z = q.w4a16.zero[o * groups + g];
-            if (s > 0) qc.code = std::clamp(clamp_round(row[i] / s, -255, 255) + z, 0, 15);
+            if (s > 0) qc.code = std::clamp(clamp_round(row[p] / s, -255, 255) + z, 0, 15);
             qc.deq = s * static_cast<float>(qc.code - z);
             break;
           }
           case WeightFormat::kW8PerChannel: {
             const float s = half_to_float(q.w8.scale[o]);
-            if (s > 0) qc.code = clamp_round(row[i] / s, -127, 127);
+            if (s > 0) qc.code = clamp_round(row[p] / s, -127, 127);
             qc.deq = s * static_cast<float>(qc.code);
             break;
           }
           case WeightFormat::kF16: break;
         }
         c[i] = qc.code;
-        const float* ui = &f.u[static_cast<size_t>(i * k)];
-        const float err = (row[i] - qc.deq) / ui[i];
-        for (int64_t j = i + 1; j < k; ++j) row[j] -= err * ui[j];
+        const float* up = &f.u[static_cast<size_t>(p * k)];
+        const float err = (row[p] - qc.deq) / up[p];
+        for (int64_t j = p + 1; j < k; ++j) row[j] -= err * up[j];
       }
     }
   });

@@ -4,7 +4,8 @@
 // For a linear layer Y = X W^T with calibration inputs X [t, k], the layer
 // output error of quantized weights is sum_o (W_o - Wq_o) H (W_o - Wq_o)^T with
 // H = X^T X / t. GPTQ quantizes the input columns one at a time, left to right,
-// and moves each column's rounding error onto the columns not yet quantized:
+// and moves each column's rounding error onto the columns not yet quantized
+// (i, j are positions in the processing order):
 //   e_i = (w_i - q(w_i)) / U[i, i],   w_j -= e_i * U[i, j]  for j > i,
 // where U is the upper Cholesky factor of H^-1 (H^-1 = U^T U). Output rows are
 // independent (they share U), so rows run in parallel.
@@ -12,10 +13,12 @@
 // The quantization grid is fixed beforehand and is exactly the format's round-
 // to-nearest grid of the (clipped) weights: level-1 scale, level-2 scale and
 // zero of each group (g128), per-channel scale and zero, W4A16 group scale and
-// zero, W8 scale. GPTQ only chooses the codes, each the nearest grid point to
-// the error-updated weight, clamped to the codes that round to nearest used in
-// that group (g128: [min code, max code] of the group, so that every level-2
-// value stays inside the range the protective range guarantees, [-128, 127]).
+// zero, W8 scale. GPTQ only chooses the codes, each by the format's own
+// rounding of the error-updated weight (g128: to the INT8 level, then to the
+// level-2 step), clamped in each g128 group to [min code, max code] of round to
+// nearest there, so that every level-2 value stays inside the range the
+// protective range guarantees, [-128, 127]. Columns go in descending H[i, i]
+// ("act order") by default; with a fixed grid the order needs nothing at run time.
 // So a GPTQ checkpoint has exactly the layout and value ranges of a round-to-
 // nearest one, and clipping (which sets the grid) composes with GPTQ (which
 // targets the unclipped weights).
@@ -30,12 +33,15 @@
 namespace qserve::quant {
 
 struct GptqOptions {
-  double damp = 0.01;  // added to H's diagonal: damp * mean(diag H) (raised x10 until Cholesky succeeds)
+  double damp = 0.01;     // added to H's diagonal: damp * mean(diag H) (raised x10 until Cholesky succeeds)
+  bool act_order = true;  // quantize columns in descending H[i, i] (the grid is fixed, so any order keeps the format)
 };
 
-// U [k, k] row-major upper triangular with H^-1 = U^T U, H = X^T X / rows + damp.
+// U [k, k] row-major upper triangular with Hp^-1 = U^T U, Hp = P (X^T X / rows + damp) P^T
+// the Hessian with rows and columns in the processing order perm (Hp[a, b] = H[perm[a], perm[b]]).
 struct GptqFactor {
   int64_t k = 0;
+  std::vector<int64_t> perm;  // [k] column processed at each step (identity without act_order)
   std::vector<float> u;
   double damp_used = 0;  // the relative damping that made H positive definite
 };

@@ -95,6 +95,7 @@ nlohmann::json qoq_config_to_json(const QoqConfig& c) {
   t["reorder"] = c.reorder;
   t["clip"] = c.clip;
   t["gptq"] = c.gptq;
+  t["gptq_act_order"] = c.gptq_act_order;
   nlohmann::json j;
   j["quant_method"] = "qoq";
   j["method"] = "qoq";
@@ -154,6 +155,7 @@ QoqConfig qoq_config_from_json(const nlohmann::json& j) {
     c.reorder = t.value("reorder", false);
     c.clip = t.value("clip", false);
     c.gptq = t.value("gptq", false);
+    c.gptq_act_order = t.value("gptq_act_order", false);
   }
   if (j.contains("calibration") && j["calibration"].is_object()) {
     c.calibration = j["calibration"].value("text", "");

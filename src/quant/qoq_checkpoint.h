@@ -29,6 +29,7 @@ struct QoqConfig {
   double smooth_attention_alpha = 0, smooth_output_alpha = 0, smooth_input_alpha = 0;  // 0: off
   bool reorder = false, clip = false;
   bool gptq = false;  // GPTQ error compensation chose the codes (quant/gptq.h)
+  bool gptq_act_order = false;  // ... in descending H[i, i] order
   std::string calibration;
   int64_t calibration_samples = 0, calibration_seqlen = 0;
 };

@@ -225,7 +225,7 @@ std::vector<QuantizedLinear> quantize_block(const BlockWeights& w, const BlockWe
     if (!gptq) continue;
     QS_CHECK(inputs[i]->rows > 0) << "GPTQ needs calibration rows";
     if (factor_of != inputs[i]) {  // q/k/v and gate/up share their input (and H)
-      factor = std::make_unique<GptqFactor>(gptq_factor(*inputs[i]));
+      factor = std::make_unique<GptqFactor>(gptq_factor(*inputs[i], {.act_order = opt.gptq_act_order}));
       factor_of = inputs[i];
     }
     const double rtn = layer_output_error(*inputs[i], *target[i], out.back());
@@ -334,6 +334,7 @@ QuantizeReport quantize_checkpoint(const Checkpoint& in, const std::string& out_
   qc.reorder = opt.reorder && (fmt == WeightFormat::kW4G128 || fmt == WeightFormat::kW4A16);
   qc.clip = opt.clip;
   qc.gptq = opt.gptq;
+  qc.gptq_act_order = opt.gptq && opt.gptq_act_order;
   qc.calibration = opt.calibration_name;
   qc.calibration_samples = n_seq;
   qc.calibration_seqlen = seqlen;

@@ -5,6 +5,7 @@
 // nearest when the inputs are uncorrelated.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -58,7 +59,7 @@ TEST(Gptq, FactorIsCholeskyOfInverseHessian) {
   std::mt19937 rng(1);
   const int64_t k = 40, rows = 200;
   const Matrix x = correlated_inputs(rng, rows, mixing(rng, k));
-  const GptqFactor f = gptq_factor(x, {.damp = 0.01});
+  const GptqFactor f = gptq_factor(x, {.damp = 0.01, .act_order = false});
   ASSERT_EQ(f.k, k);
   // H + damp * mean(diag) I, in double.
   std::vector<double> h(k * k, 0.0);
@@ -85,6 +86,13 @@ TEST(Gptq, FactorIsCholeskyOfInverseHessian) {
       worst = std::max(worst, std::fabs(s - (i == j ? 1.0 : 0.0)));
     }
   EXPECT_LT(worst, 1e-3);
+  for (int64_t i = 0; i < k; ++i) EXPECT_EQ(f.perm[i], i);
+  // act_order: a permutation, by descending H[i, i].
+  const GptqFactor fa = gptq_factor(x, {.damp = 0.01, .act_order = true});
+  std::vector<int64_t> sorted = fa.perm;
+  std::sort(sorted.begin(), sorted.end());
+  for (int64_t i = 0; i < k; ++i) EXPECT_EQ(sorted[i], i);
+  for (int64_t i = 1; i < k; ++i) EXPECT_GE(h[fa.perm[i - 1] * k + fa.perm[i - 1]], h[fa.perm[i] * k + fa.perm[i]]);
 }
 
 class GptqFormats : public ::testing::TestWithParam<WeightFormat> {};
@@ -100,6 +108,8 @@ TEST_P(GptqFormats, LowersLayerOutputErrorOnCorrelatedInputs) {
   const QuantizedLinear gq = gptq_quantize_linear(GetParam(), w, w, 128, f);
   const double e_rtn = layer_output_error(x, w, rtn), e_gptq = layer_output_error(x, w, gq);
   EXPECT_LT(e_gptq, 0.7 * e_rtn) << "GPTQ " << e_gptq << " vs round to nearest " << e_rtn;
+  const QuantizedLinear gq_seq = gptq_quantize_linear(GetParam(), w, w, 128, gptq_factor(x, {.act_order = false}));
+  EXPECT_LT(layer_output_error(x, w, gq_seq), 0.7 * e_rtn) << "GPTQ without act_order";
   // And on held-out inputs from the same distribution (not just the calibration rows).
   const Matrix x2 = correlated_inputs(rng, 512, a);
   EXPECT_LT(layer_output_error(x2, w, gq), layer_output_error(x2, w, rtn));
