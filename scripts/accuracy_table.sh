@@ -28,11 +28,14 @@ rows=(
   "w4a8kv4_g128_rot_sattn_smooth|--precision w4a8kv4 --no-reorder --no-clip"
   "w4a8kv4_g128_rot_sattn_smooth_reorder|--precision w4a8kv4 --no-clip"
   "w4a8kv4_g128_qoq|--precision w4a8kv4"
+  "w4a8kv4_g128_qoq_gptq_l2r|--precision w4a8kv4 --gptq --gptq-no-act-order"
   "w4a8kv4_g128_qoq_gptq|--precision w4a8kv4 --gptq"
   "w4a8kv4_pc_qoq|--precision w4a8kv4 --group-size -1"
+  "w4a8kv4_pc_qoq_gptq_l2r|--precision w4a8kv4 --group-size -1 --gptq --gptq-no-act-order"
   "w4a8kv4_pc_qoq_gptq|--precision w4a8kv4 --group-size -1 --gptq"
+  "w4a8kv4_g128_qoq_norot_gptq_l2r|--precision w4a8kv4 --no-rotate --gptq --gptq-no-act-order"
   "w4a8kv4_g128_qoq_norot_gptq|--precision w4a8kv4 --no-rotate --gptq"
-  "w4a8kv4_g128_rtn_gptq|--precision w4a8kv4 --rtn --gptq"
+  "w4a8kv4_g128_rtn_gptq_l2r|--precision w4a8kv4 --rtn --gptq --gptq-no-act-order"
 )
 for row in "${rows[@]}"; do
   name=${row%%|*}

@@ -26,6 +26,7 @@ struct QuantizeArgs {
   bool no_rotate = false, no_smooth_attn = false, no_smooth = false, no_reorder = false, no_clip = false;
   bool smoothquant = false, calib_random = false, gptq = false, gptq_no_act_order = false;
   int64_t gptq_rows = 4096;
+  double gptq_damp = 0.01;
   double smooth_alpha = 0.2;
   bool quiet = false;
 };
@@ -75,6 +76,7 @@ void add_quantize_command(CLI::App& app) {
                 "Round to nearest: every QoQ step off");
   sub->add_flag("--gptq", a->gptq, "GPTQ error compensation: codes chosen column by column against H = X^T X of the calibration inputs");
   sub->add_flag("--gptq-no-act-order", a->gptq_no_act_order, "GPTQ columns left to right instead of by descending activation energy");
+  sub->add_option("--gptq-damp", a->gptq_damp, "GPTQ damping, relative to the mean of diag(H)")->capture_default_str();
   sub->add_option("--gptq-rows", a->gptq_rows, "Calibration rows per linear input used for GPTQ's H")->capture_default_str();
   sub->add_flag("--smoothquant", a->smoothquant, "SmoothQuant input smoothing (alpha 0.5) into the RMSNorm gains");
   sub->add_option("--smooth-alpha", a->smooth_alpha, "Migration strength of the output smoothing")->capture_default_str();
@@ -94,6 +96,8 @@ void add_quantize_command(CLI::App& app) {
     opt.smooth_input = a->smoothquant;
     opt.gptq = a->gptq;
     opt.gptq_act_order = !a->gptq_no_act_order;
+    if (!(a->gptq_damp > 0)) fail(ErrorCode::kInvalidArgument, "--gptq-damp must be positive, not {}", a->gptq_damp);
+    opt.gptq_damp = a->gptq_damp;
     opt.gptq_rows = std::max<int64_t>(1, a->gptq_rows);
     opt.smooth_output_alpha = a->smooth_alpha;
     auto ckpt = open_checkpoint(model);

@@ -225,7 +225,7 @@ std::vector<QuantizedLinear> quantize_block(const BlockWeights& w, const BlockWe
     if (!gptq) continue;
     QS_CHECK(inputs[i]->rows > 0) << "GPTQ needs calibration rows";
     if (factor_of != inputs[i]) {  // q/k/v and gate/up share their input (and H)
-      factor = std::make_unique<GptqFactor>(gptq_factor(*inputs[i], {.act_order = opt.gptq_act_order}));
+      factor = std::make_unique<GptqFactor>(gptq_factor(*inputs[i], {.damp = opt.gptq_damp, .act_order = opt.gptq_act_order}));
       factor_of = inputs[i];
     }
     const double rtn = layer_output_error(*inputs[i], *target[i], out.back());

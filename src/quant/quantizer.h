@@ -31,6 +31,7 @@ struct QuantizeOptions {
   bool gptq = false;               // GPTQ error compensation (quant/gptq.h) after the grid is set
   int64_t gptq_rows = 4096;        // calibration rows kept per linear input for GPTQ's H = X^T X
   bool gptq_act_order = true;      // GPTQ columns in descending H[i, i]
+  double gptq_damp = 0.01;         // GPTQ damping, relative to mean(diag H)
   double smooth_attention_alpha = 0.5;
   double smooth_output_alpha = 0.2;
   double smooth_input_alpha = 0.5;
