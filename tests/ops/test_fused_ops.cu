@@ -76,7 +76,9 @@ TEST(FusedOpsCuda, RmsNormQuantWithResidual) {
 TEST(FusedOpsCuda, SiluMulQuantAndQuantize) {
   QS_SKIP_WITHOUT_CUDA();
   std::mt19937 rng(2);
-  for (int cols : {16, 4096, 14336}) {
+  // 8200, 11008, 14336: the shared-memory SiLU kernel for wide rows (odd chunk
+  // count too); 28672: past its shared-memory cap, the register kernel again
+  for (int cols : {16, 4096, 8200, 11008, 14336, 28672}) {
     for (int rows : {1, 3, 17}) {
       SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(cols));
       const auto gu = random_half(rng, static_cast<size_t>(rows) * 2 * cols, 2.f);

@@ -166,6 +166,61 @@ __global__ void __launch_bounds__(THREADS) row_kernel(const RowParams p) {
   }
 }
 
+// SiLU(gate) * up + per-row INT8 quantization (+ sum) for the MLP's wide rows
+// (intermediate sizes 11008-14336): the row's products go to shared memory (4
+// bytes per column, as two planes of float4 so that consecutive threads hit
+// consecutive 16-byte words: no bank conflicts) instead of registers. A block
+// then needs few registers and 2-5 blocks share an SM, so one block's loads
+// overlap another's reductions and stores; the register-resident row_kernel
+// fits one 256-thread block per SM at these widths and idles between its phases
+// (50% of the copy ceiling measured). Same arithmetic, so the same bytes.
+constexpr int kWideThreads = 256;
+constexpr int kWideMaxSmem = 100 * 1024;  // at least 2 blocks per SM (227 KB)
+
+__global__ void __launch_bounds__(kWideThreads) silu_mul_quant_wide_kernel(const RowParams p) {
+  extern __shared__ float4 ys[];  // [2][chunks]: values 0-3 of chunk c at ys[c], 4-7 at ys[chunks + c]
+  __shared__ float red[kWideThreads / 32];
+  const int64_t row = blockIdx.x;
+  const int chunks = p.cols / 8;
+  float amax = 0.f;
+#pragma unroll 4
+  for (int c = threadIdx.x; c < chunks; c += kWideThreads) {
+    const int64_t off = row * p.stride + c * 8;
+    float g[8], u[8];
+    unpack8(*reinterpret_cast<const uint4*>(p.a + off), g);
+    unpack8(*reinterpret_cast<const uint4*>(p.b + off), u);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      g[k] = g[k] * __frcp_rn(1.f + __expf(-g[k])) * u[k];  // as row_kernel<kSiluMul>
+      amax = fmaxf(amax, fabsf(g[k]));
+    }
+    ys[c] = make_float4(g[0], g[1], g[2], g[3]);
+    ys[chunks + c] = make_float4(g[4], g[5], g[6], g[7]);
+  }
+  amax = block_max<kWideThreads>(amax, red);  // its barriers also publish ys
+  const half s_h = __float2half_rn(act_raw_scale(amax));
+  const float s = __half2float(s_h);
+  float qsum = 0.f;  // integer-valued, exact in f32 below 2^24
+#pragma unroll 4
+  for (int c = threadIdx.x; c < chunks; c += kWideThreads) {
+    const float4 lo = ys[c], hi = ys[chunks + c];
+    const float y[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    uint32_t packed[2] = {0, 0};
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const int v = act_quantize_value(y[k], s);
+      qsum += static_cast<float>(v);
+      packed[k / 4] |= (static_cast<uint32_t>(v) & 0xffu) << (8 * (k % 4));
+    }
+    *reinterpret_cast<uint2*>(p.q + row * p.cols + c * 8) = make_uint2(packed[0], packed[1]);
+  }
+  if (p.sum) qsum = block_sum<kWideThreads>(qsum, red);
+  if (threadIdx.x == 0) {
+    p.scale[row] = s_h;
+    if (p.sum) p.sum[row] = __float2half_rn(__fmul_rn(s, qsum));
+  }
+}
+
 template <RowOp OP, int THREADS>
 cudaError_t launch_iters(const RowParams& p, int rows, cudaStream_t stream) {
   const int chunks = p.cols / 8;
@@ -246,7 +301,14 @@ cudaError_t silu_mul_quant(const uint16_t* gate, const uint16_t* up, int64_t str
   p.b = reinterpret_cast<const half*>(up);
   p.stride = stride;
   p.cols = cols;
-  return launch_row<RowOp::kSiluMul>(p, rows, stream);
+  const size_t smem = static_cast<size_t>(cols) * sizeof(float);
+  const bool wide = cols >= 8192 && cols % 8 == 0 && stride % 8 == 0 && smem <= kWideMaxSmem;
+  if (!wide || rows <= 0) return launch_row<RowOp::kSiluMul>(p, rows, stream);
+  static const cudaError_t attr = cudaFuncSetAttribute(silu_mul_quant_wide_kernel,
+                                                       cudaFuncAttributeMaxDynamicSharedMemorySize, kWideMaxSmem);
+  if (attr != cudaSuccess) return attr;
+  silu_mul_quant_wide_kernel<<<rows, kWideThreads, smem, stream>>>(p);
+  return cudaGetLastError();
 }
 
 cudaError_t quantize_int8(const uint16_t* x, int rows, int cols, const Int8Rows& out, cudaStream_t stream) {
