@@ -20,6 +20,7 @@
 #include "model/default_model.h"
 #include "core/error.h"
 #include "engine/llama_model.h"
+#include "engine/logprobs.h"
 #include "model/checkpoint.h"
 #include "quant/qoq_checkpoint.h"
 
@@ -31,15 +32,6 @@ struct EvalArgs {
   int64_t seqlen = 2048, max_windows = 0;
   bool json = false;
 };
-
-// -log softmax(logits)[target], in double.
-double nll_of(std::span<const float> logits, int32_t target) {
-  float mx = logits[0];
-  for (float v : logits) mx = std::max(mx, v);
-  double sum = 0;
-  for (float v : logits) sum += std::exp(static_cast<double>(v) - mx);
-  return std::log(sum) + mx - logits[target];
-}
 
 int run_ppl(const EvalArgs& a) {
   const std::string model_path = resolve_model_path(a.model);
@@ -70,7 +62,7 @@ int run_ppl(const EvalArgs& a) {
     model->forward(b, out);
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     model->release(w);
-    for (int64_t t = 0; t + 1 < a.seqlen; ++t) nll += nll_of(out.all_row(t), b.seqs[0].tokens[t + 1]);
+    for (int64_t t = 0; t + 1 < a.seqlen; ++t) nll += token_nll(out.all_row(t), b.seqs[0].tokens[t + 1]);
     predicted += a.seqlen - 1;
     if (tty) {
       std::fprintf(stderr, "\r\033[K[eval] window %lld/%lld  ppl %.4f  %.0f tok/s", static_cast<long long>(w + 1),

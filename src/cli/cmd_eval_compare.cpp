@@ -26,6 +26,7 @@
 #include "cli/model_path.h"
 #include "core/error.h"
 #include "engine/llama_model.h"
+#include "engine/logprobs.h"
 #include "model/checkpoint.h"
 #include "model/default_model.h"
 
@@ -44,14 +45,6 @@ const std::vector<std::string> kDefaultPrompts = {
     "def fibonacci(n):",
     "Explain why the sky is blue in two sentences.",
 };
-
-double nll_of(std::span<const float> logits, int32_t target) {
-  float mx = logits[0];
-  for (float v : logits) mx = std::max(mx, v);
-  double sum = 0;
-  for (float v : logits) sum += std::exp(static_cast<double>(v) - mx);
-  return std::log(sum) + mx - logits[target];
-}
 
 int32_t argmax(std::span<const float> v) {
   return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
@@ -143,8 +136,8 @@ int run_compare(const CompareArgs& a) {
         }
         max_rel = std::max(max_rel, static_cast<double>(diff / std::max(scale, 1e-6f)));
         if (t + 1 < a.seqlen) {
-          nll_ref += nll_of(r, b.seqs[0].tokens[t + 1]);
-          nll_dut += nll_of(d, b.seqs[0].tokens[t + 1]);
+          nll_ref += token_nll(r, b.seqs[0].tokens[t + 1]);
+          nll_dut += token_nll(d, b.seqs[0].tokens[t + 1]);
         }
       }
     }

@@ -6,12 +6,16 @@
 #include <numeric>
 
 namespace qserve {
-GeneratedTokenLogprobs token_logprobs(std::span<const float> logits, int32_t token, int n) {
+double log_partition(std::span<const float> logits) {
   double max_logit = -std::numeric_limits<double>::infinity();
   for (float x : logits) max_logit = std::max(max_logit, static_cast<double>(x));
   double sum = 0;
   for (float x : logits) sum += std::exp(static_cast<double>(x) - max_logit);
-  const double log_z = max_logit + std::log(sum);
+  return max_logit + std::log(sum);
+}
+
+GeneratedTokenLogprobs token_logprobs(std::span<const float> logits, int32_t token, int n) {
+  const double log_z = log_partition(logits);
   GeneratedTokenLogprobs out;
   out.token_id = token;
   out.logprob = static_cast<float>(logits[token] - log_z);

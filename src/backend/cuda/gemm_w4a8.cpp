@@ -160,8 +160,7 @@ W4A8Plan plan_w4a8_mma(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, i
   splits = std::clamp(splits, 1, kt_total);
   plan.kt_per_split = (kt_total + splits - 1) / splits;
   plan.splits = (kt_total + plan.kt_per_split - 1) / plan.kt_per_split;  // no empty split
-  const size_t counters = (static_cast<size_t>(base) * 4 + 255) / 256 * 256;
-  plan.workspace_bytes = counters + (plan.splits > 1 ? static_cast<size_t>(plan.splits) * m * n * 4 : 0);
+  plan.workspace_bytes = plan.workspace_bytes_for(m, n);
   return plan;
 }
 
@@ -199,9 +198,8 @@ void gemm_w4a8(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A8Plan&
   p.ch_szero = w.ch_szero.as<const float>();
   p.y = args.y;
   p.acc_out = args.acc_out;
-  const size_t counters = (static_cast<size_t>(plan.grid_n) * plan.grid_m * 4 + 255) / 256 * 256;
   p.counters = static_cast<int*>(workspace);
-  p.partials = reinterpret_cast<int32_t*>(static_cast<char*>(workspace) + counters);
+  p.partials = reinterpret_cast<int32_t*>(static_cast<char*>(workspace) + plan.counter_bytes());
   p.m = static_cast<int>(args.m);
   p.n = static_cast<int>(w.n);
   p.k = static_cast<int>(w.k);

@@ -61,6 +61,14 @@ struct W4A8Plan {
   int grid_n = 0, grid_m = 0;  // output tiles along channels and tokens
   int ctas = 0;                // wgmma tiles: persistent CTAs (the mma.sync grid is grid_n x grid_m x splits)
   size_t workspace_bytes = 0;
+
+  // The split-K workspace, one layout for both kernel families: [grid_n * grid_m]
+  // int32 tile counters (padded to 256 bytes), then, when splits > 1, the INT32
+  // partial sums [splits, m, n].
+  size_t counter_bytes() const { return (static_cast<size_t>(grid_n) * grid_m * 4 + 255) / 256 * 256; }
+  size_t workspace_bytes_for(int64_t m, int64_t n) const {
+    return counter_bytes() + (splits > 1 ? static_cast<size_t>(splits) * m * n * 4 : 0);
+  }
 };
 
 // Chooses the kernel family, tile and split-K for one problem. force_tile >= 0

@@ -105,8 +105,7 @@ W4A8Plan plan_w4a8_wgmma(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k,
   plan.grid_m = static_cast<int>(cdiv(m, s.bm));
   const int64_t units = int64_t{plan.grid_n} * plan.grid_m * plan.splits;
   plan.ctas = static_cast<int>(std::min<int64_t>(units, sms));
-  const size_t counters = (static_cast<size_t>(plan.grid_n) * plan.grid_m * 4 + 255) / 256 * 256;
-  plan.workspace_bytes = counters + (plan.splits > 1 ? static_cast<size_t>(plan.splits) * m * n * 4 : 0);
+  plan.workspace_bytes = plan.workspace_bytes_for(m, n);
   return plan;
 }
 
@@ -128,9 +127,8 @@ void gemm_w4a8_wgmma(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A
   p.ch_szero = w.ch_szero.as<const float>();
   p.y = args.y;
   p.acc_out = args.acc_out;
-  const size_t counters = (static_cast<size_t>(plan.grid_n) * plan.grid_m * 4 + 255) / 256 * 256;
   p.counters = static_cast<int*>(workspace);
-  p.partials = reinterpret_cast<int32_t*>(static_cast<char*>(workspace) + counters);
+  p.partials = reinterpret_cast<int32_t*>(static_cast<char*>(workspace) + plan.counter_bytes());
   p.m = static_cast<int>(args.m);
   p.n = static_cast<int>(w.n);
   p.k = static_cast<int>(w.k);

@@ -108,21 +108,8 @@ cudaError_t decode_attention(const DecodeArgs& args, const AttentionShape& shape
       cache.layout.head_dim != shape.head_dim || cache.layout.num_kv_heads != shape.num_kv_heads ||
       plan.split_tokens % kChunk != 0 || plan.split_tokens <= 0 || (plan.num_splits > 1 && workspace == nullptr))
     return cudaErrorInvalidValue;
-  attn::Params p{};
-  p.q = reinterpret_cast<const half*>(args.q);
-  p.out = reinterpret_cast<half*>(args.out);
-  p.k_pages = cache.k_pages;
-  p.v_pages = cache.v_pages;
-  p.page_bytes = cache.layout.page_bytes();
-  p.page_size = cache.layout.page_size;
-  p.head_block_bytes = static_cast<int32_t>(cache.layout.head_block_bytes());
-  p.values_region_bytes = static_cast<int32_t>(cache.layout.values_region_bytes());
-  p.context_lens = args.context_lens;
-  p.page_table = args.page_table;
-  p.page_table_stride = args.page_table_stride;
-  p.num_kv_heads = shape.num_kv_heads;
-  p.group = shape.num_q_heads / shape.num_kv_heads;
-  p.scale_log2 = args.softmax_scale * 1.4426950408889634f;
+  attn::Params p = attn::make_params(args.q, args.out, cache, args.context_lens, args.page_table,
+                                     args.page_table_stride, shape.num_q_heads, args.softmax_scale);
   p.split_tokens = plan.split_tokens;
   p.num_splits = plan.num_splits;
   if (plan.num_splits > 1) {

@@ -188,34 +188,8 @@ __global__ void __launch_bounds__(kThreads) decode_simt_kernel(const attn::Param
   // stage `stage`; positions past `end` are zero-filled. A token's K and V
   // sit at the same offset of their pools, so one page lookup serves both.
   auto issue_chunk = [&](int chunk, int stage) {
-    uint8_t* st = smem + stage * T::kStageBytes;
-    const int c0 = begin + chunk * kChunk;
-    constexpr int kPiecesPerTok = T::kVB / 16;
-    constexpr int kTokPerPass = kThreads / kPiecesPerTok;
-    static_assert(kThreads % kPiecesPerTok == 0 && kChunk % kTokPerPass == 0);
-    const int piece = tid % kPiecesPerTok;
-#pragma unroll
-    for (int pass = 0; pass < kChunk / kTokPerPass; ++pass) {
-      const int tok = tid / kPiecesPerTok + pass * kTokPerPass;
-      const int pos = c0 + tok;
-      const bool valid = pos < end;
-      int64_t off = 0;
-      if (valid)
-        off = pages[pos / p.page_size] * p.page_bytes + head_off + static_cast<int64_t>(pos % p.page_size) * T::kVB +
-              piece * 16;
-      cp_async_16(st + tok * T::kVB + piece * 16, p.k_pages + off, valid ? 16 : 0);
-      cp_async_16(st + T::kHalfStage + tok * T::kVB + piece * 16, p.v_pages + off, valid ? 16 : 0);
-    }
-    if constexpr (T::kParams) {
-      if (tid < kChunk) {
-        const int pos = c0 + tid;
-        const bool valid = pos < end;
-        int64_t off = 0;
-        if (valid) off = pages[pos / p.page_size] * p.page_bytes + head_off + p.values_region_bytes + (pos % p.page_size) * 4;
-        cp_async_4(st + T::kValBytes + tid * 4, p.k_pages + off, valid ? 4 : 0);
-        cp_async_4(st + T::kHalfStage + T::kValBytes + tid * 4, p.v_pages + off, valid ? 4 : 0);
-      }
-    }
+    attn::stage_kv_chunk<T::kVB, T::kParams, T::kHalfStage>(smem + stage * T::kStageBytes, p, pages,
+                                                             head_off, begin + chunk * kChunk, end, tid);
   };
 
 #pragma unroll

@@ -69,6 +69,66 @@ struct Params {
   float* part_ml;  // [batch, Hq, num_splits, 2]
 };
 
+// The fields every launch (decode or prefill) shares: q / out, the pages of
+// `cache` and their geometry, the page table, the GQA group, the softmax scale
+// in log2 units. The mode-specific fields stay zero for the caller to set.
+inline Params make_params(const void* q, void* out, const PagedKvCache& cache, const int32_t* context_lens,
+                          const int32_t* page_table, int32_t page_table_stride, int num_q_heads, float softmax_scale) {
+  Params p{};
+  p.q = reinterpret_cast<const half*>(q);
+  p.out = reinterpret_cast<half*>(out);
+  p.k_pages = cache.k_pages;
+  p.v_pages = cache.v_pages;
+  p.page_bytes = cache.layout.page_bytes();
+  p.page_size = cache.layout.page_size;
+  p.head_block_bytes = static_cast<int32_t>(cache.layout.head_block_bytes());
+  p.values_region_bytes = static_cast<int32_t>(cache.layout.values_region_bytes());
+  p.context_lens = context_lens;
+  p.page_table = page_table;
+  p.page_table_stride = page_table_stride;
+  p.num_kv_heads = cache.layout.num_kv_heads;
+  p.group = num_q_heads / cache.layout.num_kv_heads;
+  p.scale_log2 = softmax_scale * 1.4426950408889634f;
+  return p;
+}
+
+// Stages positions [c0, c0 + kChunk) of one KV head (bytes head_off into each
+// page) into a pipeline stage `st`: K values at st, V values at st + kHalfStage,
+// each followed by the chunk's kChunk x {fp16 scale, fp16 zero} when the format
+// has them. 16-byte cp.async per value piece, 4-byte per parameter pair;
+// positions >= end are zero-filled (their reads are skipped). Called by every
+// thread of the block (kThreads).
+template <int kVB, bool kParams, int kHalfStage>
+__device__ __forceinline__ void stage_kv_chunk(uint8_t* st, const Params& p, const int32_t* pages, int64_t head_off,
+                                               int c0, int end, int tid) {
+  constexpr int kPiecesPerTok = kVB / 16;
+  constexpr int kTokPerPass = kThreads / kPiecesPerTok;
+  static_assert(kThreads % kPiecesPerTok == 0 && kChunk % kTokPerPass == 0);
+  const int piece = tid % kPiecesPerTok;
+#pragma unroll
+  for (int pass = 0; pass < kChunk / kTokPerPass; ++pass) {
+    const int tok = tid / kPiecesPerTok + pass * kTokPerPass;
+    const int pos = c0 + tok;
+    const bool valid = pos < end;
+    int64_t off = 0;
+    if (valid)
+      off = pages[pos / p.page_size] * p.page_bytes + head_off + static_cast<int64_t>(pos % p.page_size) * kVB +
+            piece * 16;
+    cp_async_16(st + tok * kVB + piece * 16, p.k_pages + off, valid ? 16 : 0);
+    cp_async_16(st + kHalfStage + tok * kVB + piece * 16, p.v_pages + off, valid ? 16 : 0);
+  }
+  if constexpr (kParams) {
+    if (tid < kChunk) {
+      const int pos = c0 + tid;
+      const bool valid = pos < end;
+      int64_t off = 0;
+      if (valid) off = pages[pos / p.page_size] * p.page_bytes + head_off + p.values_region_bytes + (pos % p.page_size) * 4;
+      cp_async_4(st + kChunk * kVB + tid * 4, p.k_pages + off, valid ? 4 : 0);
+      cp_async_4(st + kHalfStage + kChunk * kVB + tid * 4, p.v_pages + off, valid ? 4 : 0);
+    }
+  }
+}
+
 __device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
@@ -282,33 +342,8 @@ __global__ void __launch_bounds__(kThreads, MODE == Mode::kDecode && DT == KvDty
   const int32_t* pages = p.page_table + static_cast<int64_t>(b) * p.page_table_stride;
   const int64_t head_off = static_cast<int64_t>(kvh) * p.head_block_bytes;
   auto issue_chunk = [&](int chunk, int stage) {
-    uint8_t* st = smem + stage * G::kStageBytes;
-    const int c0 = begin + chunk * kChunk;
-    constexpr int kPiecesPerTok = G::kVB / 16;
-    constexpr int kTokPerPass = kThreads / kPiecesPerTok;
-    const int piece = tid % kPiecesPerTok;
-#pragma unroll
-    for (int pass = 0; pass < kChunk / kTokPerPass; ++pass) {
-      const int tok = tid / kPiecesPerTok + pass * kTokPerPass;
-      const int pos = c0 + tok;
-      const bool valid = pos < end;
-      int64_t off = 0;
-      if (valid)
-        off = pages[pos / p.page_size] * p.page_bytes + head_off + static_cast<int64_t>(pos % p.page_size) * G::kVB +
-              piece * 16;
-      cp_async_16(st + tok * G::kVB + piece * 16, p.k_pages + off, valid ? 16 : 0);
-      cp_async_16(st + G::kHalfStage + tok * G::kVB + piece * 16, p.v_pages + off, valid ? 16 : 0);
-    }
-    if constexpr (G::kParams) {
-      if (tid < kChunk) {
-        const int pos = c0 + tid;
-        const bool valid = pos < end;
-        int64_t off = 0;
-        if (valid) off = pages[pos / p.page_size] * p.page_bytes + head_off + p.values_region_bytes + (pos % p.page_size) * 4;
-        cp_async_4(st + kChunk * G::kVB + tid * 4, p.k_pages + off, valid ? 4 : 0);
-        cp_async_4(st + G::kHalfStage + kChunk * G::kVB + tid * 4, p.v_pages + off, valid ? 4 : 0);
-      }
-    }
+    stage_kv_chunk<G::kVB, G::kParams, G::kHalfStage>(smem + stage * G::kStageBytes, p, pages,
+                                                       head_off, begin + chunk * kChunk, end, tid);
   };
 #pragma unroll
   for (int s = 0; s < G::kStages - 1; ++s) {

@@ -46,22 +46,9 @@ cudaError_t prefill_attention(const PrefillArgs& args, const AttentionShape& sha
   if (shape.num_kv_heads <= 0 || shape.num_q_heads % shape.num_kv_heads != 0 ||
       cache.layout.head_dim != shape.head_dim || cache.layout.num_kv_heads != shape.num_kv_heads)
     return cudaErrorInvalidValue;
-  attn::Params p{};
-  p.q = reinterpret_cast<const half*>(args.q);
-  p.out = reinterpret_cast<half*>(args.out);
-  p.k_pages = cache.k_pages;
-  p.v_pages = cache.v_pages;
-  p.page_bytes = cache.layout.page_bytes();
-  p.page_size = cache.layout.page_size;
-  p.head_block_bytes = static_cast<int32_t>(cache.layout.head_block_bytes());
-  p.values_region_bytes = static_cast<int32_t>(cache.layout.values_region_bytes());
-  p.context_lens = args.context_lens;
+  attn::Params p = attn::make_params(args.q, args.out, cache, args.context_lens, args.page_table,
+                                     args.page_table_stride, shape.num_q_heads, args.softmax_scale);
   p.q_starts = args.q_starts;
-  p.page_table = args.page_table;
-  p.page_table_stride = args.page_table_stride;
-  p.num_kv_heads = shape.num_kv_heads;
-  p.group = shape.num_q_heads / shape.num_kv_heads;
-  p.scale_log2 = args.softmax_scale * 1.4426950408889634f;
   p.num_splits = 1;
   switch (cache.layout.dtype) {
     case KvDtype::kInt4: return dispatch_head_dim<KvDtype::kInt4>(p, shape.head_dim, args.batch, args.max_new_tokens, stream);
