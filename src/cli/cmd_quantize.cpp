@@ -24,7 +24,7 @@ struct QuantizeArgs {
   std::string model, out, precision = "w4a8kv4", calib_text;
   int64_t group = 128, calib_samples = 32, calib_seqlen = 512;
   bool no_rotate = false, no_smooth_attn = false, no_smooth = false, no_reorder = false, no_clip = false;
-  bool rotate_values = false, quantized_stream = false;
+  bool rotate_values = false, quantized_stream = false, stream_numerics = false;
   double smooth_attn_alpha = 0.5, smoothquant_alpha = 0.5;
   bool smoothquant = false, calib_random = false, gptq = false, gptq_no_act_order = false;
   int64_t gptq_rows = 4096;
@@ -92,6 +92,8 @@ void add_quantize_command(CLI::App& app) {
                 "Hadamard rotation inside each KV head on v_proj rows and o_proj columns (flatter V for KV4 and o_proj inputs)");
   sub->add_flag("--quantized-stream", a->quantized_stream,
                 "Calibrate each block on the previous blocks' quantized outputs instead of the FP ones");
+  sub->add_flag("--quantized-stream-numerics", a->stream_numerics,
+                "With --quantized-stream: that stream also has the run time's INT8 activations and KV quantization (implies --quantized-stream)");
   sub->add_option("--smooth-alpha", a->smooth_alpha, "Migration strength of the output smoothing")->capture_default_str();
   sub->add_flag("-q,--quiet", a->quiet, "No progress output");
   set_command_body(sub, [a]() -> int {
@@ -118,7 +120,8 @@ void add_quantize_command(CLI::App& app) {
     opt.smooth_attention_alpha = a->smooth_attn_alpha;
     opt.smooth_input_alpha = a->smoothquant_alpha;
     opt.rotate_values = a->rotate_values;
-    opt.quantized_stream = a->quantized_stream;
+    opt.quantized_stream = a->quantized_stream || a->stream_numerics;
+    opt.stream_numerics = a->stream_numerics;
     auto ckpt = open_checkpoint(model);
     const bool need_calib = opt.precision != quant::Precision::kFP16 &&
                             (opt.smooth_attention || opt.smooth_output || opt.smooth_input || opt.reorder || opt.clip || opt.gptq);

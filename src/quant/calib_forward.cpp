@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/half.h"
+#include "quant/kv_format.h"
 #include "core/thread_pool.h"
 #include "quant/f32_matmul.h"
 
@@ -28,6 +30,29 @@ void keep_rows(Matrix& dst, const float* x, int64_t rows, int64_t n, int64_t eve
 float silu(float x) { return x / (1.0f + std::exp(-x)); }
 
 }  // namespace
+
+void fake_quantize_rows_int8(float* x, int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* v = x + r * n;
+    float amax = 0.0f;
+    for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(v[i]));
+    const float s = half_to_float(float_to_half(amax / 127.0f));  // as quantize_activation_row
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = s > 0.0f ? s * std::clamp(std::nearbyint(v[i] / s), -127.0f, 127.0f) : 0.0f;
+  }
+}
+
+void fake_quantize_kv(float* x, int64_t rows, int64_t heads, int64_t head_dim, int bits) {
+  QS_CHECK(bits == 4 || bits == 8) << "KV bits " << bits;
+  const KvDtype dt = bits == 4 ? KvDtype::kInt4 : KvDtype::kInt8;
+  for (int64_t r = 0; r < rows * heads; ++r) {
+    float* v = x + r * head_dim;
+    for (int64_t i = 0; i < head_dim; ++i) v[i] = half_to_float(float_to_half(v[i]));  // the cache stores fp16 inputs
+    const auto [mn, mx] = std::minmax_element(v, v + head_dim);
+    const KvTokenParams p = kv_token_params(*mn, *mx, dt);
+    for (int64_t i = 0; i < head_dim; ++i) v[i] = kv_dequantize_value(kv_quantize_value(v[i], p.scale, p.zero, dt), p.scale, p.zero);
+  }
+}
 
 void rms_norm_rows(const float* x, const float* gain, float* y, int64_t rows, int64_t n, double eps) {
   for (int64_t r = 0; r < rows; ++r) {
@@ -61,7 +86,7 @@ void apply_rope(const LlamaShape& s, float* x, int64_t seqlen, int64_t n_heads) 
 }
 
 void block_forward(const LlamaShape& s, const BlockWeights& w, float* h, int64_t n_seq, int64_t seqlen,
-                   BlockTaps* taps) {
+                   BlockTaps* taps, const ForwardNumerics& num) {
   const int64_t hid = s.hidden, qd = s.q_dim(), kvd = s.kv_dim(), inter = s.intermediate, d = s.head_dim;
   std::vector<float> xn(seqlen * hid), q(seqlen * qd), k(seqlen * kvd), v(seqlen * kvd), att(seqlen * qd),
       out(seqlen * hid), g(seqlen * inter), u(seqlen * inter);
@@ -71,11 +96,16 @@ void block_forward(const LlamaShape& s, const BlockWeights& w, float* h, int64_t
     const int64_t first = sq * seqlen;
     // Attention.
     rms_norm_rows(hs, w.attn_norm.data(), xn.data(), seqlen, hid, s.rms_eps);
+    if (num.a8) fake_quantize_rows_int8(xn.data(), seqlen, hid);
     matmul_nt(xn.data(), seqlen, hid, w.q.data.data(), qd, q.data());
     matmul_nt(xn.data(), seqlen, hid, w.k.data.data(), kvd, k.data());
     matmul_nt(xn.data(), seqlen, hid, w.v.data.data(), kvd, v.data());
     apply_rope(s, q.data(), seqlen, s.n_heads);
     apply_rope(s, k.data(), seqlen, s.n_kv_heads);
+    if (num.kv_bits) {
+      fake_quantize_kv(k.data(), seqlen, s.n_kv_heads, d, num.kv_bits);
+      fake_quantize_kv(v.data(), seqlen, s.n_kv_heads, d, num.kv_bits);
+    }
     if (taps) {
       update_max(taps->max_attn_in, xn.data(), seqlen, hid);
       update_max(taps->max_k, k.data(), seqlen, kvd);
@@ -118,10 +148,12 @@ void block_forward(const LlamaShape& s, const BlockWeights& w, float* h, int64_t
       update_max(taps->max_o_in, att.data(), seqlen, qd);
       keep_rows(taps->o_in, att.data(), seqlen, qd, taps->keep_every, first);
     }
+    if (num.a8) fake_quantize_rows_int8(att.data(), seqlen, qd);
     matmul_nt(att.data(), seqlen, qd, w.o.data.data(), hid, out.data());
     for (int64_t i = 0; i < seqlen * hid; ++i) hs[i] += out[i];
     // MLP.
     rms_norm_rows(hs, w.mlp_norm.data(), xn.data(), seqlen, hid, s.rms_eps);
+    if (num.a8) fake_quantize_rows_int8(xn.data(), seqlen, hid);
     matmul_nt(xn.data(), seqlen, hid, w.gate.data.data(), inter, g.data());
     matmul_nt(xn.data(), seqlen, hid, w.up.data.data(), inter, u.data());
     for (int64_t i = 0; i < seqlen * inter; ++i) g[i] = silu(g[i]) * u[i];
@@ -132,6 +164,7 @@ void block_forward(const LlamaShape& s, const BlockWeights& w, float* h, int64_t
       keep_rows(taps->down_in, g.data(), seqlen, inter, taps->keep_every, first);
       taps->tokens += seqlen;
     }
+    if (num.a8) fake_quantize_rows_int8(g.data(), seqlen, inter);
     matmul_nt(g.data(), seqlen, inter, w.down.data.data(), hid, out.data());
     for (int64_t i = 0; i < seqlen * hid; ++i) hs[i] += out[i];
   }

@@ -25,11 +25,24 @@ struct BlockTaps {
   int64_t tokens = 0;
 };
 
+// Run-time numerics the forward can imitate (fake quantization: quantize, then
+// dequantize to FP32), so that a calibration stream sees what the W4A8KV4 model computes.
+struct ForwardNumerics {
+  bool a8 = false;  // per-token INT8 inputs of every linear (spec section 2)
+  int kv_bits = 0;  // 4 / 8: K (after RoPE) and V per token and head (spec section 5); 0: FP
+};
+
 // h: [n_seq * seqlen, hidden] FP32, the residual stream entering the block;
 // replaced by the block's output. Each sequence starts at position 0.
 // taps may be null (no statistics).
 void block_forward(const LlamaShape& shape, const BlockWeights& w, float* h, int64_t n_seq, int64_t seqlen,
-                   BlockTaps* taps);
+                   BlockTaps* taps, const ForwardNumerics& numerics = {});
+
+// Fake quantization of x [rows, n] in place: per-row symmetric INT8 (activations).
+void fake_quantize_rows_int8(float* x, int64_t rows, int64_t n);
+// Fake quantization of x [rows, heads * head_dim] in place: per row and head, asymmetric
+// KV4 / KV8 with fp16 scale and zero (the KV cache's arithmetic, quant/kv_format.h).
+void fake_quantize_kv(float* x, int64_t rows, int64_t heads, int64_t head_dim, int bits);
 
 // RMSNorm of rows: y = x / sqrt(mean(x^2) + eps) * gain; x, y [rows, n].
 void rms_norm_rows(const float* x, const float* gain, float* y, int64_t rows, int64_t n, double eps);

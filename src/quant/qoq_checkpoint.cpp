@@ -98,6 +98,7 @@ nlohmann::json qoq_config_to_json(const QoqConfig& c) {
   t["gptq_act_order"] = c.gptq_act_order;
   t["rotate_values"] = c.rotate_values;
   t["quantized_stream"] = c.quantized_stream;
+  t["stream_numerics"] = c.stream_numerics;
   nlohmann::json j;
   j["quant_method"] = "qoq";
   j["method"] = "qoq";
@@ -160,6 +161,7 @@ QoqConfig qoq_config_from_json(const nlohmann::json& j) {
     c.gptq_act_order = t.value("gptq_act_order", false);
     c.rotate_values = t.value("rotate_values", false);
     c.quantized_stream = t.value("quantized_stream", false);
+    c.stream_numerics = t.value("stream_numerics", false);
   }
   if (j.contains("calibration") && j["calibration"].is_object()) {
     c.calibration = j["calibration"].value("text", "");

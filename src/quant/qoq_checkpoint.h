@@ -32,6 +32,7 @@ struct QoqConfig {
   bool gptq_act_order = false;  // ... in descending H[i, i] order
   bool rotate_values = false;   // Hadamard inside each KV head on v/o (quant/rotate_value.h)
   bool quantized_stream = false;  // blocks calibrated on the previous blocks' quantized outputs
+  bool stream_numerics = false;   // ... with INT8 activations and the KV quantization simulated
   std::string calibration;
   int64_t calibration_samples = 0, calibration_seqlen = 0;
 };

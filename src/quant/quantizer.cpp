@@ -315,7 +315,12 @@ QuantizeReport quantize_checkpoint(const Checkpoint& in, const std::string& out_
       Matrix* ms[7] = {&wq.q, &wq.k, &wq.v, &wq.o, &wq.gate, &wq.up, &wq.down};
       for (int i = 0; i < 7; ++i) ms[i]->data = dequantize_linear(ql[i]);
       h.swap(h_in);
-      block_forward(s, wq, h.data(), n_seq, seqlen, nullptr);
+      ForwardNumerics num;
+      if (opt.stream_numerics) {
+        num.a8 = activation_bits(opt.precision) == 8;
+        num.kv_bits = kv_bits(opt.precision) < 16 ? kv_bits(opt.precision) : 0;
+      }
+      block_forward(s, wq, h.data(), n_seq, seqlen, nullptr, num);
     }
     writer.add_quantized_block(l, std::move(ql), w);
   }
@@ -349,6 +354,7 @@ QuantizeReport quantize_checkpoint(const Checkpoint& in, const std::string& out_
   qc.clip = opt.clip;
   qc.rotate_values = opt.rotate_values && transform;
   qc.quantized_stream = opt.quantized_stream && n_seq > 0;
+  qc.stream_numerics = qc.quantized_stream && opt.stream_numerics;
   qc.gptq = opt.gptq;
   qc.gptq_act_order = opt.gptq && opt.gptq_act_order;
   qc.calibration = opt.calibration_name;

@@ -30,6 +30,7 @@ struct QuantizeOptions {
   bool clip = true;
   bool rotate_values = false;      // Hadamard inside each KV head on v_proj rows / o_proj columns (quant/rotate_value.h)
   bool quantized_stream = false;   // the next block calibrates on this block's quantized output, not the FP one
+  bool stream_numerics = false;    // ... computed with the run time's INT8 activations and KV quantization too
   bool gptq = false;               // GPTQ error compensation (quant/gptq.h) after the grid is set
   int64_t gptq_rows = 4096;        // calibration rows kept per linear input for GPTQ's H = X^T X
   bool gptq_act_order = true;      // GPTQ columns in descending H[i, i]
