@@ -24,7 +24,7 @@ struct QuantizeArgs {
   std::string model, out, precision = "w4a8kv4", calib_text;
   int64_t group = 128, calib_samples = 32, calib_seqlen = 512;
   bool no_rotate = false, no_smooth_attn = false, no_smooth = false, no_reorder = false, no_clip = false;
-  bool rotate_values = false, quantized_stream = false, stream_numerics = false;
+  bool rotate_values = false, quantized_stream = false, stream_numerics = false, smooth_attn_mean = false;
   double smooth_attn_alpha = 0.5, smoothquant_alpha = 0.5;
   bool smoothquant = false, calib_random = false, gptq = false, gptq_no_act_order = false;
   int64_t gptq_rows = 4096;
@@ -88,6 +88,8 @@ void add_quantize_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--smooth-attn-alpha", a->smooth_attn_alpha, "SmoothAttention exponent (lambda = max|K|^alpha)")
       ->capture_default_str();
+  sub->add_flag("--smooth-attn-mean", a->smooth_attn_mean,
+                "SmoothAttention scales from the mean |K| of each channel instead of its max |K|");
   sub->add_flag("--rotate-values", a->rotate_values,
                 "Hadamard rotation inside each KV head on v_proj rows and o_proj columns (flatter V for KV4 and o_proj inputs)");
   sub->add_flag("--quantized-stream", a->quantized_stream,
@@ -118,6 +120,7 @@ void add_quantize_command(CLI::App& app) {
     opt.gptq_rows = std::max<int64_t>(1, a->gptq_rows);
     opt.smooth_output_alpha = a->smooth_alpha;
     opt.smooth_attention_alpha = a->smooth_attn_alpha;
+    opt.smooth_attention_mean = a->smooth_attn_mean;
     opt.smooth_input_alpha = a->smoothquant_alpha;
     opt.rotate_values = a->rotate_values;
     opt.quantized_stream = a->quantized_stream || a->stream_numerics;

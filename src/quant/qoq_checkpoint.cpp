@@ -90,6 +90,7 @@ nlohmann::json qoq_config_to_json(const QoqConfig& c) {
   t["rotation"] = c.rotation.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.rotation);
   auto alpha = [](double a) { return a > 0 ? nlohmann::json{{"alpha", a}} : nlohmann::json(nullptr); };
   t["smooth_attention"] = alpha(c.smooth_attention_alpha);
+  if (c.smooth_attention_alpha > 0 && c.smooth_attention_mean) t["smooth_attention"]["statistic"] = "mean";
   t["smooth_output"] = alpha(c.smooth_output_alpha);
   t["smooth_input"] = alpha(c.smooth_input_alpha);
   t["reorder"] = c.reorder;
@@ -153,6 +154,7 @@ QoqConfig qoq_config_from_json(const nlohmann::json& j) {
     if (t.contains("rotation") && t["rotation"].is_string()) c.rotation = t["rotation"].get<std::string>();
     auto alpha = [&](const char* k) { return t.contains(k) && t[k].is_object() ? t[k].value("alpha", 0.0) : 0.0; };
     c.smooth_attention_alpha = alpha("smooth_attention");
+    c.smooth_attention_mean = c.smooth_attention_alpha > 0 && t["smooth_attention"].value("statistic", "max") == "mean";
     c.smooth_output_alpha = alpha("smooth_output");
     c.smooth_input_alpha = alpha("smooth_input");
     c.reorder = t.value("reorder", false);

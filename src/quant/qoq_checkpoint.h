@@ -30,6 +30,7 @@ struct QoqConfig {
   bool reorder = false, clip = false;
   bool gptq = false;  // GPTQ error compensation chose the codes (quant/gptq.h)
   bool gptq_act_order = false;  // ... in descending H[i, i] order
+  bool smooth_attention_mean = false;  // SmoothAttention from mean |K| (not max |K|)
   bool rotate_values = false;   // Hadamard inside each KV head on v/o (quant/rotate_value.h)
   bool quantized_stream = false;  // blocks calibrated on the previous blocks' quantized outputs
   bool stream_numerics = false;   // ... with INT8 activations and the KV quantization simulated

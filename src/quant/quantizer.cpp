@@ -164,7 +164,10 @@ LayerReport transform_block(const LlamaShape& s, BlockWeights& w, BlockTaps& tap
   const WeightFormat fmt = weight_format_for(opt.precision, opt.group);
   rep.key_outlier_before = rep.key_outlier_after = key_outlier_ratio(taps.max_k);
   if (opt.smooth_attention && !taps.max_k.empty()) {
-    const std::vector<float> l = smooth_attention_scales(s, taps.max_k, opt.smooth_attention_alpha);
+    std::vector<float> stat = taps.max_k;
+    if (opt.smooth_attention_mean && taps.tokens > 0 && taps.k_abs_sum.size() == stat.size())
+      for (size_t i = 0; i < stat.size(); ++i) stat[i] = taps.k_abs_sum[i] / static_cast<float>(taps.tokens);
+    const std::vector<float> l = smooth_attention_scales(s, stat, opt.smooth_attention_alpha);
     apply_smooth_attention(s, w, l);
     divide(taps.max_k, l);
     rep.key_outlier_after = key_outlier_ratio(taps.max_k);
@@ -352,6 +355,7 @@ QuantizeReport quantize_checkpoint(const Checkpoint& in, const std::string& out_
   qc.smooth_input_alpha = opt.smooth_input ? opt.smooth_input_alpha : 0;
   qc.reorder = opt.reorder && (fmt == WeightFormat::kW4G128 || fmt == WeightFormat::kW4A16);
   qc.clip = opt.clip;
+  qc.smooth_attention_mean = opt.smooth_attention && opt.smooth_attention_mean;
   qc.rotate_values = opt.rotate_values && transform;
   qc.quantized_stream = opt.quantized_stream && n_seq > 0;
   qc.stream_numerics = qc.quantized_stream && opt.stream_numerics;

@@ -37,6 +37,7 @@ struct QuantizeOptions {
   double gptq_damp = 0.01;         // GPTQ damping, relative to mean(diag H)
   double gptq_row_cap = 0;         // GPTQ row weighting of H (GptqOptions::row_cap; 0: off)
   double smooth_attention_alpha = 0.5;
+  bool smooth_attention_mean = false;  // SmoothAttention from mean |K| per channel instead of max |K|
   double smooth_output_alpha = 0.2;
   double smooth_input_alpha = 0.5;
   uint64_t rotation_seed = 0;

@@ -249,5 +249,26 @@ TEST(SmoothAttention, TransformBlockReportsOutliers) {
   EXPECT_GT(rep.key_outlier_before, rep.key_outlier_after);
 }
 
+TEST(SmoothAttention, MeanStatisticScalesByMeanAbsKey) {
+  // --smooth-attn-mean: lambda from mean |K| per channel (k_abs_sum / tokens), not max |K|.
+  TinyModel m = make_model(96, false, 6);
+  std::vector<BlockTaps> taps = collect_taps(m, tokens(32, 4));
+  QuantizeOptions opt;
+  opt.smooth_output = opt.reorder = opt.clip = false;
+  opt.smooth_attention_mean = true;
+  opt.smooth_attention_alpha = 1.0;
+  BlockWeights got = m.blocks[0], want = m.blocks[0], by_max = m.blocks[0];
+  BlockTaps t1 = taps[0], t2 = taps[0];
+  transform_block(m.shape, got, t1, opt);
+  std::vector<float> mean(taps[0].k_abs_sum.size());
+  for (size_t i = 0; i < mean.size(); ++i) mean[i] = taps[0].k_abs_sum[i] / static_cast<float>(taps[0].tokens);
+  apply_smooth_attention(m.shape, want, smooth_attention_scales(m.shape, mean, 1.0));
+  EXPECT_LT(rel_diff(want.k.data, got.k.data), 1e-6);
+  EXPECT_LT(rel_diff(want.q.data, got.q.data), 1e-6);
+  opt.smooth_attention_mean = false;
+  transform_block(m.shape, by_max, t2, opt);
+  EXPECT_GT(rel_diff(by_max.k.data, got.k.data), 1e-3);
+}
+
 }  // namespace
 }  // namespace qserve::quant
