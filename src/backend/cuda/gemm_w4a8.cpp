@@ -165,7 +165,7 @@ W4A8Plan plan_w4a8_mma(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, i
   return plan;
 }
 
-// On sm_90: the measured plan for the benchmark's layer shapes at m <= 256
+// On sm_90: the measured plan for the benchmark's layer shapes at m <= 512
 // (gemm_w4a8_measured.cpp, either family), else the family by problem size
 // (fitted to the H200 tables in bench/results/2026-11-29-gemm-wgmma-h200.md).
 // mma.sync elsewhere.

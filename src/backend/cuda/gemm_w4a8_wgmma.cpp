@@ -64,7 +64,7 @@ bool use_wgmma(int64_t m, int64_t n, int64_t k, bool g128) {
 }
 
 // The measured wgmma plan where the table has one (the benchmark's layer
-// shapes at m <= 256: gemm_w4a8_measured.cpp); else tile by m: the smallest
+// shapes at m <= 512: gemm_w4a8_measured.cpp); else tile by m: the smallest
 // wgmma N that holds m up to 64 tokens (decode: memory-bound, 256 channels
 // per CTA to move more weight bytes per stage); above, the cheapest of the
 // large tiles by the model above. Split-K when the units would leave SMs idle.
