@@ -5,7 +5,13 @@
 // weights come from HBM, not from the 60 MB L2, unless --hot), warm-up
 // replays first, then the median over replays.
 //
-//   bench_gemm [--quick] [--sweep] [--hot] [--json FILE] [--md FILE] [--m 1,16,...] [--shapes NAME,...]
+//   bench_gemm [--quick] [--sweep] [--hot] [--graph-us US] [--json FILE] [--md FILE] [--m 1,16,...]
+//              [--shapes NAME,...]
+//
+// --sweep times every tile x split-K of both families per row (wgmma tiles
+// with splits 1, 2, 3, 4, 6, 8, 12, 16; mma.sync tiles 1, 2, 4, 8, 16, not
+// above m = 256 on sm_90) and prints one "sweep" line per row and kind; --graph-us sets the work per
+// graph replay (default 2000 us; shorter makes a sweep cheaper).
 //
 // Reports microseconds, TOPS (2mnk / t), effective GB/s (weights + activations
 // + output bytes / t) and the ratios t(cuBLASLt INT8) / t and t(FP16) / t, for
@@ -67,6 +73,7 @@ void fill_random(std::vector<uint8_t>& v, uint64_t seed) {
 struct Timer {
   cudaStream_t stream;
   bool hot;
+  double graph_us = 2000.0;  // work per replay
   // Median microseconds per launch of fn(copy) over a graph of back-to-back launches.
   double time(int copies, const std::function<void(int)>& fn) const {
     fn(0);  // first call outside the graph (tuning, lazy setup)
@@ -81,7 +88,7 @@ struct Timer {
     float ms = 0;
     QS_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
     const double est_us = std::max(1.0, ms * 1000.0 / 3);
-    const int launches = static_cast<int>(std::clamp(2000.0 / est_us, 4.0, 64.0));
+    const int launches = static_cast<int>(std::clamp(graph_us / est_us, 4.0, 64.0));
     cudaGraph_t graph;
     cudaGraphExec_t exec;
     QS_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
@@ -130,6 +137,7 @@ int run(int argc, char** argv) {
   std::vector<int64_t> ms = {1, 16, 32, 64, 128, 256, 512, 1024, 4096, 8192};
   std::string json_path, md_path, shape_filter;
   bool sweep = false, hot = false;
+  double graph_us = 2000.0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -142,6 +150,7 @@ int run(int argc, char** argv) {
     else if (a == "--shapes") shape_filter = next();
     else if (a == "--sweep") sweep = true;
     else if (a == "--hot") hot = true;
+    else if (a == "--graph-us") graph_us = std::stod(next());
     else if (a == "--quick") ms = {1, 16, 64, 256, 1024, 4096};
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
@@ -224,7 +233,7 @@ int run(int argc, char** argv) {
 
     for (int64_t m : ms) {
       Row r{sh.model, sh.layer, m, n, k};
-      const Timer timer{stream, hot};
+      const Timer timer{stream, hot, graph_us};
       r.int8_us = timer.time(copies, [&](int c) {
         blas.gemm_s8(x8.as<int8_t>(), w8[c].as<int8_t>(), y32.as<int32_t>(), m, n, k, stream);
       });
@@ -290,15 +299,19 @@ int run(int argc, char** argv) {
           int bt = -1, bs = 0;
           std::string line;
           for (int tile = 0; tile < cuda::kW4A8TileCount; ++tile)
-            for (int splits : {1, 2, 4, 8}) {
-              if (splits > k / 64 || !cuda::w4a8_tile_supported(dev, tile)) continue;
+            for (int splits : {1, 2, 3, 4, 6, 8, 12, 16}) {
+              const bool wg = cuda::w4a8_tile_is_wgmma(tile);
+              if (!cuda::w4a8_tile_supported(dev, tile) || (!wg && splits % 3 == 0)) continue;
+              if (!wg && m > 256 && wgmma) continue;  // 1.6-3.3x slower than the wgmma tiles there
+              if (splits > std::max<int64_t>(1, k / 256)) continue;  // >= 256 of k per split
               const double t = time_w4(kind ? dg : dp, tile, splits, nullptr);
               char buf[64];
               std::snprintf(buf, sizeof buf, " %s/%d:%.1f", cuda::w4a8_tile_name(tile), splits, t);
               line += buf;
               if (t < best) best = t, bt = tile, bs = splits;
             }
-          std::printf("  sweep %s m=%lld best %s/%d %.1f us (planner %.1f)%s\n", kind ? "g128" : "pc",
+          std::printf("  sweep %s/%s n=%lld k=%lld %s m=%lld best %s/%d %.1f us (planner %.1f)%s\n", sh.model,
+                      sh.layer, static_cast<long long>(n), static_cast<long long>(k), kind ? "g128" : "pc",
                       static_cast<long long>(m), cuda::w4a8_tile_name(bt), bs, best, kind ? r.g128_us : r.pc_us,
                       line.c_str());
           std::fflush(stdout);
