@@ -178,7 +178,9 @@ struct SeqState {
 // logits rows, concatenated. 4 sequences over scattered pages of 16 tokens:
 //  step 1: prefill of 37, 1 and 70 tokens (all logits compared)
 //  step 2: first 23-token chunk of a 50-token prompt + one decode token
-//  step 3: its last 27 tokens + two decode tokens
+//  step 3: two decode tokens + its last 27 tokens (the decodes lead: the CUDA
+//          backend runs them through the decode kernel, the chunk through the
+//          prefill kernel; in step 2 the decode trails and runs the prefill kernel)
 //  steps 4..9: decode of all four
 std::vector<std::vector<float>> run_scenario(const std::vector<LlamaModel*>& models, int64_t vocab, uint64_t seed) {
   constexpr int64_t kPage = 16, kPages = 48;
@@ -222,7 +224,7 @@ std::vector<std::vector<float>> run_scenario(const std::vector<LlamaModel*>& mod
   };
   step({{0, 37}, {1, 1}, {2, 70}}, true);
   step({{3, 23}, {0, 1}}, false);
-  step({{1, 1}, {3, 27}, {2, 1}}, false);
+  step({{1, 1}, {2, 1}, {3, 27}}, false);
   for (int i = 0; i < 6; ++i) step({{0, 1}, {1, 1}, {2, 1}, {3, 1}}, false);
   return rows;
 }
