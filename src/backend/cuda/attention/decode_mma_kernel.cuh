@@ -107,10 +107,16 @@ __device__ __forceinline__ void read_slice(const uint8_t* row, int slice, int sw
 template <KvDtype DT, int kWords>
 __device__ __forceinline__ void dequant_key(const uint32_t (&w)[kWords], uint32_t* kb) {
   if constexpr (DT == KvDtype::kInt4) {
+    // nibbles (0, 4) and (2, 6) -> 1024 + t; (1, 5) and (3, 7) -> 1024 + 16 t
+    // (their q are pre-divided by 16): one shift per 8 codes
 #pragma unroll
-    for (int j = 0; j < kWords; ++j)
-#pragma unroll
-      for (int m = 0; m < 4; ++m) kb[4 * j + m] = lop3_and_or(w[j] >> (4 * m), 0x000F000Fu, 0x64006400u);
+    for (int j = 0; j < kWords; ++j) {
+      const uint32_t w8 = w[j] >> 8;
+      kb[4 * j] = lop3_and_or(w[j], 0x000F000Fu, 0x64006400u);
+      kb[4 * j + 1] = lop3_and_or(w[j], 0x00F000F0u, 0x64006400u);
+      kb[4 * j + 2] = lop3_and_or(w8, 0x000F000Fu, 0x64006400u);
+      kb[4 * j + 3] = lop3_and_or(w8, 0x00F000F0u, 0x64006400u);
+    }
   } else if constexpr (DT == KvDtype::kInt8) {
 #pragma unroll
     for (int j = 0; j < kWords; ++j) {
@@ -130,13 +136,21 @@ __device__ __forceinline__ void dequant_value_pair(const uint32_t (&wa)[kWords],
                                                    uint32_t* vb) {
   const half2 kBias = __half2half2(__ushort_as_half(0x6400));  // 1024
   if constexpr (DT == KvDtype::kInt4) {
+    // even nibbles: (1024 + t) - 1024; odd nibbles: (1024 + 16 t) / 16 - 64 in
+    // one hfma2 (exact); one shift per 8 codes
+    const half2 k16th = __half2half2(__ushort_as_half(0x2C00));  // 1/16
+    const half2 kM64 = __half2half2(__ushort_as_half(0xD400));   // -64
 #pragma unroll
     for (int j = 0; j < kWords; ++j) {
-      const uint32_t lo = __byte_perm(wa[j], wb[j], 0x5410), hi = __byte_perm(wa[j], wb[j], 0x7632);
+      const uint32_t lohi[2] = {__byte_perm(wa[j], wb[j], 0x5410), __byte_perm(wa[j], wb[j], 0x7632)};
 #pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        vb[8 * j + k] = as_u32(__hsub2(as_half2(lop3_and_or(lo >> (4 * k), 0x000F000Fu, 0x64006400u)), kBias));
-        vb[8 * j + 4 + k] = as_u32(__hsub2(as_half2(lop3_and_or(hi >> (4 * k), 0x000F000Fu, 0x64006400u)), kBias));
+      for (int h = 0; h < 2; ++h) {
+        const uint32_t x = lohi[h], x8 = x >> 8;
+        uint32_t* o = vb + 8 * j + 4 * h;
+        o[0] = as_u32(__hsub2(as_half2(lop3_and_or(x, 0x000F000Fu, 0x64006400u)), kBias));
+        o[1] = as_u32(__hfma2(as_half2(lop3_and_or(x, 0x00F000F0u, 0x64006400u)), k16th, kM64));
+        o[2] = as_u32(__hsub2(as_half2(lop3_and_or(x8, 0x000F000Fu, 0x64006400u)), kBias));
+        o[3] = as_u32(__hfma2(as_half2(lop3_and_or(x8, 0x00F000F0u, 0x64006400u)), k16th, kM64));
       }
     }
   } else if constexpr (DT == KvDtype::kInt8) {
@@ -190,30 +204,21 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
   }
 
   // ---- Q as B fragments: head g8 (zero past the group), pre-scaled fp16 ------
-  uint32_t qb[kKSteps][2];
-  float sq = 0.f;
+  // The group's queries (head g8 of the B fragments) are loaded first and
+  // converted after the first stages are issued: their latency overlaps the
+  // page-table lookups and the first KV copies.
+  half qraw[kKSteps][2][2];
   {
     const bool ok = g8 < group;
     const half* qrow = p.q + (static_cast<int64_t>(b) * hq + kvh * group + (ok ? g8 : 0)) * D;
 #pragma unroll
     for (int kk = 0; kk < kKSteps; ++kk)
 #pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        float v[2] = {0.f, 0.f};
-        if (ok) {
+      for (int j = 0; j < 2; ++j)
 #pragma unroll
-          for (int hi = 0; hi < 2; ++hi)
-            v[hi] = __half2float(__float2half_rn(__half2float(qrow[attn::kv_pair_element<DT, D>(c, 2 * kk + j, hi)]) *
-                                                 p.scale_log2));
-        }
-        qb[kk][j] = attn::pack_half2(v[0], v[1]);
-        sq += v[0] + v[1];
-      }
-    sq += __shfl_xor_sync(0xffffffffu, sq, 1);
-    sq += __shfl_xor_sync(0xffffffffu, sq, 2);
+        for (int hi = 0; hi < 2; ++hi)
+          qraw[kk][j][hi] = ok ? qrow[attn::kv_pair_element<DT, D>(c, 2 * kk + j, hi)] : __ushort_as_half(0);
   }
-  // sum q of the heads 2c, 2c + 1 of this thread's C fragments
-  const float sumq[2] = {__shfl_sync(0xffffffffu, sq, 8 * c), __shfl_sync(0xffffffffu, sq, 8 * c + 4)};
 
   // ---- this warp's ring and P buffer -----------------------------------------
   uint8_t* ring = smem + warp * (T::kWarpRing + T::kPBytes);
@@ -223,36 +228,58 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
   const int32_t* pages = p.page_table + static_cast<int64_t>(b) * p.page_table_stride;
   const int64_t head_off = static_cast<int64_t>(kvh) * p.head_block_bytes;
 
-  // Page of this lane's key in local chunk `it` (loaded one issue ahead).
-  auto page_of = [&](int it) -> int {
-    const int pos = begin + (warp + it * kWarps) * T::kWK + lane;
-    return (it < n_mine && lane < T::kWK && pos < end) ? pages[pos / p.page_size] : -1;
+  // Page entry and slot of this lane's key in local chunk `it` (page -1: past
+  // the end), looked up one issue ahead so that the page-table load is hidden.
+  struct KeyLoc {
+    int page, slot;
   };
-  int next_page = page_of(0);
-  // Stages local chunk `it` (page entry `pg` of this lane's key, -1: past the end).
-  auto issue = [&](int it, int pg) {
-    uint8_t* st = ring + (it % T::kStages) * T::kStageBytes;
+  auto locate = [&](int it) -> KeyLoc {
     const int pos = begin + (warp + it * kWarps) * T::kWK + lane;
-    int64_t base = -1;
-    int slot = 0;
-    if (pg >= 0) {
-      slot = pos % p.page_size;
-      base = pg * p.page_bytes + head_off;
-    }
-    const int64_t voff = base < 0 ? -1 : base + static_cast<int64_t>(slot) * T::kVB;
+    if (it >= n_mine || lane >= T::kWK || pos >= end) return {-1, 0};
+    const int idx = pos / p.page_size;
+    return {pages[idx], pos - idx * p.page_size};
+  };
+  // A warp-chunk inside one page (page_size a multiple of kWK; chunks start at
+  // multiples of kWK): its values are one contiguous run, no per-key offsets.
+  const bool contiguous = p.page_size % T::kWK == 0;
+  KeyLoc next = locate(0);
+  // Stages local chunk `it` whose keys are at `loc`.
+  // piece i * 32 + lane of a warp-chunk: key i * (32 / kPiecesPerKey) + lane / kPiecesPerKey
+  constexpr int kKeysPerIter = 32 / T::kPiecesPerKey;
+  const int lane_key = lane / T::kPiecesPerKey, lane_piece = lane % T::kPiecesPerKey;
+  auto issue = [&](uint8_t* st, int it, KeyLoc loc) {
+    const int64_t base = loc.page < 0 ? -1 : loc.page * p.page_bytes + head_off;
+    if (contiguous) {
+      // every key of the chunk lies in its page (valid or not): addresses in bounds
+      const int n_valid = end - (begin + (warp + it * kWarps) * T::kWK);  // >= 1
+      const int page0 = __shfl_sync(0xffffffffu, loc.page, 0), slot0 = __shfl_sync(0xffffffffu, loc.slot, 0);
+      const int64_t run = page0 * p.page_bytes + head_off + static_cast<int64_t>(slot0) * T::kVB + lane * 16;
+      const uint8_t* ksrc = p.k_pages + run;
+      const uint8_t* vsrc = p.v_pages + run;
 #pragma unroll
-    for (int i = 0; i < T::kPieceIters; ++i) {
-      const int q = i * 32 + lane, key = q / T::kPiecesPerKey, piece = q % T::kPiecesPerKey;
-      const int64_t off = __shfl_sync(0xffffffffu, voff, key);
-      const bool valid = off >= 0;
-      const int64_t src = valid ? off + piece * 16 : 0;
-      cp_async_16(st + key * T::kVB + 16 * (piece ^ kv_swizzle<T::kKB, false>(key)), p.k_pages + src, valid ? 16 : 0);
-      cp_async_16(st + T::kHalf + key * T::kVB + 16 * (piece ^ kv_swizzle<T::kVT, true>(key)), p.v_pages + src,
-                  valid ? 16 : 0);
+      for (int i = 0; i < T::kPieceIters; ++i) {
+        const int key = i * kKeysPerIter + lane_key;
+        const int bytes = key < n_valid ? 16 : 0;
+        cp_async_16(st + key * T::kVB + 16 * (lane_piece ^ kv_swizzle<T::kKB, false>(key)), ksrc + i * 512, bytes);
+        cp_async_16(st + T::kHalf + key * T::kVB + 16 * (lane_piece ^ kv_swizzle<T::kVT, true>(key)), vsrc + i * 512,
+                    bytes);
+      }
+    } else {
+      const int64_t voff = base < 0 ? -1 : base + static_cast<int64_t>(loc.slot) * T::kVB;
+#pragma unroll
+      for (int i = 0; i < T::kPieceIters; ++i) {
+        const int key = i * kKeysPerIter + lane_key, piece = lane_piece;
+        const int64_t off = __shfl_sync(0xffffffffu, voff, key);
+        const bool valid = off >= 0;
+        const int64_t src = valid ? off + piece * 16 : 0;
+        cp_async_16(st + key * T::kVB + 16 * (piece ^ kv_swizzle<T::kKB, false>(key)), p.k_pages + src, valid ? 16 : 0);
+        cp_async_16(st + T::kHalf + key * T::kVB + 16 * (piece ^ kv_swizzle<T::kVT, true>(key)), p.v_pages + src,
+                    valid ? 16 : 0);
+      }
     }
     if constexpr (T::kParams) {
       if (lane < T::kWK) {
-        const int64_t src = base < 0 ? 0 : base + p.values_region_bytes + slot * 4;
+        const int64_t src = base < 0 ? 0 : base + p.values_region_bytes + loc.slot * 4;
         cp_async_4(st + T::kValBytes + lane * 4, p.k_pages + src, base < 0 ? 0 : 4);
         cp_async_4(st + T::kHalf + T::kValBytes + lane * 4, p.v_pages + src, base < 0 ? 0 : 4);
       }
@@ -260,11 +287,45 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
   };
 #pragma unroll
   for (int s = 0; s < T::kStages - 1; ++s) {
-    const int pg = next_page;
-    next_page = page_of(s + 1);
-    if (s < n_mine) issue(s, pg);
+    const KeyLoc loc = next;
+    next = locate(s + 1);
+    if (s < n_mine) issue(ring + s * T::kStageBytes, s, loc);
     cp_async_commit();
   }
+  int read_stage = 0, write_stage = T::kStages - 1;  // it % kStages, (it + kStages - 1) % kStages
+
+  // KV4 keys come out as 1024 + 16 t at the odd pairs of a word (dequant_key):
+  // their q is divided by 16 (fp16, exact but for subnormals). sq sums the
+  // effective q (16 x the operand there), sb the operands themselves:
+  // acc = 1024 sb + sum q_eff t, so q . (t - z) = acc - 1024 sb - z sq.
+  uint32_t qb[kKSteps][2];
+  float sq = 0.f, sb = 0.f;
+  {
+#pragma unroll
+    for (int kk = 0; kk < kKSteps; ++kk)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int i = 2 * kk + j;  // the kb index of this pair
+        const bool by16 = DT == KvDtype::kInt4 && (i & 1);
+        float v[2];
+#pragma unroll
+        for (int hi = 0; hi < 2; ++hi) {
+          const float qs = __half2float(__float2half_rn(__half2float(qraw[kk][j][hi]) * p.scale_log2));
+          v[hi] = by16 ? __half2float(__float2half_rn(qs * 0.0625f)) : qs;
+        }
+        qb[kk][j] = attn::pack_half2(v[0], v[1]);
+        sb += v[0] + v[1];
+        sq += by16 ? 16.f * (v[0] + v[1]) : v[0] + v[1];
+      }
+#pragma unroll
+    for (int o = 1; o <= 2; o <<= 1) {
+      sq += __shfl_xor_sync(0xffffffffu, sq, o);
+      sb += __shfl_xor_sync(0xffffffffu, sb, o);
+    }
+  }
+  // for the heads 2c, 2c + 1 of this thread's C fragments: sum q, 1024 x sum operand
+  const float sumq[2] = {__shfl_sync(0xffffffffu, sq, 8 * c), __shfl_sync(0xffffffffu, sq, 8 * c + 4)};
+  const float bias[2] = {1024.f * __shfl_sync(0xffffffffu, sb, 8 * c), 1024.f * __shfl_sync(0xffffffffu, sb, 8 * c + 4)};
 
   // ---- online softmax state of the heads 2c, 2c + 1 --------------------------
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, corr[2] = {0.f, 0.f};
@@ -278,12 +339,14 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
     __syncwarp();
     {
       const int nx = it + T::kStages - 1;
-      const int pg = next_page;
-      next_page = page_of(nx + 1);
-      if (nx < n_mine) issue(nx, pg);
+      const KeyLoc loc = next;
+      next = locate(nx + 1);
+      if (nx < n_mine) issue(ring + write_stage * T::kStageBytes, nx, loc);
       cp_async_commit();
     }
-    const uint8_t* kst = ring + (it % T::kStages) * T::kStageBytes;
+    const uint8_t* kst = ring + read_stage * T::kStageBytes;
+    read_stage = read_stage == T::kStages - 1 ? 0 : read_stage + 1;
+    write_stage = write_stage == T::kStages - 1 ? 0 : write_stage + 1;
     const uint8_t* vst = kst + T::kHalf;
     const int c0 = begin + (warp + it * kWarps) * T::kWK;
 
@@ -309,17 +372,17 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         const int key = 16 * t + g8 + 8 * r;
-        float sc = 1.f, zb = 0.f;
+        float sc = 1.f, z = 0.f;
         if constexpr (T::kParams) {
           const half2 sz = *reinterpret_cast<const half2*>(kst + T::kValBytes + key * 4);
           sc = __low2float(sz);
-          zb = 1024.f + __high2float(sz);
+          z = __high2float(sz);
         }
         const bool visible = c0 + key < end;
 #pragma unroll
         for (int k = 0; k < 2; ++k) {
           float v = s[t][2 * r + k];
-          if constexpr (T::kParams) v = sc * (v - zb * sumq[k]);
+          if constexpr (T::kParams) v = sc * ((v - bias[k]) - z * sumq[k]);
           s[t][2 * r + k] = visible ? v : -INFINITY;
         }
       }
