@@ -1,7 +1,7 @@
-// The CUDA-core (SIMT) decode kernel, used for GQA groups of 1 and 2, where
-// it measured faster than the tensor-core kernel on the H200 (the m16 tiles
-// of mma.sync waste 15/16 or 7/8 of their rows there; see
-// bench/results/2026-11-29-attention-h200.md). One block per (KV head,
+// The CUDA-core (SIMT) decode kernel for GQA groups of 1 and 2
+// (DecodeKernel::kSimt; the default is the keys-in-M tensor-core kernel,
+// decode_mma_kernel.cuh, faster on the H200 at batch >= 16: see
+// bench/results/2026-11-29-attention-h200-r2.md). One block per (KV head,
 // sequence, split).
 //
 // The block streams its token range in chunks of 64 tokens through shared
