@@ -5,6 +5,11 @@
 // first, by rope_kv_write). FP16 tensor cores (mma.sync), flash-attention
 // style online softmax, variable lengths in one launch, KV4 / KV8 / FP16
 // pages, head_dim 64 / 128, GQA group 1..8.
+//
+// Two kernels: kFlash (the default, prefill_flash_kernel.cuh: K/V tiles
+// dequantized once per block into fp16 shared memory, 128 query rows per
+// block) and kPaged (the earlier kernel shared with decode,
+// paged_attention_kernel.cuh), kept for comparison.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -16,6 +21,8 @@
 
 namespace qserve::cuda {
 
+enum class PrefillKernel : int32_t { kFlash = 0, kPaged = 1 };
+
 struct PrefillArgs {
   const uint16_t* q = nullptr;             // [T, Hq, D] fp16 (after RoPE), sequences concatenated
   uint16_t* out = nullptr;                 // [T, Hq, D] fp16
@@ -26,6 +33,7 @@ struct PrefillArgs {
   int32_t batch = 0;
   int32_t max_new_tokens = 0;  // host: the largest q_starts[b + 1] - q_starts[b] (sizes the grid)
   float softmax_scale = 0.f;
+  PrefillKernel kernel = PrefillKernel::kFlash;
 };
 
 // No allocation, no synchronization. cudaErrorInvalidValue for an
