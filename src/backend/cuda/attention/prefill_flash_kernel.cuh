@@ -67,10 +67,18 @@ struct Cfg {
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
 
-// byte offset of 16-byte chunk `ch` of row `r` in a swizzled fp16 tile
+// Byte offset of 16-byte chunk `ch` of row `r` in a swizzled fp16 V tile
+// ([64 keys][D], rows of 2D bytes, chunk ^ (row % 8)).
 template <int D>
 __device__ __forceinline__ int swz(int r, int ch) {
   return r * (D * 2) + ((ch ^ (r & 7)) << 4);
+}
+// The same for Q and K tiles ([D / 64 column blocks][kRowsInTile][128 B]):
+// the 128-byte swizzle of a K-major wgmma operand (8-row atoms of 1 KiB,
+// chunk ^ (row % 8)); ldmatrix reads it without bank conflicts too.
+template <int kRowsInTile>
+__device__ __forceinline__ int swz128(int r, int ch) {
+  return (ch >> 3) * (kRowsInTile * 128) + r * 128 + (((ch & 7) ^ (r & 7)) << 4);
 }
 
 __device__ __forceinline__ void ldsm_x4(uint32_t addr, uint32_t& a, uint32_t& b, uint32_t& c, uint32_t& d) {
@@ -134,7 +142,8 @@ __device__ __forceinline__ void dequant_tile(const uint8_t* raw, uint8_t* sk, ui
 #pragma unroll
         for (int n = 0; n < 4; ++n) out[n] = as_u32(__hfma2(__hsub2(as_half2(pairs[n]), kBias), s2, nzs2));
       }
-      *reinterpret_cast<uint4*>(dst + swz<D>(key, ch)) = make_uint4(out[0], out[1], out[2], out[3]);
+      *reinterpret_cast<uint4*>(dst + (kv ? swz<D>(key, ch) : swz128<kKeys>(key, ch))) =
+          make_uint4(out[0], out[1], out[2], out[3]);
     }
   }
 }
@@ -153,7 +162,7 @@ __device__ __forceinline__ void stage_fp16_tile(uint8_t* sk, uint8_t* sv, const 
     const bool valid = pos < end;
     int64_t off = 0;
     if (valid) off = pages[pos / p.page_size] * p.page_bytes + head_off + static_cast<int64_t>(pos % p.page_size) * (D * 2) + ch * 16;
-    cp_async_16(sk + swz<D>(key, ch), p.k_pages + off, valid ? 16 : 0);
+    cp_async_16(sk + swz128<kKeys>(key, ch), p.k_pages + off, valid ? 16 : 0);
     cp_async_16(sv + swz<D>(key, ch), p.v_pages + off, valid ? 16 : 0);
   }
 }
@@ -164,6 +173,62 @@ __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint3
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+
+// ---- sm_90a: wgmma for S = Q K^T -------------------------------------------------
+// Shared-memory descriptor of a K-major operand in the 128-byte swizzle (rows
+// of 128 B, 8-row atoms of 1 KiB, atoms 1 KiB-aligned): start address >> 4,
+// leading byte offset unused (1), stride byte offset 1024 >> 4 between 8-row
+// groups, layout type 1 (128B swizzle). +32 bytes steps K by 16 fp16.
+__device__ __forceinline__ uint64_t desc_sw128(const void* p) {
+  const uint64_t addr = smem_u32(p);
+  return ((addr & 0x3ffff) >> 4) | (uint64_t{1} << 16) | (uint64_t{1024 >> 4} << 32) | (uint64_t{1} << 62);
+}
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+// fp16 stores / cp.async writes to shared memory -> visible to wgmma (async proxy)
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+template <int NT>
+__device__ __forceinline__ void acc_fence(float (&d)[2][NT][4]) {
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+    for (int t = 0; t < NT; ++t)
+#pragma unroll
+      for (int k = 0; k < 4; ++k) asm volatile("" : "+f"(d[mt][t][k])::"memory");
+}
+// d[t][k] (+)= A (64 x 16, desc a) * B (16 x N, desc b): n8 tile t, k as in mma.sync's C
+template <int N>
+__device__ __forceinline__ void wgmma_f16(float (&d)[N / 8][4], uint64_t a, uint64_t b, bool accumulate);
+template <>
+__device__ __forceinline__ void wgmma_f16<32>(float (&d)[4][4], uint64_t a, uint64_t b, bool accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),
+        "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),
+        "+f"(d[3][2]), "+f"(d[3][3])
+      : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
+}
+template <>
+__device__ __forceinline__ void wgmma_f16<64>(float (&d)[8][4], uint64_t a, uint64_t b, bool accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),
+        "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),
+        "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]),
+        "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
+        "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+      : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
+}
+#else
+__device__ __forceinline__ void fence_proxy_async() {}
+#endif
 
 // grid: (KV head, sequence, token block counted from the last: the blocks
 // with the most keys start first). p.q_starts / context_lens as in
@@ -208,11 +273,14 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_flash_kernel(const attn::
       v = *reinterpret_cast<const uint4*>(p.q + row * D + ch * 8);
       if constexpr (DT == KvDtype::kInt4) v = to_kv4_order(v);
     }
-    *reinterpret_cast<uint4*>(sq + swz<D>(r, ch)) = v;
+    *reinterpret_cast<uint4*>(sq + swz128<kRows>(r, ch)) = v;
   }
+  fence_proxy_async();  // Q is read by wgmma after the loop's first barrier
 
-  const int warp_first = pos0 + min(warp * kWarpRows / group, ntok - 1);
-  const int warp_last = pos0 + min((warp * kWarpRows + kWarpRows - 1) / group, ntok - 1);
+  // rows of warp w: 16 w + [0, 16) (m tile 0) and 64 + 16 w + [0, 16) (m tile 1),
+  // the wgmma row blocks; a thread's rows: 64 mt + 16 warp + 8 h + g8
+  const int warp_first = pos0 + min(16 * warp / group, ntok - 1);  // position of the warp's first row
+  const int block_last = end - 1;                                  // of the block's last row
 
   // ---- the copy pipeline -------------------------------------------------------
   const int num_tiles = (end + kKeys - 1) / kKeys;
@@ -246,14 +314,17 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_flash_kernel(const attn::
 
   // ldmatrix lane addresses. Every row offset is a multiple of 8 rows, so a
   // lane's row % 8 is lane % 8, and chunk (2 k + b) of its row sits at
-  // (row base + 16 ((lane % 8) ^ b)) ^ (32 k) (tiles aligned to 1 KiB).
-  //   Q: row warp*32 + 16 mt + (lane % 8) + 8 ((lane / 8) % 2), chunk 2 kk + lane / 16
-  //   K: key 16 pair + (lane % 8) + 8 (lane / 16),               chunk 2 kk + (lane / 8) % 2
-  //   V: key 16 ks + (lane % 8) + 8 ((lane / 8) % 2),            chunk 2 dp + lane / 16
-  const uint32_t q_addr = smem_u32(sq) + (warp * kWarpRows + (lane % 8) + 8 * ((lane / 8) % 2)) * C::kRowBytes +
+  // (row base + 16 ((lane % 8) ^ b)) ^ (32 (k % 4)) + column block k / 4
+  // (tiles aligned to 1 KiB).
+  //   Q: row 64 mt + 16 warp + (lane % 8) + 8 ((lane / 8) % 2), chunk 2 kk + lane / 16
+  //   K: key 16 pair + (lane % 8) + 8 (lane / 16),                chunk 2 kk + (lane / 8) % 2
+  //   V: key 16 ks + (lane % 8) + 8 ((lane / 8) % 2),             chunk 2 dp + lane / 16 (V rows: 2D bytes)
+  const uint32_t q_addr = smem_u32(sq) + (16 * warp + (lane % 8) + 8 * ((lane / 8) % 2)) * 128 +
                           16 * ((lane % 8) ^ (lane / 16));
-  const uint32_t k_lane = ((lane % 8) + 8 * (lane / 16)) * C::kRowBytes + 16 * ((lane % 8) ^ ((lane / 8) % 2));
+  const uint32_t k_lane = ((lane % 8) + 8 * (lane / 16)) * 128 + 16 * ((lane % 8) ^ ((lane / 8) % 2));
   const uint32_t v_lane = ((lane % 8) + 8 * ((lane / 8) % 2)) * C::kRowBytes + 16 * ((lane % 8) ^ (lane / 16));
+  (void)q_addr;
+  (void)k_lane;
 
   for (int j = 0; j < num_tiles; ++j) {
     uint8_t* sk;
@@ -264,20 +335,21 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_flash_kernel(const attn::
       dequant_tile<DT, D>(sraw + (j % C::kRawStages) * 2 * C::kHalfStage, sk, sk + C::kTileBytes, tid);
       if (j + kAhead < num_tiles) issue(j + kAhead);
       cp_async_commit();
+      fence_proxy_async();
       __syncthreads();
     } else {
       cp_async_wait<0>();
+      fence_proxy_async();
       __syncthreads();  // tile j landed; every warp done with tile j - 1's buffers
       if (j + 1 < num_tiles) issue(j + 1);
       cp_async_commit();
       sk = skv + (j % 2) * 2 * C::kTileBytes;
     }
-    const uint32_t k_addr = opaque(smem_u32(sk) + k_lane), v_addr = opaque(smem_u32(sk) + C::kTileBytes + v_lane);
-    const uint32_t qa_addr = opaque(q_addr);
+    const uint32_t v_addr = opaque(smem_u32(sk) + C::kTileBytes + v_lane);
 #pragma unroll
     for (int sub = 0; sub < kKeys / kSub; ++sub) {
       const int k0 = j * kKeys + sub * kSub;
-      if (k0 > warp_last) break;  // causal: nothing from here on is visible to this warp
+      if (k0 > block_last) break;  // causal: nothing from here on is visible to the block
 
       // 1. S = Q K^T, [2 m tiles][kSub / 8 key tiles]
       float s[2][kNT][4];
@@ -285,23 +357,44 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_flash_kernel(const attn::
       for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
         for (int t = 0; t < kNT; ++t) s[mt][t][0] = s[mt][t][1] = s[mt][t][2] = s[mt][t][3] = 0.f;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+      // wgmma m64 n kSub k16: A = Q (shared, rows 64 mt..), B = K (shared); the
+      // accumulators come out in the mma.sync C layout of the warp's 16 rows
+      wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        uint32_t qa[2][4];
+      for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-        for (int mt = 0; mt < 2; ++mt)
-          ldsm_x4((qa_addr ^ (32 * kk)) + 16 * mt * C::kRowBytes, qa[mt][0], qa[mt][1], qa[mt][2], qa[mt][3]);
+        for (int kk = 0; kk < D / 16; ++kk) {
+          const uint64_t da = desc_sw128(sq + (kk / 4) * (kRows * 128) + mt * 64 * 128 + (kk % 4) * 32);
+          const uint64_t db = desc_sw128(sk + (kk / 4) * (kKeys * 128) + sub * kSub * 128 + (kk % 4) * 32);
+          wgmma_f16<kSub>(s[mt], da, db, kk > 0);
+        }
+      wgmma_commit();
+      wgmma_wait0();
+      acc_fence(s);
+#else
+      {
+        const uint32_t k_addr = opaque(smem_u32(sk) + k_lane), qa_addr = opaque(q_addr);
 #pragma unroll
-        for (int pr = 0; pr < kNT / 2; ++pr) {
-          uint32_t b0, b1, b2, b3;
-          ldsm_x4((k_addr ^ (32 * kk)) + (sub * kSub + 16 * pr) * C::kRowBytes, b0, b1, b2, b3);
+        for (int kk = 0; kk < D / 16; ++kk) {
+          uint32_t qa[2][4];
 #pragma unroll
-          for (int mt = 0; mt < 2; ++mt) {
-            mma(s[mt][2 * pr], qa[mt], b0, b1);
-            mma(s[mt][2 * pr + 1], qa[mt], b2, b3);
+          for (int mt = 0; mt < 2; ++mt)
+            ldsm_x4((qa_addr ^ (32 * (kk % 4))) + (kk / 4) * (kRows * 128) + 64 * mt * 128, qa[mt][0], qa[mt][1],
+                    qa[mt][2], qa[mt][3]);
+#pragma unroll
+          for (int pr = 0; pr < kNT / 2; ++pr) {
+            uint32_t b0, b1, b2, b3;
+            ldsm_x4((k_addr ^ (32 * (kk % 4))) + (kk / 4) * (kKeys * 128) + (sub * kSub + 16 * pr) * 128, b0, b1, b2, b3);
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt) {
+              mma(s[mt][2 * pr], qa[mt], b0, b1);
+              mma(s[mt][2 * pr + 1], qa[mt], b2, b3);
+            }
           }
         }
       }
+#endif
       // 2. causal mask (only where the keys reach past the warp's first row;
       //    keys >= end are past every row)
       if (k0 + kSub - 1 > warp_first) {
@@ -309,7 +402,7 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_flash_kernel(const attn::
         for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
-            const int rpos = pos0 + min((warp * kWarpRows + 16 * mt + 8 * h + g8) / group, ntok - 1);
+            const int rpos = pos0 + min((64 * mt + 16 * warp + 8 * h + g8) / group, ntok - 1);
 #pragma unroll
             for (int t = 0; t < kNT; ++t)
 #pragma unroll
@@ -371,6 +464,7 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_flash_kernel(const attn::
   cp_async_wait<0>();
 
   // ---- normalize, stage the warp's rows in its own Q rows, store 16 bytes a lane
+  __syncthreads();  // every warp's last reads of Q (wgmma reads all rows) are done
 #pragma unroll
   for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
@@ -379,20 +473,21 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_flash_kernel(const attn::
       sum += __shfl_xor_sync(0xffffffffu, sum, 1);
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
       const float inv = 1.f / sum;
-      const int r = warp * kWarpRows + 16 * mt + 8 * h + g8;
+      const int r = 64 * mt + 16 * warp + 8 * h + g8;
 #pragma unroll
       for (int e = 0; e < kDT; ++e)
-        *reinterpret_cast<half2*>(sq + swz<D>(r, e) + 4 * c) =
+        *reinterpret_cast<half2*>(sq + swz128<kRows>(r, e) + 4 * c) =
             __floats2half2_rn(o[mt][e][2 * h] * inv, o[mt][e][2 * h + 1] * inv);
     }
   __syncwarp();
 #pragma unroll
   for (int it = 0; it < kWarpRows * C::kChunks / 32; ++it) {
     const int i = lane + 32 * it;
-    const int r = warp * kWarpRows + i / C::kChunks, ch = i % C::kChunks;
+    const int lr = i / C::kChunks, ch = i % C::kChunks;  // the warp's row lr: m tile lr / 16
+    const int r = 64 * (lr / 16) + 16 * warp + lr % 16;
     const int tok = r / group;
     if (tok >= ntok) continue;
-    uint4 v = *reinterpret_cast<const uint4*>(sq + swz<D>(r, ch));
+    uint4 v = *reinterpret_cast<const uint4*>(sq + swz128<kRows>(r, ch));
     if constexpr (DT == KvDtype::kInt4) v = from_kv4_order(v);
     const int64_t row = static_cast<int64_t>(q_row0 + tok0 + tok) * hq + kvh * group + r % group;
     *reinterpret_cast<uint4*>(p.out + row * D + ch * 8) = v;
