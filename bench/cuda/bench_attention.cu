@@ -228,15 +228,18 @@ void bench_prefill(bool quick, bench::Report& report) {
   const int page_size = 64;
   const KvDtype dtypes[] = {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16};
   const char* dnames[] = {"kv4", "kv8", "fp16"};
-  const cuda::PrefillKernel kernels[] = {cuda::PrefillKernel::kFlash, cuda::PrefillKernel::kPaged};
+  const cuda::PrefillKernel kernels[] = {cuda::PrefillKernel::kFlash, cuda::PrefillKernel::kPaged,
+                                         cuda::PrefillKernel::kFlashSyncPv};
+  const char* knames[] = {"flash", "paged", "flash_sync_pv"};
   std::printf("\n## Prefill attention (causal, whole prompts from the paged cache, page size %d)\n\n", page_size);
-  std::printf("TFLOP/s of the flash kernel (default), then of the earlier paged kernel, in the same run\n\n");
-  std::printf("| batch x seq | q/kv heads | d | KV4 us | KV4 TFLOP/s | KV4 paged | KV8 us | KV8 TFLOP/s | KV8 paged | FP16 us | FP16 TFLOP/s | FP16 paged |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("us and TFLOP/s of the flash kernel (the default), then TFLOP/s of the earlier paged kernel and of\n"
+              "the flash kernel with P V on mma.sync (\"sync\"), in the same run\n\n");
+  std::printf("| batch x seq | q/kv heads | d | KV4 us | KV4 TFLOP/s | paged | sync | KV8 us | KV8 TFLOP/s | paged | sync | FP16 us | FP16 TFLOP/s | paged | sync |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Case& c : cases) {
     const AttentionShape shape{c.hq, c.hkv, c.d};
     const double flops = 2.0 * 2.0 * c.batch * c.hq * static_cast<double>(c.seq) * c.seq * c.d / 2.0;
-    double us[3][2] = {};
+    double us[3][3] = {};
     for (int di = 0; di < 3; ++di) {
       const KvPageLayout layout{page_size, c.hkv, c.d, dtypes[di]};
       const int pps = (c.seq + page_size - 1) / page_size;
@@ -254,12 +257,12 @@ void bench_prefill(bool quick, bench::Report& report) {
       cudaMemcpy(dst.ptr, starts.data(), starts.size() * 4, cudaMemcpyHostToDevice);
       bench::fill_random_half(dq.as<uint16_t>(), qn, 13);
       const PagedKvCache cache{k.as<uint8_t>(), v.as<uint8_t>(), static_cast<int32_t>(num_pages), layout};
-      for (int ki = 0; ki < 2; ++ki) {
+      for (int ki = 0; ki < 3; ++ki) {
         const cuda::PrefillArgs args{dq.as<uint16_t>(), dout.as<uint16_t>(), dst.as<int32_t>(), dctx.as<int32_t>(),
                                      dpt.as<int32_t>(), pps, c.batch, c.seq, 1.f / std::sqrt(static_cast<float>(c.d)),
                                      kernels[ki]};
         us[di][ki] = bench::time_us([&] { bench::check(cuda::prefill_attention(args, shape, cache, nullptr), "prefill"); }, 5, 3);
-        report.add("{\"op\":\"prefill\",\"kernel\":\"" + std::string(ki == 0 ? "flash" : "paged") +
+        report.add("{\"op\":\"prefill\",\"kernel\":\"" + std::string(knames[ki]) +
                    "\",\"batch\":" + std::to_string(c.batch) + ",\"seq\":" + std::to_string(c.seq) +
                    ",\"hq\":" + std::to_string(c.hq) + ",\"hkv\":" + std::to_string(c.hkv) + ",\"d\":" +
                    std::to_string(c.d) + ",\"kv\":\"" + dnames[di] + "\",\"us\":" + std::to_string(us[di][ki]) +
@@ -267,9 +270,9 @@ void bench_prefill(bool quick, bench::Report& report) {
       }
     }
     auto tf = [&](double t) { return flops / (t * 1e-6) / 1e12; };
-    std::printf("| %d x %d | %d/%d | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", c.batch,
-                c.seq, c.hq, c.hkv, c.d, us[0][0], tf(us[0][0]), tf(us[0][1]), us[1][0], tf(us[1][0]), tf(us[1][1]),
-                us[2][0], tf(us[2][0]), tf(us[2][1]));
+    std::printf("| %d x %d | %d/%d | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n",
+                c.batch, c.seq, c.hq, c.hkv, c.d, us[0][0], tf(us[0][0]), tf(us[0][1]), tf(us[0][2]), us[1][0],
+                tf(us[1][0]), tf(us[1][1]), tf(us[1][2]), us[2][0], tf(us[2][0]), tf(us[2][1]), tf(us[2][2]));
     std::fflush(stdout);
   }
 }

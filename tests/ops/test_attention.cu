@@ -170,7 +170,9 @@ void check_prefill(AttentionShape shape, KvDtype dtype, int page_size, std::vect
                    std::vector<int32_t> num_new, uint32_t seed,
                    cuda::PrefillKernel kernel = cuda::PrefillKernel::kFlash) {
   SCOPED_TRACE(describe(shape, dtype, page_size, ctx) +
-               (kernel == cuda::PrefillKernel::kFlash ? ", prefill (flash)" : ", prefill (paged)"));
+               (kernel == cuda::PrefillKernel::kFlash         ? ", prefill (flash)"
+                : kernel == cuda::PrefillKernel::kFlashSyncPv ? ", prefill (flash, P V on mma.sync)"
+                                                               : ", prefill (paged)"));
   std::mt19937 rng(seed);
   const RopeStyle style = seed % 2 ? RopeStyle::kInterleaved : RopeStyle::kRotateHalf;
   AttentionScenario s = make_scenario(shape, dtype, page_size, style, ctx, rng);
@@ -205,12 +207,13 @@ void check_prefill(AttentionShape shape, KvDtype dtype, int page_size, std::vect
 TEST(PrefillAttentionCuda, FullChunkedAndVariableLengths) {
   QS_SKIP_WITHOUT_CUDA();
   uint32_t seed = 400;
-  for (KvDtype dtype : {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16})
-    for (int d : {64, 128}) {
-      check_prefill({8, 2, d}, dtype, 16, {1, 63, 64, 65}, {1, 63, 64, 65}, seed++);  // full prompts
-      check_prefill({8, 2, d}, dtype, 64, {1000, 130}, {200, 3}, seed++);  // chunks after earlier pages
-      check_prefill({4, 4, d}, dtype, 1, {70, 17, 5}, {70, 1, 2}, seed++);
-    }
+  for (cuda::PrefillKernel kernel : {cuda::PrefillKernel::kFlash, cuda::PrefillKernel::kFlashSyncPv})
+    for (KvDtype dtype : {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16})
+      for (int d : {64, 128}) {
+        check_prefill({8, 2, d}, dtype, 16, {1, 63, 64, 65}, {1, 63, 64, 65}, seed++, kernel);  // full prompts
+        check_prefill({8, 2, d}, dtype, 64, {1000, 130}, {200, 3}, seed++, kernel);  // chunks after earlier pages
+        check_prefill({4, 4, d}, dtype, 1, {70, 17, 5}, {70, 1, 2}, seed++, kernel);
+      }
 }
 
 // Batch 1 and 17, contexts 1 / 63 / 64 / 65 / 1000 as whole prompts and as
@@ -244,9 +247,10 @@ TEST(PrefillAttentionCuda, PagedKernelStillRight) {
 TEST(PrefillAttentionCuda, EveryGqaRatio) {
   QS_SKIP_WITHOUT_CUDA();
   uint32_t seed = 500;
-  for (KvDtype dtype : {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16})
-    for (int group = 1; group <= 8; ++group)
-      check_prefill({2 * group, 2, group % 2 ? 128 : 64}, dtype, 16, {90, 33, 300}, {90, 20, 170}, seed++);
+  for (cuda::PrefillKernel kernel : {cuda::PrefillKernel::kFlash, cuda::PrefillKernel::kFlashSyncPv})
+    for (KvDtype dtype : {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16})
+      for (int group = 1; group <= 8; ++group)
+        check_prefill({2 * group, 2, group % 2 ? 128 : 64}, dtype, 16, {90, 33, 300}, {90, 20, 170}, seed++, kernel);
 }
 
 }  // namespace

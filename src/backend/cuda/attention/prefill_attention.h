@@ -21,7 +21,9 @@
 
 namespace qserve::cuda {
 
-enum class PrefillKernel : int32_t { kFlash = 0, kPaged = 1 };
+// kFlash: P V on wgmma too where built for sm_90a; kFlashSyncPv: P V on
+// mma.sync (comparison); kPaged: the earlier kernel (comparison).
+enum class PrefillKernel : int32_t { kFlash = 0, kPaged = 1, kFlashSyncPv = 2 };
 
 struct PrefillArgs {
   const uint16_t* q = nullptr;             // [T, Hq, D] fp16 (after RoPE), sequences concatenated

@@ -67,15 +67,10 @@ struct Cfg {
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
 
-// Byte offset of 16-byte chunk `ch` of row `r` in a swizzled fp16 V tile
-// ([64 keys][D], rows of 2D bytes, chunk ^ (row % 8)).
-template <int D>
-__device__ __forceinline__ int swz(int r, int ch) {
-  return r * (D * 2) + ((ch ^ (r & 7)) << 4);
-}
-// The same for Q and K tiles ([D / 64 column blocks][kRowsInTile][128 B]):
-// the 128-byte swizzle of a K-major wgmma operand (8-row atoms of 1 KiB,
-// chunk ^ (row % 8)); ldmatrix reads it without bank conflicts too.
+// Byte offset of 16-byte chunk `ch` of row `r` in a swizzled fp16 tile
+// ([D / 64 column blocks][kRowsInTile][128 B]): the 128-byte swizzle of wgmma
+// operands (8-row atoms of 1 KiB, chunk ^ (row % 8)), K-major for Q and K,
+// N-major for V; ldmatrix reads it without bank conflicts too.
 template <int kRowsInTile>
 __device__ __forceinline__ int swz128(int r, int ch) {
   return (ch >> 3) * (kRowsInTile * 128) + r * 128 + (((ch & 7) ^ (r & 7)) << 4);
@@ -142,8 +137,7 @@ __device__ __forceinline__ void dequant_tile(const uint8_t* raw, uint8_t* sk, ui
 #pragma unroll
         for (int n = 0; n < 4; ++n) out[n] = as_u32(__hfma2(__hsub2(as_half2(pairs[n]), kBias), s2, nzs2));
       }
-      *reinterpret_cast<uint4*>(dst + (kv ? swz<D>(key, ch) : swz128<kKeys>(key, ch))) =
-          make_uint4(out[0], out[1], out[2], out[3]);
+      *reinterpret_cast<uint4*>(dst + swz128<kKeys>(key, ch)) = make_uint4(out[0], out[1], out[2], out[3]);
     }
   }
 }
@@ -163,7 +157,7 @@ __device__ __forceinline__ void stage_fp16_tile(uint8_t* sk, uint8_t* sv, const 
     int64_t off = 0;
     if (valid) off = pages[pos / p.page_size] * p.page_bytes + head_off + static_cast<int64_t>(pos % p.page_size) * (D * 2) + ch * 16;
     cp_async_16(sk + swz128<kKeys>(key, ch), p.k_pages + off, valid ? 16 : 0);
-    cp_async_16(sv + swz<D>(key, ch), p.v_pages + off, valid ? 16 : 0);
+    cp_async_16(sv + swz128<kKeys>(key, ch), p.v_pages + off, valid ? 16 : 0);
   }
 }
 
@@ -226,14 +220,45 @@ __device__ __forceinline__ void wgmma_f16<64>(float (&d)[8][4], uint64_t a, uint
         "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
       : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
 }
+// Descriptor of an N-major operand (B = V: [D / 64 column blocks][keys][128 B],
+// 128-byte swizzle): leading byte offset = the stride between 64-column
+// blocks, stride byte offset = 1024 between 8-key groups.
+__device__ __forceinline__ uint64_t desc_sw128_mn(const void* p, uint32_t column_block_bytes) {
+  const uint64_t addr = smem_u32(p);
+  return ((addr & 0x3ffff) >> 4) | (uint64_t{(column_block_bytes >> 4) & 0x3fff} << 16) |
+         (uint64_t{1024 >> 4} << 32) | (uint64_t{1} << 62);
+}
+// d[t][k] += A (64 x 16, registers: the mma.sync m16k16 A fragment of each
+// warp's 16 rows) * B (16 x N, N-major descriptor b)
+template <int N>
+__device__ __forceinline__ void wgmma_f16_rs(float (&d)[N / 8][4], const uint32_t (&a)[4], uint64_t b);
+template <>
+__device__ __forceinline__ void wgmma_f16_rs<64>(float (&d)[8][4], const uint32_t (&a)[4], uint64_t b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
+}
+template <>
+__device__ __forceinline__ void wgmma_f16_rs<128>(float (&d)[16][4], const uint32_t (&a)[4], uint64_t b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, {%64,%65,%66,%67}, %68, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
+}
 #else
 __device__ __forceinline__ void fence_proxy_async() {}
 #endif
 
 // grid: (KV head, sequence, token block counted from the last: the blocks
 // with the most keys start first). p.q_starts / context_lens as in
-// prefill_attention.h; p.group any of 1..8.
-template <KvDtype DT, int D>
+// prefill_attention.h; p.group any of 1..8. kPvWgmma: O += P V on wgmma too
+// (sm_90a; otherwise mma.sync).
+template <KvDtype DT, int D, bool kPvWgmma>
 __global__ void __launch_bounds__(kThreads, 2) prefill_flash_kernel(const attn::Params p, int num_token_blocks) {
   using C = Cfg<DT, D>;
 #ifdef QSERVE_FLASH_SUB_KEYS  // tuning experiments
@@ -322,7 +347,7 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_flash_kernel(const attn::
   const uint32_t q_addr = smem_u32(sq) + (16 * warp + (lane % 8) + 8 * ((lane / 8) % 2)) * 128 +
                           16 * ((lane % 8) ^ (lane / 16));
   const uint32_t k_lane = ((lane % 8) + 8 * (lane / 16)) * 128 + 16 * ((lane % 8) ^ ((lane / 8) % 2));
-  const uint32_t v_lane = ((lane % 8) + 8 * ((lane / 8) % 2)) * C::kRowBytes + 16 * ((lane % 8) ^ (lane / 16));
+  const uint32_t v_lane = ((lane % 8) + 8 * ((lane / 8) % 2)) * 128 + 16 * ((lane % 8) ^ (lane / 16));
   (void)q_addr;
   (void)k_lane;
 
@@ -438,6 +463,29 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_flash_kernel(const attn::
           for (int e = 0; e < kDT; ++e) o[mt][e][2 * h] *= alpha, o[mt][e][2 * h + 1] *= alpha;
         }
       // 4. O += P V, 16 keys per k step, P from the S accumulators
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+      if constexpr (kPvWgmma) {
+        // wgmma m64 n D k16, A = P (registers, the mma.sync A layout of the
+        // warp's 16 rows), B = V (shared, N-major); waited for at once (P's
+        // registers and O are reused right after)
+        wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < kSub / 16; ++ks)
+#pragma unroll
+          for (int mt = 0; mt < 2; ++mt) {
+            const uint32_t pa[4] = {
+                as_u32(__floats2half2_rn(s[mt][2 * ks][0], s[mt][2 * ks][1])),
+                as_u32(__floats2half2_rn(s[mt][2 * ks][2], s[mt][2 * ks][3])),
+                as_u32(__floats2half2_rn(s[mt][2 * ks + 1][0], s[mt][2 * ks + 1][1])),
+                as_u32(__floats2half2_rn(s[mt][2 * ks + 1][2], s[mt][2 * ks + 1][3]))};
+            wgmma_f16_rs<D>(o[mt], pa, desc_sw128_mn(sk + C::kTileBytes + (sub * kSub + 16 * ks) * 128, kKeys * 128));
+          }
+        wgmma_commit();
+        wgmma_wait0();
+        acc_fence(o);
+      } else
+#endif
+      {
 #pragma unroll
       for (int ks = 0; ks < kSub / 16; ++ks) {
         uint32_t pa[2][4];
@@ -451,13 +499,14 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_flash_kernel(const attn::
 #pragma unroll
         for (int dp = 0; dp < kDT / 2; ++dp) {
           uint32_t b0, b1, b2, b3;
-          ldsm_x4_t((v_addr ^ (32 * dp)) + (sub * kSub + 16 * ks) * C::kRowBytes, b0, b1, b2, b3);
+          ldsm_x4_t((v_addr ^ (32 * (dp % 4))) + (dp / 4) * (kKeys * 128) + (sub * kSub + 16 * ks) * 128, b0, b1, b2, b3);
 #pragma unroll
           for (int mt = 0; mt < 2; ++mt) {
             mma(o[mt][2 * dp], pa[mt], b0, b1);
             mma(o[mt][2 * dp + 1], pa[mt], b2, b3);
           }
         }
+      }
       }
     }
   }
