@@ -24,9 +24,11 @@ struct QuantizeArgs {
   std::string model, out, precision = "w4a8kv4", calib_text;
   int64_t group = 128, calib_samples = 32, calib_seqlen = 512;
   bool no_rotate = false, no_smooth_attn = false, no_smooth = false, no_reorder = false, no_clip = false;
+  bool rotate_values = false, quantized_stream = false;
+  double smooth_attn_alpha = 0.5, smoothquant_alpha = 0.5;
   bool smoothquant = false, calib_random = false, gptq = false, gptq_no_act_order = false;
   int64_t gptq_rows = 4096;
-  double gptq_damp = 0.01;
+  double gptq_damp = 0.01, gptq_row_cap = 0;
   double smooth_alpha = 0.2;
   bool quiet = false;
 };
@@ -77,8 +79,19 @@ void add_quantize_command(CLI::App& app) {
   sub->add_flag("--gptq", a->gptq, "GPTQ error compensation: codes chosen column by column against H = X^T X of the calibration inputs");
   sub->add_flag("--gptq-no-act-order", a->gptq_no_act_order, "GPTQ columns left to right instead of by descending activation energy");
   sub->add_option("--gptq-damp", a->gptq_damp, "GPTQ damping, relative to the mean of diag(H)")->capture_default_str();
+  sub->add_option("--gptq-row-cap", a->gptq_row_cap,
+                  "GPTQ: rows of H with a squared norm above C x the median are scaled down to it (0: off)")
+      ->capture_default_str();
   sub->add_option("--gptq-rows", a->gptq_rows, "Calibration rows per linear input used for GPTQ's H")->capture_default_str();
-  sub->add_flag("--smoothquant", a->smoothquant, "SmoothQuant input smoothing (alpha 0.5) into the RMSNorm gains");
+  sub->add_flag("--smoothquant", a->smoothquant, "SmoothQuant input smoothing into the RMSNorm gains");
+  sub->add_option("--smoothquant-alpha", a->smoothquant_alpha, "Migration strength of the SmoothQuant input smoothing")
+      ->capture_default_str();
+  sub->add_option("--smooth-attn-alpha", a->smooth_attn_alpha, "SmoothAttention exponent (lambda = max|K|^alpha)")
+      ->capture_default_str();
+  sub->add_flag("--rotate-values", a->rotate_values,
+                "Hadamard rotation inside each KV head on v_proj rows and o_proj columns (flatter V for KV4 and o_proj inputs)");
+  sub->add_flag("--quantized-stream", a->quantized_stream,
+                "Calibrate each block on the previous blocks' quantized outputs instead of the FP ones");
   sub->add_option("--smooth-alpha", a->smooth_alpha, "Migration strength of the output smoothing")->capture_default_str();
   sub->add_flag("-q,--quiet", a->quiet, "No progress output");
   set_command_body(sub, [a]() -> int {
@@ -98,8 +111,14 @@ void add_quantize_command(CLI::App& app) {
     opt.gptq_act_order = !a->gptq_no_act_order;
     if (!(a->gptq_damp > 0)) fail(ErrorCode::kInvalidArgument, "--gptq-damp must be positive, not {}", a->gptq_damp);
     opt.gptq_damp = a->gptq_damp;
+    if (a->gptq_row_cap < 0) fail(ErrorCode::kInvalidArgument, "--gptq-row-cap must be >= 0, not {}", a->gptq_row_cap);
+    opt.gptq_row_cap = a->gptq_row_cap;
     opt.gptq_rows = std::max<int64_t>(1, a->gptq_rows);
     opt.smooth_output_alpha = a->smooth_alpha;
+    opt.smooth_attention_alpha = a->smooth_attn_alpha;
+    opt.smooth_input_alpha = a->smoothquant_alpha;
+    opt.rotate_values = a->rotate_values;
+    opt.quantized_stream = a->quantized_stream;
     auto ckpt = open_checkpoint(model);
     const bool need_calib = opt.precision != quant::Precision::kFP16 &&
                             (opt.smooth_attention || opt.smooth_output || opt.smooth_input || opt.reorder || opt.clip || opt.gptq);

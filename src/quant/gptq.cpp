@@ -56,9 +56,23 @@ GptqFactor gptq_factor(const Matrix& x, const GptqOptions& opt) {
   QS_CHECK(x.rows > 0 && x.cols > 0) << "GPTQ needs calibration inputs";
   const int64_t k = x.cols, t = x.rows;
   // H = X^T X / t: transpose once, then the FP32 matmul (AVX2 when present).
+  std::vector<float> row_scale(static_cast<size_t>(t), 1.0f);
+  if (opt.row_cap > 0) {
+    std::vector<double> n2(static_cast<size_t>(t));
+    for (int64_t r = 0; r < t; ++r) {
+      double s = 0;
+      for (int64_t i = 0; i < k; ++i) s += static_cast<double>(x.at(r, i)) * x.at(r, i);
+      n2[r] = s;
+    }
+    std::vector<double> sorted = n2;
+    std::nth_element(sorted.begin(), sorted.begin() + t / 2, sorted.end());
+    const double bound = opt.row_cap * sorted[t / 2];
+    for (int64_t r = 0; r < t; ++r)
+      if (n2[r] > bound && bound > 0) row_scale[r] = static_cast<float>(std::sqrt(bound / n2[r]));
+  }
   std::vector<float> xt(static_cast<size_t>(k * t)), hf(static_cast<size_t>(k * k));
   for (int64_t r = 0; r < t; ++r)
-    for (int64_t i = 0; i < k; ++i) xt[static_cast<size_t>(i * t + r)] = x.at(r, i);
+    for (int64_t i = 0; i < k; ++i) xt[static_cast<size_t>(i * t + r)] = x.at(r, i) * row_scale[r];
   matmul_nt(xt.data(), k, t, xt.data(), k, hf.data());
   std::vector<double> h(hf.size());
   double mean_diag = 0;

@@ -35,6 +35,10 @@ namespace qserve::quant {
 struct GptqOptions {
   double damp = 0.01;     // added to H's diagonal: damp * mean(diag H) (raised x10 until Cholesky succeeds)
   bool act_order = true;  // quantize columns in descending H[i, i] (the grid is fixed, so any order keeps the format)
+  // Row weighting of H (0: off). A row whose squared norm exceeds row_cap times the
+  // median squared norm (attention-sink tokens, orders of magnitude above the others)
+  // is scaled down to that bound, so that it still counts but no longer dominates H.
+  double row_cap = 0;
 };
 
 // U [k, k] row-major upper triangular with Hp^-1 = U^T U, Hp = P (X^T X / rows + damp) P^T

@@ -96,6 +96,8 @@ nlohmann::json qoq_config_to_json(const QoqConfig& c) {
   t["clip"] = c.clip;
   t["gptq"] = c.gptq;
   t["gptq_act_order"] = c.gptq_act_order;
+  t["rotate_values"] = c.rotate_values;
+  t["quantized_stream"] = c.quantized_stream;
   nlohmann::json j;
   j["quant_method"] = "qoq";
   j["method"] = "qoq";
@@ -156,6 +158,8 @@ QoqConfig qoq_config_from_json(const nlohmann::json& j) {
     c.clip = t.value("clip", false);
     c.gptq = t.value("gptq", false);
     c.gptq_act_order = t.value("gptq_act_order", false);
+    c.rotate_values = t.value("rotate_values", false);
+    c.quantized_stream = t.value("quantized_stream", false);
   }
   if (j.contains("calibration") && j["calibration"].is_object()) {
     c.calibration = j["calibration"].value("text", "");

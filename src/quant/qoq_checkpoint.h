@@ -30,6 +30,8 @@ struct QoqConfig {
   bool reorder = false, clip = false;
   bool gptq = false;  // GPTQ error compensation chose the codes (quant/gptq.h)
   bool gptq_act_order = false;  // ... in descending H[i, i] order
+  bool rotate_values = false;   // Hadamard inside each KV head on v/o (quant/rotate_value.h)
+  bool quantized_stream = false;  // blocks calibrated on the previous blocks' quantized outputs
   std::string calibration;
   int64_t calibration_samples = 0, calibration_seqlen = 0;
 };

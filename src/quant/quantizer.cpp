@@ -18,6 +18,7 @@
 #include "quant/qoq_checkpoint.h"
 #include "quant/quant_linear.h"
 #include "quant/rotate.h"
+#include "quant/rotate_value.h"
 #include "quant/smooth_attention.h"
 #include "quant/smooth_output.h"
 #include "quant/weight_clip.h"
@@ -225,7 +226,7 @@ std::vector<QuantizedLinear> quantize_block(const BlockWeights& w, const BlockWe
     if (!gptq) continue;
     QS_CHECK(inputs[i]->rows > 0) << "GPTQ needs calibration rows";
     if (factor_of != inputs[i]) {  // q/k/v and gate/up share their input (and H)
-      factor = std::make_unique<GptqFactor>(gptq_factor(*inputs[i], {.damp = opt.gptq_damp, .act_order = opt.gptq_act_order}));
+      factor = std::make_unique<GptqFactor>(gptq_factor(*inputs[i], {.damp = opt.gptq_damp, .act_order = opt.gptq_act_order, .row_cap = opt.gptq_row_cap}));
       factor_of = inputs[i];
     }
     const double rtn = layer_output_error(*inputs[i], *target[i], out.back());
@@ -292,8 +293,11 @@ QuantizeReport quantize_checkpoint(const Checkpoint& in, const std::string& out_
       progress(l, "rotate");
       rotate_block(*rot, w);
     }
+    if (opt.rotate_values && transform) rotate_value_heads(s, w, opt.rotation_seed);
     BlockTaps taps;
     taps.keep_every = std::max<int64_t>(1, n_seq * seqlen / (opt.gptq ? opt.gptq_rows : 1024));
+    std::vector<float> h_in;  // the block's input, kept to run the quantized block on it
+    if (n_seq && opt.quantized_stream) h_in = h;
     if (n_seq) {
       progress(l, "calibrate");
       block_forward(s, w, h.data(), n_seq, seqlen, &taps);
@@ -303,7 +307,17 @@ QuantizeReport quantize_checkpoint(const Checkpoint& in, const std::string& out_
     const bool gptq = opt.gptq && fmt != WeightFormat::kF16;
     report.layers.push_back(transform_block(s, w, taps, opt, gptq && opt.clip ? &targets : nullptr));
     progress(l, gptq ? "gptq" : "quantize");
-    writer.add_quantized_block(l, quantize_block(w, gptq && opt.clip ? targets : w, taps, opt, &report.layers.back()), w);
+    std::vector<QuantizedLinear> ql = quantize_block(w, gptq && opt.clip ? targets : w, taps, opt, &report.layers.back());
+    if (!h_in.empty()) {
+      // The next block's calibration input: this block's output with its weights as quantized.
+      progress(l, "quantized stream");
+      BlockWeights wq = w;
+      Matrix* ms[7] = {&wq.q, &wq.k, &wq.v, &wq.o, &wq.gate, &wq.up, &wq.down};
+      for (int i = 0; i < 7; ++i) ms[i]->data = dequantize_linear(ql[i]);
+      h.swap(h_in);
+      block_forward(s, wq, h.data(), n_seq, seqlen, nullptr);
+    }
+    writer.add_quantized_block(l, std::move(ql), w);
   }
   progress(-1, "lm_head");
   // lm_head: the untied copy when the norm is folded (or the model is untied).
@@ -333,6 +347,8 @@ QuantizeReport quantize_checkpoint(const Checkpoint& in, const std::string& out_
   qc.smooth_input_alpha = opt.smooth_input ? opt.smooth_input_alpha : 0;
   qc.reorder = opt.reorder && (fmt == WeightFormat::kW4G128 || fmt == WeightFormat::kW4A16);
   qc.clip = opt.clip;
+  qc.rotate_values = opt.rotate_values && transform;
+  qc.quantized_stream = opt.quantized_stream && n_seq > 0;
   qc.gptq = opt.gptq;
   qc.gptq_act_order = opt.gptq && opt.gptq_act_order;
   qc.calibration = opt.calibration_name;

@@ -28,10 +28,13 @@ struct QuantizeOptions {
   bool smooth_input = false;       // SmoothQuant input smoothing (folded into the norms)
   bool reorder = true;             // g128 only
   bool clip = true;
+  bool rotate_values = false;      // Hadamard inside each KV head on v_proj rows / o_proj columns (quant/rotate_value.h)
+  bool quantized_stream = false;   // the next block calibrates on this block's quantized output, not the FP one
   bool gptq = false;               // GPTQ error compensation (quant/gptq.h) after the grid is set
   int64_t gptq_rows = 4096;        // calibration rows kept per linear input for GPTQ's H = X^T X
   bool gptq_act_order = true;      // GPTQ columns in descending H[i, i]
   double gptq_damp = 0.01;         // GPTQ damping, relative to mean(diag H)
+  double gptq_row_cap = 0;         // GPTQ row weighting of H (GptqOptions::row_cap; 0: off)
   double smooth_attention_alpha = 0.5;
   double smooth_output_alpha = 0.2;
   double smooth_input_alpha = 0.5;

@@ -174,6 +174,41 @@ TEST(Gptq, G128FormatStaysExactAndInsideTheProtectiveRange) {
   EXPECT_LT(layer_output_error(x, w, gq), layer_output_error(x, w, rtn));
 }
 
+TEST(Gptq, RowCapBoundsTheDominantRows) {
+  // Two rows 100x larger than the others (attention sinks): with row_cap C, H is that of
+  // the same rows with those two scaled down to a squared norm of C x the median.
+  std::mt19937 rng(6);
+  const int64_t k = 48, rows = 160;
+  Matrix x = gaussian(rng, rows, k);
+  for (int64_t i = 0; i < k; ++i) x.at(0, i) *= 100.0f, x.at(77, i) *= 100.0f;
+  std::vector<double> n2(rows);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < k; ++i) n2[r] += static_cast<double>(x.at(r, i)) * x.at(r, i);
+  std::vector<double> sorted = n2;
+  std::nth_element(sorted.begin(), sorted.begin() + rows / 2, sorted.end());
+  const double cap = 4.0, bound = cap * sorted[rows / 2];
+  Matrix capped = x;
+  int scaled = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    if (n2[r] > bound) {
+      ++scaled;
+      for (int64_t i = 0; i < k; ++i) capped.at(r, i) *= static_cast<float>(std::sqrt(bound / n2[r]));
+    }
+  EXPECT_GE(scaled, 2);
+  const GptqFactor want = gptq_factor(capped, {.row_cap = 0});
+  const GptqFactor got = gptq_factor(x, {.row_cap = cap});
+  const GptqFactor plain = gptq_factor(x, {.row_cap = 0});
+  ASSERT_EQ(got.perm, want.perm);
+  double diff = 0, diff_plain = 0, scale = 0;
+  for (size_t i = 0; i < want.u.size(); ++i) {
+    diff = std::max(diff, static_cast<double>(std::fabs(got.u[i] - want.u[i])));
+    diff_plain = std::max(diff_plain, static_cast<double>(std::fabs(plain.u[i] - want.u[i])));
+    scale = std::max(scale, static_cast<double>(std::fabs(want.u[i])));
+  }
+  EXPECT_LT(diff, 1e-4 * scale);
+  EXPECT_GT(diff_plain, 1e-2 * scale);  // the cap changed H
+}
+
 TEST(Gptq, DeadChannelsAndShapeChecks) {
   std::mt19937 rng(5);
   const int64_t n = 8, k = 64;

@@ -91,5 +91,35 @@ TEST(QoqModel, RotationAloneKeepsTheModelAtW8A8) {
   EXPECT_LT(rel_rms(ref, all_logits(*LlamaModel::load(*q), prompt)), 0.1);
 }
 
+TEST(QoqModel, ValueRotationAndQuantizedStreamAreRecordedAndChangeTheCodes) {
+  // Value rotation (exact in FP) and calibration on the quantized stream (later blocks see
+  // the quantized earlier ones) both give a working W4A8KV4 model, recorded in the config,
+  // and both change the checkpoint (the switches are wired).
+  TempDir tmp;
+  write_tiny_model(tmp.path() / "in");
+  auto in = open_checkpoint((tmp.path() / "in").string());
+  const std::vector<int32_t> prompt = {1, 5, 9, 2, 33, 17, 8, 8, 21, 3, 0, 39};
+  const std::vector<float> ref = all_logits(*LlamaModel::load(*in), prompt);
+  std::vector<std::vector<float>> logits;
+  for (int variant = 0; variant < 3; ++variant) {
+    quant::QuantizeOptions o;
+    o.precision = quant::Precision::kW4A8KV4;
+    o.calibration = calib();
+    o.gptq = true;
+    o.rotate_values = variant == 1;
+    o.quantized_stream = variant == 2;
+    const fs::path out = tmp.path() / ("v" + std::to_string(variant));
+    quant::quantize_checkpoint(*in, out.string(), o);
+    auto q = open_checkpoint(out.string());
+    const auto& t = q->config()["quantization_config"]["transforms"];
+    EXPECT_EQ(t.value("rotate_values", false), variant == 1);
+    EXPECT_EQ(t.value("quantized_stream", false), variant == 2);
+    logits.push_back(all_logits(*LlamaModel::load(*q), prompt));
+    EXPECT_LT(rel_rms(ref, logits.back()), 0.3) << "variant " << variant;
+  }
+  EXPECT_NE(logits[0], logits[1]);
+  EXPECT_NE(logits[0], logits[2]);
+}
+
 }  // namespace
 }  // namespace qserve

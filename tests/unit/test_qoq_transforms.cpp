@@ -13,6 +13,7 @@
 #include "quant/hadamard.h"
 #include "quant/quantizer.h"
 #include "quant/rotate.h"
+#include "quant/rotate_value.h"
 #include "quant/smooth_attention.h"
 #include "quant/smooth_output.h"
 
@@ -172,6 +173,8 @@ TEST_P(TransformInvariance, LogitsUnchangedByEachStep) {
   rotate_lm_head(rot, m.outer.lm_head);
   for (auto& b : m.blocks) rotate_block(rot, b);
   check("rotation");
+  for (auto& b : m.blocks) rotate_value_heads(m.shape, b, 0);
+  check("value rotation");
 
   std::vector<BlockTaps> taps = collect_taps(m, seq);
   for (size_t l = 0; l < m.blocks.size(); ++l) {
@@ -197,6 +200,33 @@ TEST_P(TransformInvariance, LogitsUnchangedByEachStep) {
 
 INSTANTIATE_TEST_SUITE_P(RopeStyles, TransformInvariance, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "interleaved" : "rotate_half"; });
+
+TEST(ValueRotation, SpreadsAValueOutlierChannel) {
+  // Value channel 3 of KV head 0 is 10x the others; after the rotation inside the head no
+  // channel of that head stands out, and the other head's rows are rotated too.
+  TinyModel m = make_model(96, false, 8);
+  const LlamaShape& s = m.shape;
+  BlockWeights& b = m.blocks[0];
+  for (int64_t c = 0; c < s.hidden; ++c) b.v.at(3, c) *= 10.0f;
+  const Matrix v0 = b.v;
+  rotate_value_heads(s, b, 0);
+  auto row_norm = [](const Matrix& w, int64_t r) {
+    double n = 0;
+    for (int64_t c = 0; c < w.cols; ++c) n += static_cast<double>(w.at(r, c)) * w.at(r, c);
+    return std::sqrt(n);
+  };
+  const int64_t d = s.head_dim;
+  double before = 0, after = 0, frob0 = 0, frob1 = 0;
+  for (int64_t r = 0; r < d; ++r) {
+    before = std::max(before, row_norm(v0, r));
+    after = std::max(after, row_norm(b.v, r));
+    frob0 += row_norm(v0, r) * row_norm(v0, r);
+    frob1 += row_norm(b.v, r) * row_norm(b.v, r);
+  }
+  EXPECT_LT(after, 0.5 * before);
+  EXPECT_NEAR(frob1, frob0, 1e-3 * frob0);  // orthogonal within the head
+  EXPECT_GT(rel_diff(v0.data, b.v.data), 0.1);
+}
 
 TEST(SmoothAttention, ShrinksKeyOutliersAndKeepsPairsEqual) {
   TinyModel m = make_model(96, false, 3);
