@@ -6,6 +6,7 @@
 //   --prefill  prefill attention TFLOP/s
 //   --fused    fused memory-bound kernels' GB/s against a copy kernel
 //   --quick    a small subset of each section
+//   --kernel   the decode kernel (auto, mma, simt, mma-rows; see DecodeKernel)
 // Inputs are random (never zeros); small problems rotate over disjoint pages
 // so that repeated launches do not measure the L2 cache.
 #include <cuda_fp16.h>
@@ -58,7 +59,16 @@ struct Model {
   int hq, hkv, d;
 };
 
-void bench_decode(bool quick, bench::Report& report) {
+const char* kernel_name(cuda::DecodeKernel k) {
+  switch (k) {
+    case cuda::DecodeKernel::kMma: return "mma";
+    case cuda::DecodeKernel::kSimt: return "simt";
+    case cuda::DecodeKernel::kMmaRows: return "mma-rows";
+    default: return "auto";
+  }
+}
+
+void bench_decode(bool quick, cuda::DecodeKernel kernel, bench::Report& report) {
   const Model models[] = {{"Llama-3-8B", 32, 8, 128}, {"Llama-2-7B", 32, 32, 128}};
   std::vector<int> batches{1, 16, 64, 128, 256}, contexts{512, 1536, 4096, 16384};
   if (quick) batches = {1, 64, 256}, contexts = {1536, 4096};
@@ -67,7 +77,7 @@ void bench_decode(bool quick, bench::Report& report) {
   const int sms = bench::num_sms();
   const size_t pool_cap = size_t{40} << 30;   // per pool (K or V)
   const size_t min_span = size_t{512} << 20;  // rotate over at least this many bytes
-  std::printf("\n## Decode attention (page size %d, fp16 out)\n\n", page_size);
+  std::printf("\n## Decode attention (page size %d, fp16 out, kernel %s)\n\n", page_size, kernel_name(kernel));
   std::printf("| model | batch | context | KV4 us | KV4 TB/s | KV8 us | KV8 TB/s | FP16 us | FP16 TB/s | FP16/KV4 | FP16/KV8 |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Model& m : models) {
@@ -94,7 +104,8 @@ void bench_decode(bool quick, bench::Report& report) {
           std::vector<int32_t> ctxs(batch, ctx);
           cudaMemcpy(dctx.ptr, ctxs.data(), batch * 4, cudaMemcpyHostToDevice);
           bench::fill_random_half(dq.as<uint16_t>(), static_cast<size_t>(batch) * m.hq * m.d, 3);
-          const cuda::DecodePlan plan = cuda::plan_decode_attention(shape, dtypes[di], batch, ctx, sms);
+          cuda::DecodePlan plan = cuda::plan_decode_attention(shape, dtypes[di], batch, ctx, sms);
+          plan.kernel = kernel;
           bench::DeviceMem ws(plan.workspace_bytes);
           const PagedKvCache cache{k.as<uint8_t>(), v.as<uint8_t>(), static_cast<int32_t>(num_pages), layout};
           int iter = 0;
@@ -108,7 +119,7 @@ void bench_decode(bool quick, bench::Report& report) {
           us[di] = bench::time_us(run);
           const double kv_bytes = 2.0 * batch * ctx * m.hkv * (layout.token_value_bytes() + (kv_has_params(dtypes[di]) ? 4 : 0));
           tbs[di] = kv_bytes / (us[di] * 1e-6) / 1e12;
-          report.add_decode(m.name, batch, ctx, dtypes[di], plan.num_splits, us[di], tbs[di]);
+          report.add_decode(m.name, batch, ctx, dtypes[di], plan.num_splits, us[di], tbs[di], kernel_name(kernel));
         }
         auto cell = [](double v, const char* fmt) {
           static char buf[8][32];
@@ -191,6 +202,7 @@ void bench_prefill(bool quick, bench::Report& report);
 
 int main(int argc, char** argv) {
   bool decode = false, prefill = false, fused = false, quick = false;
+  cuda::DecodeKernel kernel = cuda::DecodeKernel::kAuto;
   std::string json_path;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -199,8 +211,13 @@ int main(int argc, char** argv) {
     else if (a == "--fused") fused = true;
     else if (a == "--quick") quick = true;
     else if (a == "--json" && i + 1 < argc) json_path = argv[++i];
+    else if (a == "--kernel" && i + 1 < argc) {
+      const std::string k = argv[++i];
+      kernel = k == "mma" ? cuda::DecodeKernel::kMma : k == "simt" ? cuda::DecodeKernel::kSimt
+             : k == "mma-rows" ? cuda::DecodeKernel::kMmaRows : cuda::DecodeKernel::kAuto;
+    }
     else {
-      std::fprintf(stderr, "usage: %s [--decode] [--prefill] [--fused] [--quick] [--json FILE]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--decode] [--prefill] [--fused] [--quick] [--kernel auto|mma|simt|mma-rows] [--json FILE]\n", argv[0]);
       return 2;
     }
   }
@@ -208,7 +225,7 @@ int main(int argc, char** argv) {
   bench::Report report;
   bench::print_device();
   if (fused) bench_fused(quick, report);
-  if (decode) bench_decode(quick, report);
+  if (decode) bench_decode(quick, kernel, report);
   if (prefill) bench_prefill(quick, report);
   if (!json_path.empty()) report.write(json_path);
   return 0;

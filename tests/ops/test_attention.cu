@@ -98,9 +98,19 @@ TEST(RopeKvWriteCuda, PagesMatchCpuByteForByte) {
 
 // ---- decode attention -------------------------------------------------------
 
+const char* kernel_name(cuda::DecodeKernel k) {
+  switch (k) {
+    case cuda::DecodeKernel::kMma: return "mma";
+    case cuda::DecodeKernel::kSimt: return "simt";
+    case cuda::DecodeKernel::kMmaRows: return "mma-rows";
+    default: return "auto";
+  }
+}
+
 void check_decode(AttentionShape shape, KvDtype dtype, int page_size, std::vector<int32_t> ctx, uint32_t seed,
-                  int force_splits = 0) {
-  SCOPED_TRACE(describe(shape, dtype, page_size, ctx) + ", splits " + std::to_string(force_splits));
+                  int force_splits = 0, cuda::DecodeKernel kernel = cuda::DecodeKernel::kAuto) {
+  SCOPED_TRACE(describe(shape, dtype, page_size, ctx) + ", splits " + std::to_string(force_splits) + ", kernel " +
+               kernel_name(kernel));
   std::mt19937 rng(seed);
   const RopeStyle style = seed % 2 ? RopeStyle::kInterleaved : RopeStyle::kRotateHalf;
   AttentionScenario s = make_scenario(shape, dtype, page_size, style, ctx, rng);
@@ -120,7 +130,8 @@ void check_decode(AttentionShape shape, KvDtype dtype, int page_size, std::vecto
   DeviceBuffer<uint16_t> dq(q), dout(q.size());  // poisoned: 0xFFFF is a NaN
   DeviceBuffer<int32_t> dctx(ctx), dpt(s.page_table);
   const int max_ctx = *std::max_element(ctx.begin(), ctx.end());
-  const cuda::DecodePlan plan = cuda::plan_decode_attention(shape, dtype, B, max_ctx, num_sms(), force_splits);
+  cuda::DecodePlan plan = cuda::plan_decode_attention(shape, dtype, B, max_ctx, num_sms(), force_splits);
+  plan.kernel = kernel;
   DeviceBuffer<uint8_t> ws(plan.workspace_bytes);
   const PagedKvCache cache{dk.get(), dv.get(), s.num_pages, s.layout};
   const cuda::DecodeArgs args{dq.get(), dout.get(), dctx.get(), dpt.get(), s.stride, B, scale};
@@ -150,8 +161,26 @@ TEST(DecodeAttentionCuda, EveryGqaRatio) {
   QS_SKIP_WITHOUT_CUDA();
   uint32_t seed = 200;
   for (KvDtype dtype : {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16})
-    for (int group = 1; group <= 8; ++group)
+    for (int group = 1; group <= 8; ++group) {
       check_decode({2 * group, 2, group % 2 ? 64 : 128}, dtype, 16, {65, 200, 3}, seed++);
+      // the other kernel of the group (CUDA cores for 1-2, heads-in-M tensor cores for 3-8)
+      check_decode({2 * group, 2, group % 2 ? 64 : 128}, dtype, 16, {65, 200, 3}, seed++, 0,
+                   group <= 2 ? cuda::DecodeKernel::kSimt : cuda::DecodeKernel::kMmaRows);
+    }
+}
+
+// Every decode kernel on the groups it serves (the others fall back to kMma),
+// odd contexts, page sizes 1 and 16, splits on and off.
+TEST(DecodeAttentionCuda, EveryKernel) {
+  QS_SKIP_WITHOUT_CUDA();
+  uint32_t seed = 250;
+  for (cuda::DecodeKernel kernel : {cuda::DecodeKernel::kMma, cuda::DecodeKernel::kSimt, cuda::DecodeKernel::kMmaRows})
+    for (KvDtype dtype : {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16})
+      for (int group : {1, 2, 3, 4, 8}) {
+        const int d = group % 2 ? 128 : 64;
+        check_decode({3 * group, 3, d}, dtype, group == 3 ? 1 : 16, {1, 63, 64, 65, 1000}, seed++, 0, kernel);
+        check_decode({group, 1, 192 - d}, dtype, 64, {33, 2049, 100}, seed++, 3, kernel);
+      }
 }
 
 TEST(DecodeAttentionCuda, SplitsMergeExactly) {
