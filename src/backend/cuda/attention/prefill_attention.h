@@ -2,14 +2,14 @@
 // (a whole prompt, a chunk of one, or the suffix after a reused prefix)
 // attend causally to every key of their sequence up to their own position,
 // all read from the cache (the new tokens' keys and values are written
-// first, by rope_kv_write). FP16 tensor cores (mma.sync), flash-attention
-// style online softmax, variable lengths in one launch, KV4 / KV8 / FP16
-// pages, head_dim 64 / 128, GQA group 1..8.
+// first, by rope_kv_write). FP16 tensor cores (wgmma on sm_90a, mma.sync
+// elsewhere), flash-attention style online softmax, variable lengths in one
+// launch, KV4 / KV8 / FP16 pages, head_dim 64 / 128, GQA group 1..8.
 //
-// Two kernels: kFlash (the default, prefill_flash_kernel.cuh: K/V tiles
+// Kernels: kFlash (the default, prefill_flash_kernel.cuh: K/V tiles
 // dequantized once per block into fp16 shared memory, 128 query rows per
-// block) and kPaged (the earlier kernel shared with decode,
-// paged_attention_kernel.cuh), kept for comparison.
+// block), and for comparison kFlashSyncPv (the same with P V on mma.sync) and
+// kPaged (the earlier kernel shared with decode, paged_attention_kernel.cuh).
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -1,12 +1,14 @@
-// The prefill attention kernel (flash-attention 2 style, mma.sync m16n8k16,
-// fp16 x fp16 -> f32) over KV4 / KV8 / FP16 pages.
+// The prefill attention kernel (flash-attention 2 style; fp16 x fp16 -> f32
+// on wgmma on sm_90a, on mma.sync m16n8k16 elsewhere) over KV4 / KV8 / FP16
+// pages.
 //
-// A block (4 warps) serves 128 rows of one (sequence, KV head): row r is new
-// token tok0 + r / group, query head r % group of the KV head's group, so the
-// group's query heads share every K/V tile the block reads (128 / group
-// tokens per block; rows past the last token are zero and not written).
-// Each warp owns 32 rows (two m16 tiles), so every B fragment read from
-// shared memory feeds two mma.
+// A block (one warpgroup of 4 warps) serves 128 rows of one (sequence, KV
+// head): row r is new token tok0 + r / group, query head r % group of the KV
+// head's group, so the group's query heads share every K/V tile the block
+// reads (128 / group tokens per block; rows past the last token are zero and
+// not written). Warp w owns rows 16 w + [0, 16) and 64 + 16 w + [0, 16): the
+// two m64 row blocks of wgmma, whose accumulators come out in the mma.sync C
+// layout of each warp's 16 rows.
 //
 // Per 64-key tile:
 //  - quantized pages: the codes and the {scale, zero} pairs are staged raw
@@ -15,13 +17,15 @@
 //    (x = (t - z) s: t exact in fp16 from 1024 + t, one hfma2 per pair) that
 //    all 128 rows read; FP16 pages are copied straight into the fp16 tiles
 //    (cp.async, double-buffered);
-//  - S = Q K^T with ldmatrix fragments (Q stays in shared memory), the
-//    causal mask only on tiles that reach past a warp's first row, online
-//    softmax in the log2 domain (the scale applied to S in f32), P kept in
-//    registers as the A operand of O += P V (V through ldmatrix.trans).
-// fp16 tiles are [64 keys][D] (Q: [128 rows][D]), 16-byte chunks swizzled by
-// chunk ^ (row % 8), so that ldmatrix and the 16-byte stores meet no bank
-// conflicts.
+//  - per 32 keys (64 at d = 64): S = Q K^T (wgmma, A = Q and B = K from
+//    shared memory; or ldmatrix + mma.sync), the causal mask only where the
+//    keys reach past a warp's first row, online softmax in the log2 domain
+//    (the scale applied to S in f32), P kept in registers as the A operand of
+//    O += P V (wgmma with V through an N-major descriptor; or ldmatrix.trans +
+//    mma.sync).
+// fp16 tiles are [D / 64 column blocks][rows][128 B] with 16-byte chunks
+// swizzled by chunk ^ (row % 8): the 128-byte swizzle of wgmma operands, and
+// free of bank conflicts for ldmatrix and the 16-byte stores.
 //
 // KV4 order: a 32-bit word of 8 codes dequantizes into the pairs (e_n, e_n+4)
 // (one lop3 per pair), so inside every group of 8 head dims the tiles hold
@@ -237,8 +241,12 @@ __device__ __forceinline__ void wgmma_f16_rs<64>(float (&d)[8][4], const uint32_
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
-      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, 1;\n}\n"
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
+        "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]),
+        "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
 }
 template <>
@@ -246,8 +254,18 @@ __device__ __forceinline__ void wgmma_f16_rs<128>(float (&d)[16][4], const uint3
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
-      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, {%64,%65,%66,%67}, %68, p, 1, 1, 1;\n}\n"
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
+      "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
+      "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, {%64,%65,%66,%67}, %68, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
+        "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]),
+        "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]),
+        "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]),
+        "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]),
+        "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]),
+        "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
 }
 #else
@@ -261,11 +279,8 @@ __device__ __forceinline__ void fence_proxy_async() {}
 template <KvDtype DT, int D, bool kPvWgmma>
 __global__ void __launch_bounds__(kThreads, 2) prefill_flash_kernel(const attn::Params p, int num_token_blocks) {
   using C = Cfg<DT, D>;
-#ifdef QSERVE_FLASH_SUB_KEYS  // tuning experiments
-  constexpr int kSub = QSERVE_FLASH_SUB_KEYS;
-#else
-  constexpr int kSub = D == 128 ? 32 : 64;  // keys per S pass (S registers: 2 x kSub / 2)
-#endif
+  // keys per S pass: S in 2 x kSub / 2 registers (64 keys at d = 128 spilled)
+  constexpr int kSub = D == 128 ? 32 : 64;
   constexpr int kNT = kSub / 8;   // n8 tiles of S per m16 tile
   constexpr int kDT = D / 8;      // n8 tiles of O per m16 tile
   extern __shared__ __align__(128) uint8_t smem_raw[];
