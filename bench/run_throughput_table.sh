@@ -20,6 +20,7 @@
 #   BUDGETS="0,80GB,48GB" (0: the device's own memory)  UTIL=0.9
 #   INPUT_LEN=1024 OUTPUT_LEN=512  MAX_SEQS=64 (70B shapes: MAX_SEQS_70B=8)
 #   MAX_BATCHED_TOKENS=8192  HEADLINE_ARCH=llama-3-8b HEADLINE_SEQS=512 (0: none)
+#   HEADLINE_PRECISIONS="fp16 w4a8kv4"
 #   PEER=1 PEER_ARCHS="llama-3-8b llama-2-7b" PEER_ARGS="" PYTHON=python3
 #   CELL_TIMEOUT=300 (seconds per process)  EXTRA_ARGS="" (to every qserve run)
 #   QSERVE_LIBS=DIR: shared libraries for the qserve binary only (a bundled
@@ -49,6 +50,7 @@ MAX_SEQS_70B=${MAX_SEQS_70B:-8}
 MAX_BATCHED_TOKENS=${MAX_BATCHED_TOKENS:-8192}
 HEADLINE_ARCH=${HEADLINE_ARCH:-llama-3-8b}
 HEADLINE_SEQS=${HEADLINE_SEQS:-512}
+HEADLINE_PRECISIONS=${HEADLINE_PRECISIONS:-fp16 w4a8kv4}
 PEER=${PEER:-1}
 PEER_ARCHS=${PEER_ARCHS:-llama-3-8b llama-2-7b}
 PEER_ARGS=${PEER_ARGS:-}
@@ -99,7 +101,7 @@ common=(--device "$DEVICE" --input-len "$INPUT_LEN" --output-len "$OUTPUT_LEN"
         --max-num-batched-tokens "$MAX_BATCHED_TOKENS" --gpu-memory-utilization "$UTIL" --json)
 # The headline pair: the target arch at the device's own memory and a larger batch.
 if [[ $HEADLINE_SEQS -gt 0 ]]; then
-  for p in fp16 w4a8kv4; do
+  for p in $HEADLINE_PRECISIONS; do
     # shellcheck disable=SC2086
     run "headline $HEADLINE_ARCH $p" "$HEADL" "${QS[@]}" bench throughput --load-format dummy --arch "$HEADLINE_ARCH" \
       --precision "$p" "${common[@]}" --num-prompts 0 --max-num-seqs "$HEADLINE_SEQS" $EXTRA_ARGS

@@ -6,6 +6,7 @@
 //   --prefill  prefill attention TFLOP/s
 //   --fused    fused memory-bound kernels' GB/s against a copy kernel
 //   --quick    a small subset of each section
+//   --kernel   the decode kernel (auto, mma, simt, mma-rows; see DecodeKernel)
 // Inputs are random (never zeros); small problems rotate over disjoint pages
 // so that repeated launches do not measure the L2 cache.
 #include <cuda_fp16.h>
@@ -58,7 +59,16 @@ struct Model {
   int hq, hkv, d;
 };
 
-void bench_decode(bool quick, bench::Report& report) {
+const char* kernel_name(cuda::DecodeKernel k) {
+  switch (k) {
+    case cuda::DecodeKernel::kMma: return "mma";
+    case cuda::DecodeKernel::kSimt: return "simt";
+    case cuda::DecodeKernel::kMmaRows: return "mma-rows";
+    default: return "auto";
+  }
+}
+
+void bench_decode(bool quick, cuda::DecodeKernel kernel, bench::Report& report) {
   const Model models[] = {{"Llama-3-8B", 32, 8, 128}, {"Llama-2-7B", 32, 32, 128}};
   std::vector<int> batches{1, 16, 64, 128, 256}, contexts{512, 1536, 4096, 16384};
   if (quick) batches = {1, 64, 256}, contexts = {1536, 4096};
@@ -67,7 +77,7 @@ void bench_decode(bool quick, bench::Report& report) {
   const int sms = bench::num_sms();
   const size_t pool_cap = size_t{40} << 30;   // per pool (K or V)
   const size_t min_span = size_t{512} << 20;  // rotate over at least this many bytes
-  std::printf("\n## Decode attention (page size %d, fp16 out)\n\n", page_size);
+  std::printf("\n## Decode attention (page size %d, fp16 out, kernel %s)\n\n", page_size, kernel_name(kernel));
   std::printf("| model | batch | context | KV4 us | KV4 TB/s | KV8 us | KV8 TB/s | FP16 us | FP16 TB/s | FP16/KV4 | FP16/KV8 |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Model& m : models) {
@@ -94,7 +104,8 @@ void bench_decode(bool quick, bench::Report& report) {
           std::vector<int32_t> ctxs(batch, ctx);
           cudaMemcpy(dctx.ptr, ctxs.data(), batch * 4, cudaMemcpyHostToDevice);
           bench::fill_random_half(dq.as<uint16_t>(), static_cast<size_t>(batch) * m.hq * m.d, 3);
-          const cuda::DecodePlan plan = cuda::plan_decode_attention(shape, dtypes[di], batch, ctx, sms);
+          cuda::DecodePlan plan = cuda::plan_decode_attention(shape, dtypes[di], batch, ctx, sms);
+          plan.kernel = kernel;
           bench::DeviceMem ws(plan.workspace_bytes);
           const PagedKvCache cache{k.as<uint8_t>(), v.as<uint8_t>(), static_cast<int32_t>(num_pages), layout};
           int iter = 0;
@@ -108,7 +119,7 @@ void bench_decode(bool quick, bench::Report& report) {
           us[di] = bench::time_us(run);
           const double kv_bytes = 2.0 * batch * ctx * m.hkv * (layout.token_value_bytes() + (kv_has_params(dtypes[di]) ? 4 : 0));
           tbs[di] = kv_bytes / (us[di] * 1e-6) / 1e12;
-          report.add_decode(m.name, batch, ctx, dtypes[di], plan.num_splits, us[di], tbs[di]);
+          report.add_decode(m.name, batch, ctx, dtypes[di], plan.num_splits, us[di], tbs[di], kernel_name(kernel));
         }
         auto cell = [](double v, const char* fmt) {
           static char buf[8][32];
@@ -191,6 +202,7 @@ void bench_prefill(bool quick, bench::Report& report);
 
 int main(int argc, char** argv) {
   bool decode = false, prefill = false, fused = false, quick = false;
+  cuda::DecodeKernel kernel = cuda::DecodeKernel::kAuto;
   std::string json_path;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -199,8 +211,13 @@ int main(int argc, char** argv) {
     else if (a == "--fused") fused = true;
     else if (a == "--quick") quick = true;
     else if (a == "--json" && i + 1 < argc) json_path = argv[++i];
+    else if (a == "--kernel" && i + 1 < argc) {
+      const std::string k = argv[++i];
+      kernel = k == "mma" ? cuda::DecodeKernel::kMma : k == "simt" ? cuda::DecodeKernel::kSimt
+             : k == "mma-rows" ? cuda::DecodeKernel::kMmaRows : cuda::DecodeKernel::kAuto;
+    }
     else {
-      std::fprintf(stderr, "usage: %s [--decode] [--prefill] [--fused] [--quick] [--json FILE]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--decode] [--prefill] [--fused] [--quick] [--kernel auto|mma|simt|mma-rows] [--json FILE]\n", argv[0]);
       return 2;
     }
   }
@@ -208,7 +225,7 @@ int main(int argc, char** argv) {
   bench::Report report;
   bench::print_device();
   if (fused) bench_fused(quick, report);
-  if (decode) bench_decode(quick, report);
+  if (decode) bench_decode(quick, kernel, report);
   if (prefill) bench_prefill(quick, report);
   if (!json_path.empty()) report.write(json_path);
   return 0;
@@ -216,23 +233,32 @@ int main(int argc, char** argv) {
 
 namespace {
 // Causal prefill of whole prompts over pages already holding them; FLOPs
-// counted as in anchors.md: 2 x 2 x b x h x s^2 x d / 2.
+// counted as in anchors.md: 2 x 2 x b x h x s^2 x d / 2. Each case runs the
+// flash kernel (the default) and the earlier paged kernel in the same run.
 void bench_prefill(bool quick, bench::Report& report) {
   struct Case {
-    int batch, seq, hq, hkv;
+    int batch, seq, hq, hkv, d;
   };
-  std::vector<Case> cases{{8, 1024, 32, 8}, {32, 1024, 32, 8}, {1, 4096, 32, 8}, {8, 1024, 32, 32}};
-  if (quick) cases = {{8, 1024, 32, 8}, {1, 4096, 32, 8}};
-  const int d = 128, page_size = 64;
-  std::printf("\n## Prefill attention (causal, whole prompts from the paged cache, d = 128)\n\n");
-  std::printf("| batch x seq | q/kv heads | KV4 us | KV4 TFLOP/s | KV8 us | KV8 TFLOP/s | FP16 us | FP16 TFLOP/s |\n|---|---|---|---|---|---|---|---|\n");
+  std::vector<Case> cases{{8, 1024, 32, 8, 128}, {32, 1024, 32, 8, 128}, {1, 4096, 32, 8, 128},
+                          {8, 1024, 32, 32, 128}, {4, 2048, 32, 8, 128}, {8, 1024, 32, 8, 64}};
+  if (quick) cases = {{8, 1024, 32, 8, 128}, {1, 4096, 32, 8, 128}};
+  const int page_size = 64;
+  const KvDtype dtypes[] = {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16};
+  const char* dnames[] = {"kv4", "kv8", "fp16"};
+  const cuda::PrefillKernel kernels[] = {cuda::PrefillKernel::kFlash, cuda::PrefillKernel::kPaged,
+                                         cuda::PrefillKernel::kFlashSyncPv};
+  const char* knames[] = {"flash", "paged", "flash_sync_pv"};
+  std::printf("\n## Prefill attention (causal, whole prompts from the paged cache, page size %d)\n\n", page_size);
+  std::printf("us and TFLOP/s of the flash kernel (the default), then TFLOP/s of the earlier paged kernel and of\n"
+              "the flash kernel with P V on mma.sync (\"sync\"), in the same run\n\n");
+  std::printf("| batch x seq | q/kv heads | d | KV4 us | KV4 TFLOP/s | paged | sync | KV8 us | KV8 TFLOP/s | paged | sync | FP16 us | FP16 TFLOP/s | paged | sync |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Case& c : cases) {
-    const AttentionShape shape{c.hq, c.hkv, d};
-    const double flops = 2.0 * 2.0 * c.batch * c.hq * static_cast<double>(c.seq) * c.seq * d / 2.0;
-    double us[3] = {0, 0, 0};
-    const KvDtype dtypes[] = {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16};
+    const AttentionShape shape{c.hq, c.hkv, c.d};
+    const double flops = 2.0 * 2.0 * c.batch * c.hq * static_cast<double>(c.seq) * c.seq * c.d / 2.0;
+    double us[3][3] = {};
     for (int di = 0; di < 3; ++di) {
-      const KvPageLayout layout{page_size, c.hkv, d, dtypes[di]};
+      const KvPageLayout layout{page_size, c.hkv, c.d, dtypes[di]};
       const int pps = (c.seq + page_size - 1) / page_size;
       const int64_t num_pages = static_cast<int64_t>(c.batch) * pps;
       bench::DeviceMem k(num_pages * layout.page_bytes()), v(num_pages * layout.page_bytes());
@@ -241,23 +267,29 @@ void bench_prefill(bool quick, bench::Report& report) {
       std::vector<int32_t> pt(num_pages), ctx(c.batch, c.seq), starts(c.batch + 1);
       for (int64_t i = 0; i < num_pages; ++i) pt[i] = static_cast<int32_t>(i);
       for (int b = 0; b <= c.batch; ++b) starts[b] = b * c.seq;
-      const size_t qn = static_cast<size_t>(c.batch) * c.seq * c.hq * d;
+      const size_t qn = static_cast<size_t>(c.batch) * c.seq * c.hq * c.d;
       bench::DeviceMem dpt(pt.size() * 4), dctx(c.batch * 4), dst((c.batch + 1) * 4), dq(qn * 2), dout(qn * 2);
       cudaMemcpy(dpt.ptr, pt.data(), pt.size() * 4, cudaMemcpyHostToDevice);
       cudaMemcpy(dctx.ptr, ctx.data(), ctx.size() * 4, cudaMemcpyHostToDevice);
       cudaMemcpy(dst.ptr, starts.data(), starts.size() * 4, cudaMemcpyHostToDevice);
       bench::fill_random_half(dq.as<uint16_t>(), qn, 13);
       const PagedKvCache cache{k.as<uint8_t>(), v.as<uint8_t>(), static_cast<int32_t>(num_pages), layout};
-      const cuda::PrefillArgs args{dq.as<uint16_t>(), dout.as<uint16_t>(), dst.as<int32_t>(), dctx.as<int32_t>(),
-                                   dpt.as<int32_t>(), pps, c.batch, c.seq, 1.f / std::sqrt(static_cast<float>(d))};
-      us[di] = bench::time_us([&] { bench::check(cuda::prefill_attention(args, shape, cache, nullptr), "prefill"); }, 5, 3);
-      report.add("{\"op\":\"prefill\",\"batch\":" + std::to_string(c.batch) + ",\"seq\":" + std::to_string(c.seq) +
-                 ",\"hq\":" + std::to_string(c.hq) + ",\"hkv\":" + std::to_string(c.hkv) + ",\"kv\":\"" +
-                 (di == 0 ? "kv4" : di == 1 ? "kv8" : "fp16") + "\",\"us\":" + std::to_string(us[di]) +
-                 ",\"tflops\":" + std::to_string(flops / (us[di] * 1e-6) / 1e12) + "}");
+      for (int ki = 0; ki < 3; ++ki) {
+        const cuda::PrefillArgs args{dq.as<uint16_t>(), dout.as<uint16_t>(), dst.as<int32_t>(), dctx.as<int32_t>(),
+                                     dpt.as<int32_t>(), pps, c.batch, c.seq, 1.f / std::sqrt(static_cast<float>(c.d)),
+                                     kernels[ki]};
+        us[di][ki] = bench::time_us([&] { bench::check(cuda::prefill_attention(args, shape, cache, nullptr), "prefill"); }, 5, 3);
+        report.add("{\"op\":\"prefill\",\"kernel\":\"" + std::string(knames[ki]) +
+                   "\",\"batch\":" + std::to_string(c.batch) + ",\"seq\":" + std::to_string(c.seq) +
+                   ",\"hq\":" + std::to_string(c.hq) + ",\"hkv\":" + std::to_string(c.hkv) + ",\"d\":" +
+                   std::to_string(c.d) + ",\"kv\":\"" + dnames[di] + "\",\"us\":" + std::to_string(us[di][ki]) +
+                   ",\"tflops\":" + std::to_string(flops / (us[di][ki] * 1e-6) / 1e12) + "}");
+      }
     }
-    std::printf("| %d x %d | %d/%d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", c.batch, c.seq, c.hq, c.hkv, us[0],
-                flops / (us[0] * 1e-6) / 1e12, us[1], flops / (us[1] * 1e-6) / 1e12, us[2], flops / (us[2] * 1e-6) / 1e12);
+    auto tf = [&](double t) { return flops / (t * 1e-6) / 1e12; };
+    std::printf("| %d x %d | %d/%d | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n",
+                c.batch, c.seq, c.hq, c.hkv, c.d, us[0][0], tf(us[0][0]), tf(us[0][1]), tf(us[0][2]), us[1][0],
+                tf(us[1][0]), tf(us[1][1]), tf(us[1][2]), us[2][0], tf(us[2][0]), tf(us[2][1]), tf(us[2][2]));
     std::fflush(stdout);
   }
 }

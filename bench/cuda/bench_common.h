@@ -95,11 +95,12 @@ inline double time_us(const std::function<void()>& fn, int per_batch = 10, int b
 
 struct Report {
   std::vector<std::string> rows;
-  void add_decode(const char* model, int batch, int ctx, KvDtype dtype, int splits, double us, double tbs) {
-    char b[256];
+  void add_decode(const char* model, int batch, int ctx, KvDtype dtype, int splits, double us, double tbs,
+                  const char* kernel = "auto") {
+    char b[288];
     std::snprintf(b, sizeof b,
-                  "{\"op\":\"decode\",\"model\":\"%s\",\"batch\":%d,\"context\":%d,\"kv\":\"%s\",\"splits\":%d,\"us\":%.2f,\"tb_s\":%.3f}",
-                  model, batch, ctx, dtype == KvDtype::kInt4 ? "kv4" : dtype == KvDtype::kInt8 ? "kv8" : "fp16", splits, us, tbs);
+                  "{\"op\":\"decode\",\"model\":\"%s\",\"batch\":%d,\"context\":%d,\"kv\":\"%s\",\"kernel\":\"%s\",\"splits\":%d,\"us\":%.2f,\"tb_s\":%.3f}",
+                  model, batch, ctx, dtype == KvDtype::kInt4 ? "kv4" : dtype == KvDtype::kInt8 ? "kv8" : "fp16", kernel, splits, us, tbs);
     rows.emplace_back(b);
   }
   void add(const std::string& json_object) { rows.push_back(json_object); }

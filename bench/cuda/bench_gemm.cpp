@@ -5,11 +5,20 @@
 // weights come from HBM, not from the 60 MB L2, unless --hot), warm-up
 // replays first, then the median over replays.
 //
-//   bench_gemm [--quick] [--sweep] [--hot] [--json FILE] [--md FILE] [--m 1,16,...] [--shapes NAME,...]
+//   bench_gemm [--quick] [--sweep] [--hot] [--graph-us US] [--json FILE] [--md FILE] [--m 1,16,...]
+//              [--shapes NAME,...]
+//
+// --sweep times every tile x split-K of both families per row (wgmma tiles
+// with splits 1, 2, 3, 4, 6, 8, 12, 16; mma.sync tiles 1, 2, 4, 8, 16, not
+// above m = 256 on sm_90) and prints one "sweep" line per row and kind; --graph-us sets the work per
+// graph replay (default 2000 us; shorter makes a sweep cheaper).
 //
 // Reports microseconds, TOPS (2mnk / t), effective GB/s (weights + activations
 // + output bytes / t) and the ratios t(cuBLASLt INT8) / t and t(FP16) / t, for
-// both W4A8 kernel families: mma.sync (any sm_80+ GPU) and, on sm_90, wgmma.
+// both W4A8 kernel families: mma.sync (any sm_80+ GPU) and, on sm_90, wgmma,
+// each with its own planner, and for the top-level plan ("shipped": what the
+// engine runs; on sm_90 it may be an mma.sync plan that the mma.sync planner
+// would not pick, then timed on its own).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -67,6 +76,7 @@ void fill_random(std::vector<uint8_t>& v, uint64_t seed) {
 struct Timer {
   cudaStream_t stream;
   bool hot;
+  double graph_us = 2000.0;  // work per replay
   // Median microseconds per launch of fn(copy) over a graph of back-to-back launches.
   double time(int copies, const std::function<void(int)>& fn) const {
     fn(0);  // first call outside the graph (tuning, lazy setup)
@@ -81,7 +91,7 @@ struct Timer {
     float ms = 0;
     QS_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
     const double est_us = std::max(1.0, ms * 1000.0 / 3);
-    const int launches = static_cast<int>(std::clamp(2000.0 / est_us, 4.0, 64.0));
+    const int launches = static_cast<int>(std::clamp(graph_us / est_us, 4.0, 64.0));
     cudaGraph_t graph;
     cudaGraphExec_t exec;
     QS_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
@@ -123,6 +133,8 @@ struct Row {
   int pc_tile = 0, pc_splits = 0, g_tile = 0, g_splits = 0;
   int pcw_tile = 0, pcw_splits = 0, gw_tile = 0, gw_splits = 0;
   bool pc_auto_wg = false, g_auto_wg = false;                 // the planner's family choice
+  double pc_ship_us = 0, g_ship_us = 0;                       // the top-level plan (what the engine runs)
+  int pcs_tile = 0, pcs_splits = 0, gs_tile = 0, gs_splits = 0;
   double pc_bytes = 0, g_bytes = 0, int8_bytes = 0, fp16_bytes = 0;
 };
 
@@ -130,6 +142,7 @@ int run(int argc, char** argv) {
   std::vector<int64_t> ms = {1, 16, 32, 64, 128, 256, 512, 1024, 4096, 8192};
   std::string json_path, md_path, shape_filter;
   bool sweep = false, hot = false;
+  double graph_us = 2000.0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -142,6 +155,7 @@ int run(int argc, char** argv) {
     else if (a == "--shapes") shape_filter = next();
     else if (a == "--sweep") sweep = true;
     else if (a == "--hot") hot = true;
+    else if (a == "--graph-us") graph_us = std::stod(next());
     else if (a == "--quick") ms = {1, 16, 64, 256, 1024, 4096};
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
@@ -224,7 +238,7 @@ int run(int argc, char** argv) {
 
     for (int64_t m : ms) {
       Row r{sh.model, sh.layer, m, n, k};
-      const Timer timer{stream, hot};
+      const Timer timer{stream, hot, graph_us};
       r.int8_us = timer.time(copies, [&](int c) {
         blas.gemm_s8(x8.as<int8_t>(), w8[c].as<int8_t>(), y32.as<int32_t>(), m, n, k, stream);
       });
@@ -261,6 +275,18 @@ int run(int argc, char** argv) {
         r.pc_auto_wg = cuda::w4a8_tile_is_wgmma(cuda::plan_w4a8(dev, dp[0], m).tile);
         r.g_auto_wg = cuda::w4a8_tile_is_wgmma(cuda::plan_w4a8(dev, dg[0], m).tile);
       }
+      // The top-level plan: one of the two family plans above, or (a measured
+      // plan of the other family's tiles) a third one, timed here.
+      auto shipped = [&](std::vector<cuda::W4A8DeviceWeights>& dw, const cuda::W4A8Plan& fam_mma, double mma_us,
+                         const cuda::W4A8Plan& fam_wg, double wg_us, int& tile, int& splits) {
+        const cuda::W4A8Plan s = cuda::plan_w4a8(dev, dw[0], m);
+        tile = s.tile, splits = s.splits;
+        if (s.tile == fam_mma.tile && s.splits == fam_mma.splits) return mma_us;
+        if (wgmma && s.tile == fam_wg.tile && s.splits == fam_wg.splits) return wg_us;
+        return time_w4(dw, s.tile, s.splits, nullptr);
+      };
+      r.pc_ship_us = shipped(dp, pp, r.pc_us, ppw, r.pc_wg_us, r.pcs_tile, r.pcs_splits);
+      r.g_ship_us = shipped(dg, pg, r.g128_us, pgw, r.g_wg_us, r.gs_tile, r.gs_splits);
       const double xy = static_cast<double>(m) * k + static_cast<double>(m) * n * 2;
       r.pc_bytes = dp[0].weight_bytes() + xy;
       r.g_bytes = dg[0].weight_bytes() + xy;
@@ -290,15 +316,19 @@ int run(int argc, char** argv) {
           int bt = -1, bs = 0;
           std::string line;
           for (int tile = 0; tile < cuda::kW4A8TileCount; ++tile)
-            for (int splits : {1, 2, 4, 8}) {
-              if (splits > k / 64 || !cuda::w4a8_tile_supported(dev, tile)) continue;
+            for (int splits : {1, 2, 3, 4, 6, 8, 12, 16}) {
+              const bool wg = cuda::w4a8_tile_is_wgmma(tile);
+              if (!cuda::w4a8_tile_supported(dev, tile) || (!wg && splits % 3 == 0)) continue;
+              if (!wg && m > 256 && wgmma) continue;  // 1.6-3.3x slower than the wgmma tiles there
+              if (splits > std::max<int64_t>(1, k / 256)) continue;  // >= 256 of k per split
               const double t = time_w4(kind ? dg : dp, tile, splits, nullptr);
               char buf[64];
               std::snprintf(buf, sizeof buf, " %s/%d:%.1f", cuda::w4a8_tile_name(tile), splits, t);
               line += buf;
               if (t < best) best = t, bt = tile, bs = splits;
             }
-          std::printf("  sweep %s m=%lld best %s/%d %.1f us (planner %.1f)%s\n", kind ? "g128" : "pc",
+          std::printf("  sweep %s/%s n=%lld k=%lld %s m=%lld best %s/%d %.1f us (planner %.1f)%s\n", sh.model,
+                      sh.layer, static_cast<long long>(n), static_cast<long long>(k), kind ? "g128" : "pc",
                       static_cast<long long>(m), cuda::w4a8_tile_name(bt), bs, best, kind ? r.g128_us : r.pc_us,
                       line.c_str());
           std::fflush(stdout);
@@ -312,9 +342,11 @@ int run(int argc, char** argv) {
   std::ostringstream md;
   // Per kind: the mma.sync kernel (sm_80 design), the wgmma kernel (sm_90a)
   // with its TOPS and ratios, and the planner's pick ("wg" / "mma").
+  // "shipped": the top-level plan, what the engine runs, with its ratios.
   md << "| model | layer (n x k) | m | cuBLASLt INT8 us | cuBLASLt FP16 us | per-chn mma.sync us | per-chn wgmma us | "
-        "TOPS | vs INT8 | vs FP16 | pick | g128 mma.sync us | g128 wgmma us | TOPS | vs INT8 | vs FP16 | pick |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+        "TOPS | vs INT8 | vs FP16 | per-chn shipped us [plan] | vs INT8 | vs FP16 | g128 mma.sync us | g128 wgmma us | "
+        "TOPS | vs INT8 | vs FP16 | g128 shipped us [plan] | vs INT8 | vs FP16 |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   std::ostringstream js;
   js << "[\n";
   char buf[1024];
@@ -323,24 +355,27 @@ int run(int argc, char** argv) {
     const double ops = 2.0 * r.m * r.n * r.k;
     const double pcw = r.pc_wg_us > 0 ? r.pc_wg_us : r.pc_us, gw = r.g_wg_us > 0 ? r.g_wg_us : r.g128_us;
     std::snprintf(buf, sizeof buf,
-                  "| %s | %s (%lldx%lld) | %lld | %.1f | %.1f | %.1f | %.1f | %.0f | %.2fx | %.2fx | %s | %.1f | %.1f | "
-                  "%.0f | %.2fx | %.2fx | %s |\n",
+                  "| %s | %s (%lldx%lld) | %lld | %.1f | %.1f | %.1f | %.1f | %.0f | %.2fx | %.2fx | %.1f [%s/%d] | %.2fx | "
+                  "%.2fx | %.1f | %.1f | %.0f | %.2fx | %.2fx | %.1f [%s/%d] | %.2fx | %.2fx |\n",
                   r.model.c_str(), r.layer.c_str(), (long long)r.n, (long long)r.k, (long long)r.m, r.int8_us,
-                  r.fp16_us, r.pc_us, r.pc_wg_us, ops / pcw * 1e-6, r.int8_us / pcw, r.fp16_us / pcw,
-                  r.pc_auto_wg ? "wg" : "mma", r.g128_us, r.g_wg_us, ops / gw * 1e-6, r.int8_us / gw, r.fp16_us / gw,
-                  r.g_auto_wg ? "wg" : "mma");
+                  r.fp16_us, r.pc_us, r.pc_wg_us, ops / pcw * 1e-6, r.int8_us / pcw, r.fp16_us / pcw, r.pc_ship_us,
+                  cuda::w4a8_tile_name(r.pcs_tile), r.pcs_splits, r.int8_us / r.pc_ship_us, r.fp16_us / r.pc_ship_us,
+                  r.g128_us, r.g_wg_us, ops / gw * 1e-6, r.int8_us / gw, r.fp16_us / gw, r.g_ship_us,
+                  cuda::w4a8_tile_name(r.gs_tile), r.gs_splits, r.int8_us / r.g_ship_us, r.fp16_us / r.g_ship_us);
     md << buf;
     std::snprintf(buf, sizeof buf,
                   "  {\"model\": \"%s\", \"layer\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"cublaslt_int8_us\": "
                   "%.2f, \"cublaslt_fp16_us\": %.2f, \"w4a8_per_channel_us\": %.2f, \"w4a8_g128_us\": %.2f, "
                   "\"per_channel_plan\": \"%s/%d\", \"g128_plan\": \"%s/%d\", \"wgmma_per_channel_us\": %.2f, "
                   "\"wgmma_g128_us\": %.2f, \"wgmma_per_channel_plan\": \"%s/%d\", \"wgmma_g128_plan\": \"%s/%d\", "
-                  "\"planner_per_channel\": \"%s\", \"planner_g128\": \"%s\"}%s\n",
+                  "\"planner_per_channel\": \"%s\", \"planner_g128\": \"%s\", \"shipped_per_channel_us\": %.2f, "
+                  "\"shipped_per_channel_plan\": \"%s/%d\", \"shipped_g128_us\": %.2f, \"shipped_g128_plan\": \"%s/%d\"}%s\n",
                   r.model.c_str(), r.layer.c_str(), (long long)r.m, (long long)r.n, (long long)r.k, r.int8_us,
                   r.fp16_us, r.pc_us, r.g128_us, cuda::w4a8_tile_name(r.pc_tile), r.pc_splits,
                   cuda::w4a8_tile_name(r.g_tile), r.g_splits, r.pc_wg_us, r.g_wg_us, cuda::w4a8_tile_name(r.pcw_tile),
                   r.pcw_splits, cuda::w4a8_tile_name(r.gw_tile), r.gw_splits, r.pc_auto_wg ? "wgmma" : "mma",
-                  r.g_auto_wg ? "wgmma" : "mma", i + 1 < rows.size() ? "," : "");
+                  r.g_auto_wg ? "wgmma" : "mma", r.pc_ship_us, cuda::w4a8_tile_name(r.pcs_tile), r.pcs_splits, r.g_ship_us,
+                  cuda::w4a8_tile_name(r.gs_tile), r.gs_splits, i + 1 < rows.size() ? "," : "");
     js << buf;
   }
   js << "]\n";

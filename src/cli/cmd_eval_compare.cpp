@@ -212,8 +212,8 @@ void add_eval_compare_command(CLI::App& app) {
                                               "perplexity, greedy divergence");
   auto a = std::make_shared<CompareArgs>();
   sub->add_option("--model", a->model, "Model: Hugging Face directory (quantized or not) or .gguf")->envname("QSERVE_MODEL");
-  sub->add_option("--device", a->device, "Device under test (cpu | cuda)")->capture_default_str();
-  sub->add_option("--reference", a->reference, "Reference device")->capture_default_str();
+  sub->add_option("--device", a->device, "Device under test (cpu | cpu-fp16 | cuda)")->capture_default_str();
+  sub->add_option("--reference", a->reference, "Reference device (cpu: FP32 activations; cpu-fp16: the contract's FP16 activations, as the GPU stores them)")->capture_default_str();
   sub->add_option("--text", a->text, "Text for teacher forcing (skipped when absent)");
   sub->add_option("--seqlen", a->seqlen, "Tokens per teacher-forced window")->capture_default_str();
   sub->add_option("--max-windows", a->max_windows, "Teacher-forced windows (0: all)")->capture_default_str();

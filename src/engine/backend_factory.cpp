@@ -1,5 +1,6 @@
 #include "engine/backend_factory.h"
 
+#include "backend/cpu/fp16_activation_backend.h"
 #include "backend/cpu/kv_quant_backend.h"
 #include "core/error.h"
 #ifdef QSERVE_HAVE_CUDA
@@ -9,9 +10,10 @@
 namespace qserve {
 
 std::unique_ptr<Backend> make_backend(const std::string& device, std::optional<KvDtype> kv) {
-  if (device == "cpu") {
+  if (device == "cpu" || device == "cpu-fp16") {
     std::unique_ptr<Backend> backend = make_cpu_backend(true);
     if (kv && *kv != KvDtype::kFp16) backend = cpu::make_kv_quant_backend(std::move(backend), *kv);
+    if (device == "cpu-fp16") backend = cpu::make_fp16_activation_backend(std::move(backend));
     return backend;
   }
   if (device == "cuda") {
@@ -21,7 +23,7 @@ std::unique_ptr<Backend> make_backend(const std::string& device, std::optional<K
     fail(ErrorCode::kUnsupported, "device 'cuda': this build has no CUDA backend (configure with the cuda preset)");
 #endif
   }
-  fail(ErrorCode::kUnsupported, "unknown device '{}' (expected cpu or cuda)", device);
+  fail(ErrorCode::kUnsupported, "unknown device '{}' (expected cpu, cpu-fp16 or cuda)", device);
 }
 
 }  // namespace qserve

@@ -13,7 +13,9 @@
 
 namespace qserve {
 
-// device: "cpu" (the FP32 reference, SIMD matmuls) or "cuda" (device 0).
+// device: "cpu" (the FP32 reference, SIMD matmuls), "cpu-fp16" (the same with
+// the contract's FP16 activations: backend/cpu/fp16_activation_backend.h, the
+// oracle of the GPU's quantized precisions) or "cuda" (device 0).
 // kv: the KV page format of the quantized-KV precisions (KV4 / KV8); nullopt
 // keeps the backend's float pages (FP32 on the CPU, FP16 on CUDA).
 // Errors: kUnsupported for an unknown device or a device this build lacks.

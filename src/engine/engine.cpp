@@ -73,6 +73,7 @@ class EngineImpl final : public Engine {
     scheduler_ = std::make_unique<Scheduler>(
         SchedulerConfig{config.max_num_seqs, config.max_num_batched_tokens, /*enable_chunked_prefill=*/true}, *kv_);
     runner_->allocate_kv_cache(num_pages, config.page_size);
+    runner_->reserve_workspace(config.max_num_batched_tokens, config.max_num_seqs);
 
     // The context length: the model's, the config's, and what the whole cache holds.
     int64_t max_len = runner_->max_model_len();

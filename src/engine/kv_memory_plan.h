@@ -24,10 +24,15 @@ namespace qserve {
 // Device bytes of a model's weights in `format` (block linears) with FP16
 // embedding, lm_head and norms: the canonical sizes of quant/weight_format.h.
 int64_t estimate_weight_bytes(const ModelConfig& config, quant::WeightFormat format, int64_t group);
-// Activation buffers of one step of up to `max_batched_tokens` tokens (grown
-// by doubling, so twice that) and the logits of min(max_num_seqs, max_batched_tokens) rows, with
-// `float_bytes` per float; plus a fixed reserve for the backend's own
-// workspaces (GEMM workspace, graphs, sampling) on a device.
+// Rows of the activation workspace an engine reserves up front
+// (LlamaModel::reserve_workspace): a step of up to `max_batched_tokens`
+// tokens, or a decode step of up to `max_num_seqs` sequences padded to a
+// captured graph's batch (1, 2, 4, 8, then multiples of 16).
+int64_t workspace_rows(int64_t max_batched_tokens, int64_t max_num_seqs);
+// Activation buffers of workspace_rows(...) rows (reserved once, exactly) and
+// the logits of min(max_num_seqs, max_batched_tokens) rows (device rows + host
+// f32 copy), with `float_bytes` per float; plus a fixed reserve for the
+// backend's own workspaces (GEMM workspace, graphs, sampling) on a device.
 int64_t estimate_workspace_bytes(const ModelConfig& config, int64_t max_batched_tokens, int64_t max_num_seqs,
                                  int64_t float_bytes, bool device);
 

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "engine/backend_factory.h"
+#include "engine/kv_memory_plan.h"
 #include "engine/qoq_model.h"
 #include "model/rope.h"
 #include "quant/qoq_checkpoint.h"
@@ -292,29 +293,8 @@ Tensor LlamaModel::run_to_logits(const PagedBatch& batch, std::vector<int32_t>& 
   const int64_t T = static_cast<int64_t>(ids.size());
 
   // Workspace for T tokens.
+  ensure_workspace(T, std::max<int64_t>(T, 2 * ws_->capacity));
   Workspace& w = *ws_;
-  const Layer& L0 = *layers_[0];
-  if (w.capacity < T) {
-    const int64_t cap = std::max<int64_t>(T, 2 * w.capacity);
-    const DType f = b.float_dtype();
-    w.x = b.alloc(f, {cap, H});
-    w.attn_in = b.alloc_activations(L0.q->input_format(), cap, H);
-    w.o_in = b.alloc_activations(L0.o->input_format(), cap, c.q_dim());
-    w.mlp_in = b.alloc_activations(L0.gate->input_format(), cap, H);
-    w.down_in = b.alloc_activations(L0.down->input_format(), cap, I);
-    w.head_in = b.alloc_activations(lm_head_->input_format(), cap, H);
-    w.q = b.alloc(f, {cap, c.q_dim()});
-    w.k = b.alloc(f, {cap, c.kv_dim()});
-    w.v = b.alloc(f, {cap, c.kv_dim()});
-    w.attn = b.alloc(f, {cap, c.q_dim()});
-    w.o_out = b.alloc(f, {cap, H});
-    w.gate = b.alloc(f, {cap, I});
-    w.up = b.alloc(f, {cap, I});
-    w.mlp_out = b.alloc(f, {cap, H});
-    w.last_x = b.alloc(f, {cap, H});
-    w.capacity = cap;
-    ++workspace_epoch_;
-  }
   const int64_t logit_rows = batch.all_logits || graph_step ? T : static_cast<int64_t>(last_rows.size());
   if (w.logits.empty() || w.logits.dim(0) < logit_rows) {  // [rows, V] can be large: sized on its own
     w.logits = b.alloc(b.float_dtype(), {std::max<int64_t>(logit_rows, w.logits.empty() ? 0 : 2 * w.logits.dim(0)), V});
@@ -378,6 +358,45 @@ Tensor LlamaModel::run_to_logits(const PagedBatch& batch, std::vector<int32_t>& 
 }
 
 // The decoder layers over x [T, H] (then x += the last MLP output).
+void LlamaModel::reserve_workspace(int64_t max_tokens, int64_t max_seqs) {
+  QS_CHECK(max_tokens > 0 && max_seqs > 0);
+  const int64_t rows = workspace_rows(max_tokens, max_seqs);
+  ensure_workspace(rows, rows);
+}
+
+int64_t LlamaModel::workspace_capacity() const { return ws_->capacity; }
+
+// The activation buffers of a step of `tokens` tokens: reallocated (to
+// `capacity` rows) only when they hold fewer.
+void LlamaModel::ensure_workspace(int64_t tokens, int64_t capacity) {
+  Backend& b = *backend_;
+  const ModelConfig& c = config_;
+  const int64_t H = c.hidden_size, I = c.intermediate_size;
+  Workspace& w = *ws_;
+  const Layer& L0 = *layers_[0];
+  if (w.capacity < tokens) {
+    const int64_t cap = std::max(tokens, capacity);
+    const DType f = b.float_dtype();
+    w.x = b.alloc(f, {cap, H});
+    w.attn_in = b.alloc_activations(L0.q->input_format(), cap, H);
+    w.o_in = b.alloc_activations(L0.o->input_format(), cap, c.q_dim());
+    w.mlp_in = b.alloc_activations(L0.gate->input_format(), cap, H);
+    w.down_in = b.alloc_activations(L0.down->input_format(), cap, I);
+    w.head_in = b.alloc_activations(lm_head_->input_format(), cap, H);
+    w.q = b.alloc(f, {cap, c.q_dim()});
+    w.k = b.alloc(f, {cap, c.kv_dim()});
+    w.v = b.alloc(f, {cap, c.kv_dim()});
+    w.attn = b.alloc(f, {cap, c.q_dim()});
+    w.o_out = b.alloc(f, {cap, H});
+    w.gate = b.alloc(f, {cap, I});
+    w.up = b.alloc(f, {cap, I});
+    w.mlp_out = b.alloc(f, {cap, H});
+    w.last_x = b.alloc(f, {cap, H});
+    w.capacity = cap;
+    ++workspace_epoch_;
+  }
+}
+
 void LlamaModel::run_layers(Tensor& x, const AttentionBatch& ab, Activations& attn_in, Activations& o_in,
                             Activations& mlp_in, Activations& down_in, Tensor& q, Tensor& k, Tensor& v, Tensor& attn,
                             Tensor& o_out, Tensor& gate, Tensor& up, Tensor& mlp_out) {

@@ -114,6 +114,14 @@ class LlamaModel {
   int64_t kv_bytes_per_page(int64_t page_size) const;  // all layers, K and V
   void zero_kv_pages(std::span<const int32_t> pages);  // before reuse by another request
   void forward_paged(const PagedBatch& batch, Logits& out);
+  // Sizes the activation workspace once, exactly, for steps of up to
+  // `max_tokens` tokens and decode steps of up to `max_seqs` sequences
+  // (padded to a captured graph's batch); a larger step later grows it by
+  // doubling. The serving engine calls it with its limits, so its steps never
+  // reallocate and the memory plan's workspace reserve
+  // (engine/kv_memory_plan.h: workspace_rows) is what they use.
+  void reserve_workspace(int64_t max_tokens, int64_t max_seqs);
+  int64_t workspace_capacity() const;  // rows the activation workspace holds now
   // The same step, with each sequence that wants logits sampled on the
   // backend instead (params / steps per such sequence, in batch order;
   // backend/cpu/sampling.h semantics): tokens[i] for the i-th. Only the
@@ -132,6 +140,7 @@ class LlamaModel {
 
   LlamaModel(const ModelConfig& config, std::unique_ptr<Backend> backend, LlamaModelOptions options);
   void grow_pool(int64_t min_pages);
+  void ensure_workspace(int64_t tokens, int64_t capacity);  // capacity >= tokens when it must grow
   void run(const PagedBatch& batch, Logits& out);
   // The forward pass up to the logits [R, V] on the backend (empty when no
   // row wants logits); last_rows: the rows of the sequences that want them.

@@ -14,6 +14,9 @@ int64_t LlamaModelRunner::kv_bytes_per_page(int page_size) const { return model_
 void LlamaModelRunner::allocate_kv_cache(int64_t num_pages, int page_size) {
   model_->allocate_kv_cache(num_pages, page_size);
 }
+void LlamaModelRunner::reserve_workspace(int max_num_batched_tokens, int max_num_seqs) {
+  model_->reserve_workspace(max_num_batched_tokens, max_num_seqs);
+}
 
 std::vector<int32_t> LlamaModelRunner::eos_token_ids() const {
   std::vector<int32_t> ids;

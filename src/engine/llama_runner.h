@@ -22,6 +22,7 @@ class LlamaModelRunner : public ModelRunner {
   int max_model_len() const override;
   int64_t kv_bytes_per_page(int page_size) const override;
   void allocate_kv_cache(int64_t num_pages, int page_size) override;
+  void reserve_workspace(int max_num_batched_tokens, int max_num_seqs) override;
   std::span<const float> execute(const RunnerBatch& batch) override;
   bool can_sample_on_device() const override;
   std::span<const int32_t> execute_and_sample(const RunnerBatch& batch, std::span<const SamplingParams> params,

@@ -44,6 +44,11 @@ class ModelRunner {
   virtual int64_t kv_bytes_per_page(int page_size) const = 0;
   // Allocates the paged KV cache; called once, before execute().
   virtual void allocate_kv_cache(int64_t num_pages, int page_size) = 0;
+  // Sizes the step workspace for the engine's limits once, before execute()
+  // (engine/kv_memory_plan.h counts it in the memory plan). Default: nothing.
+  virtual void reserve_workspace(int max_num_batched_tokens, int max_num_seqs) {
+    (void)max_num_batched_tokens, (void)max_num_seqs;
+  }
 
   // Runs one step: writes the K/V of every token in the batch into its pages
   // and returns the logits of the sampled positions, [num_samples, vocab_size]

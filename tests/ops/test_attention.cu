@@ -1,5 +1,5 @@
 // CUDA attention ops against the CPU reference: RoPE + KV write (pages byte
-// for byte) and decode attention, on odd sizes, every GQA ratio, both head
+// for byte), decode and prefill attention, on odd sizes, every GQA ratio, both head
 // dims, KV4 / KV8 / FP16 pages scattered over the pool, outputs poisoned.
 #include <gtest/gtest.h>
 
@@ -98,9 +98,19 @@ TEST(RopeKvWriteCuda, PagesMatchCpuByteForByte) {
 
 // ---- decode attention -------------------------------------------------------
 
+const char* kernel_name(cuda::DecodeKernel k) {
+  switch (k) {
+    case cuda::DecodeKernel::kMma: return "mma";
+    case cuda::DecodeKernel::kSimt: return "simt";
+    case cuda::DecodeKernel::kMmaRows: return "mma-rows";
+    default: return "auto";
+  }
+}
+
 void check_decode(AttentionShape shape, KvDtype dtype, int page_size, std::vector<int32_t> ctx, uint32_t seed,
-                  int force_splits = 0) {
-  SCOPED_TRACE(describe(shape, dtype, page_size, ctx) + ", splits " + std::to_string(force_splits));
+                  int force_splits = 0, cuda::DecodeKernel kernel = cuda::DecodeKernel::kAuto) {
+  SCOPED_TRACE(describe(shape, dtype, page_size, ctx) + ", splits " + std::to_string(force_splits) + ", kernel " +
+               kernel_name(kernel));
   std::mt19937 rng(seed);
   const RopeStyle style = seed % 2 ? RopeStyle::kInterleaved : RopeStyle::kRotateHalf;
   AttentionScenario s = make_scenario(shape, dtype, page_size, style, ctx, rng);
@@ -120,7 +130,8 @@ void check_decode(AttentionShape shape, KvDtype dtype, int page_size, std::vecto
   DeviceBuffer<uint16_t> dq(q), dout(q.size());  // poisoned: 0xFFFF is a NaN
   DeviceBuffer<int32_t> dctx(ctx), dpt(s.page_table);
   const int max_ctx = *std::max_element(ctx.begin(), ctx.end());
-  const cuda::DecodePlan plan = cuda::plan_decode_attention(shape, dtype, B, max_ctx, num_sms(), force_splits);
+  cuda::DecodePlan plan = cuda::plan_decode_attention(shape, dtype, B, max_ctx, num_sms(), force_splits);
+  plan.kernel = kernel;
   DeviceBuffer<uint8_t> ws(plan.workspace_bytes);
   const PagedKvCache cache{dk.get(), dv.get(), s.num_pages, s.layout};
   const cuda::DecodeArgs args{dq.get(), dout.get(), dctx.get(), dpt.get(), s.stride, B, scale};
@@ -150,8 +161,26 @@ TEST(DecodeAttentionCuda, EveryGqaRatio) {
   QS_SKIP_WITHOUT_CUDA();
   uint32_t seed = 200;
   for (KvDtype dtype : {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16})
-    for (int group = 1; group <= 8; ++group)
+    for (int group = 1; group <= 8; ++group) {
       check_decode({2 * group, 2, group % 2 ? 64 : 128}, dtype, 16, {65, 200, 3}, seed++);
+      // the other kernel of the group (CUDA cores for 1-2, heads-in-M tensor cores for 3-8)
+      check_decode({2 * group, 2, group % 2 ? 64 : 128}, dtype, 16, {65, 200, 3}, seed++, 0,
+                   group <= 2 ? cuda::DecodeKernel::kSimt : cuda::DecodeKernel::kMmaRows);
+    }
+}
+
+// Every decode kernel on the groups it serves (the others fall back to kMma),
+// odd contexts, page sizes 1 and 16, splits on and off.
+TEST(DecodeAttentionCuda, EveryKernel) {
+  QS_SKIP_WITHOUT_CUDA();
+  uint32_t seed = 250;
+  for (cuda::DecodeKernel kernel : {cuda::DecodeKernel::kMma, cuda::DecodeKernel::kSimt, cuda::DecodeKernel::kMmaRows})
+    for (KvDtype dtype : {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16})
+      for (int group : {1, 2, 3, 4, 8}) {
+        const int d = group % 2 ? 128 : 64;
+        check_decode({3 * group, 3, d}, dtype, group == 3 ? 1 : 16, {1, 63, 64, 65, 1000}, seed++, 0, kernel);
+        check_decode({group, 1, 192 - d}, dtype, 64, {33, 2049, 100}, seed++, 3, kernel);
+      }
 }
 
 TEST(DecodeAttentionCuda, SplitsMergeExactly) {
@@ -167,8 +196,12 @@ TEST(DecodeAttentionCuda, SplitsMergeExactly) {
 // Sequence b has context ctx[b], of which the last num_new[b] positions are
 // new (num_new < ctx: chunked prefill / a reused prefix).
 void check_prefill(AttentionShape shape, KvDtype dtype, int page_size, std::vector<int32_t> ctx,
-                   std::vector<int32_t> num_new, uint32_t seed) {
-  SCOPED_TRACE(describe(shape, dtype, page_size, ctx) + ", prefill");
+                   std::vector<int32_t> num_new, uint32_t seed,
+                   cuda::PrefillKernel kernel = cuda::PrefillKernel::kFlash) {
+  SCOPED_TRACE(describe(shape, dtype, page_size, ctx) +
+               (kernel == cuda::PrefillKernel::kFlash         ? ", prefill (flash)"
+                : kernel == cuda::PrefillKernel::kFlashSyncPv ? ", prefill (flash, P V on mma.sync)"
+                                                               : ", prefill (paged)"));
   std::mt19937 rng(seed);
   const RopeStyle style = seed % 2 ? RopeStyle::kInterleaved : RopeStyle::kRotateHalf;
   AttentionScenario s = make_scenario(shape, dtype, page_size, style, ctx, rng);
@@ -190,7 +223,8 @@ void check_prefill(AttentionShape shape, KvDtype dtype, int page_size, std::vect
   DeviceBuffer<uint16_t> dq(q), dout(q.size());
   DeviceBuffer<int32_t> dctx(ctx), dpt(s.page_table), dstarts(starts);
   const PagedKvCache cache{dk.get(), dv.get(), s.num_pages, s.layout};
-  const cuda::PrefillArgs args{dq.get(), dout.get(), dstarts.get(), dctx.get(), dpt.get(), s.stride, B, max_new, scale};
+  const cuda::PrefillArgs args{dq.get(), dout.get(), dstarts.get(), dctx.get(), dpt.get(), s.stride, B, max_new, scale,
+                               kernel};
   QS_CUDA_OK(cuda::prefill_attention(args, shape, cache, nullptr));
   QS_CUDA_OK(cudaDeviceSynchronize());
   const Fp16Diff diff = compare_half(dout.download(), want, 2e-2, 2e-2);
@@ -202,20 +236,50 @@ void check_prefill(AttentionShape shape, KvDtype dtype, int page_size, std::vect
 TEST(PrefillAttentionCuda, FullChunkedAndVariableLengths) {
   QS_SKIP_WITHOUT_CUDA();
   uint32_t seed = 400;
+  for (cuda::PrefillKernel kernel : {cuda::PrefillKernel::kFlash, cuda::PrefillKernel::kFlashSyncPv})
+    for (KvDtype dtype : {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16})
+      for (int d : {64, 128}) {
+        check_prefill({8, 2, d}, dtype, 16, {1, 63, 64, 65}, {1, 63, 64, 65}, seed++, kernel);  // full prompts
+        check_prefill({8, 2, d}, dtype, 64, {1000, 130}, {200, 3}, seed++, kernel);  // chunks after earlier pages
+        check_prefill({4, 4, d}, dtype, 1, {70, 17, 5}, {70, 1, 2}, seed++, kernel);
+      }
+}
+
+// Batch 1 and 17, contexts 1 / 63 / 64 / 65 / 1000 as whole prompts and as
+// chunks, every page size.
+TEST(PrefillAttentionCuda, OddBatchesAndPageSizes) {
+  QS_SKIP_WITHOUT_CUDA();
+  uint32_t seed = 600;
   for (KvDtype dtype : {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16})
     for (int d : {64, 128}) {
-      check_prefill({8, 2, d}, dtype, 16, {1, 63, 64, 65}, {1, 63, 64, 65}, seed++);  // full prompts
-      check_prefill({8, 2, d}, dtype, 64, {1000, 130}, {200, 3}, seed++);  // chunks after earlier pages
-      check_prefill({4, 4, d}, dtype, 1, {70, 17, 5}, {70, 1, 2}, seed++);
+      check_prefill({8, 2, d}, dtype, 64, {1000}, {1000}, seed++);
+      std::vector<int32_t> ctx17, new17;
+      for (int i = 0; i < 17; ++i) {
+        ctx17.push_back(1 + (i * 97) % 300);
+        new17.push_back(i % 3 == 0 ? ctx17.back() : 1 + (i * 31) % ctx17.back());
+      }
+      check_prefill({8, 2, d}, dtype, d == 64 ? 1 : 16, ctx17, new17, seed++);
+      check_prefill({12, 4, d}, dtype, 16, {65, 1, 64, 63, 1000}, {65, 1, 1, 30, 129}, seed++);
     }
+}
+
+// The earlier kernel stays selectable (benchmark comparisons): still right.
+TEST(PrefillAttentionCuda, PagedKernelStillRight) {
+  QS_SKIP_WITHOUT_CUDA();
+  uint32_t seed = 700;
+  for (KvDtype dtype : {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16}) {
+    check_prefill({32, 8, 128}, dtype, 64, {300, 65}, {300, 20}, seed++, cuda::PrefillKernel::kPaged);
+    check_prefill({6, 2, 64}, dtype, 16, {90, 1}, {50, 1}, seed++, cuda::PrefillKernel::kPaged);
+  }
 }
 
 TEST(PrefillAttentionCuda, EveryGqaRatio) {
   QS_SKIP_WITHOUT_CUDA();
   uint32_t seed = 500;
-  for (KvDtype dtype : {KvDtype::kInt4, KvDtype::kFp16})
-    for (int group = 1; group <= 8; ++group)
-      check_prefill({2 * group, 2, group % 2 ? 128 : 64}, dtype, 16, {90, 33}, {90, 20}, seed++);
+  for (cuda::PrefillKernel kernel : {cuda::PrefillKernel::kFlash, cuda::PrefillKernel::kFlashSyncPv})
+    for (KvDtype dtype : {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16})
+      for (int group = 1; group <= 8; ++group)
+        check_prefill({2 * group, 2, group % 2 ? 128 : 64}, dtype, 16, {90, 33, 300}, {90, 20, 170}, seed++, kernel);
 }
 
 }  // namespace

@@ -15,7 +15,8 @@
 //    residual and norm inputs move an activation code by one where a value
 //    sits near a rounding boundary (~2% of codes), and a KV4 / KV8 code
 //    likewise, and the model amplifies it. The yardstick is the CPU reference
-//    with its activations rounded to fp16 (test_cuda_model_fp16_emulation.h):
+//    with its activations rounded to fp16 (device "cpu-fp16",
+//    backend/cpu/fp16_activation_backend.h):
 //    the GPU must be within twice its distance, and every top-1 change must be
 //    a near tie on that scale.
 #ifdef QSERVE_HAVE_CUDA
@@ -35,7 +36,6 @@
 #include "qserve/engine.h"
 #include "quant/precision.h"
 #include "quant/quant_linear.h"
-#include "test_cuda_model_fp16_emulation.h"
 #include "test_cuda_model_util.h"
 
 namespace qserve {
@@ -178,7 +178,9 @@ struct SeqState {
 // logits rows, concatenated. 4 sequences over scattered pages of 16 tokens:
 //  step 1: prefill of 37, 1 and 70 tokens (all logits compared)
 //  step 2: first 23-token chunk of a 50-token prompt + one decode token
-//  step 3: its last 27 tokens + two decode tokens
+//  step 3: two decode tokens + its last 27 tokens (the decodes lead: the CUDA
+//          backend runs them through the decode kernel, the chunk through the
+//          prefill kernel; in step 2 the decode trails and runs the prefill kernel)
 //  steps 4..9: decode of all four
 std::vector<std::vector<float>> run_scenario(const std::vector<LlamaModel*>& models, int64_t vocab, uint64_t seed) {
   constexpr int64_t kPage = 16, kPages = 48;
@@ -222,7 +224,7 @@ std::vector<std::vector<float>> run_scenario(const std::vector<LlamaModel*>& mod
   };
   step({{0, 37}, {1, 1}, {2, 70}}, true);
   step({{3, 23}, {0, 1}}, false);
-  step({{1, 1}, {3, 27}, {2, 1}}, false);
+  step({{1, 1}, {2, 1}, {3, 27}}, false);
   for (int i = 0; i < 6; ++i) step({{0, 1}, {1, 1}, {2, 1}, {3, 1}}, false);
   return rows;
 }
@@ -253,7 +255,7 @@ TEST_P(CudaModelTest, MatchesTheCpuBackend) {
   if (prec.p != quant::Precision::kFP16) q = std::make_unique<QuantizedLayers>(w, quant::weight_format_for(prec.p, prec.group));
   auto cpu = build(config, w, prec, "cpu", q.get());
   auto gpu = build(config, w, prec, "cuda", q.get());
-  auto emu_backend = std::make_unique<test::Fp16ActivationBackend>(make_backend("cpu", kv_of(prec.p)));
+  auto emu_backend = make_backend("cpu-fp16", kv_of(prec.p));
   auto emu = q ? LlamaModel::create(config, w, std::move(emu_backend), {}, q->factory())
                : LlamaModel::create(config, w, std::move(emu_backend));
   const auto rows = run_scenario({cpu.get(), gpu.get(), emu.get()}, config.vocab_size, 99);

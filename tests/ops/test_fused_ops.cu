@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 #include "backend/cpu/fused_ops.h"
@@ -26,12 +27,16 @@ struct Int8Device {
   Int8Rows rows() { return {q.get(), scale.get(), sum.get()}; }
 };
 
-void expect_int8_close(Int8Device& got, const Int8Host& want, int rows, int cols) {
+// Returns the number of codes that differ by one (none may differ by more).
+int64_t expect_int8_close(Int8Device& got, const Int8Host& want, int rows, int cols) {
   const auto q = got.q.download();
   const auto s = got.scale.download(), sum = got.sum.download();
   int64_t off_by_one = 0;
   for (size_t i = 0; i < q.size(); ++i) {
-    ASSERT_LE(std::abs(q[i] - want.q[i]), 1) << "element " << i;
+    if (std::abs(q[i] - want.q[i]) > 1) {
+      ADD_FAILURE() << "element " << i << ": code " << int{q[i]} << ", want " << int{want.q[i]};
+      return off_by_one;
+    }
     off_by_one += q[i] != want.q[i];
   }
   EXPECT_LE(off_by_one, static_cast<int64_t>(q.size()) / 100 + 2) << "codes differing by one";
@@ -42,6 +47,7 @@ void expect_int8_close(Int8Device& got, const Int8Host& want, int rows, int cols
     EXPECT_NEAR(half_to_float(sum[r]), half_to_float(want.sum[r]), ws * (off_by_one + 2) + 2e-3f * std::fabs(half_to_float(want.sum[r])));
   }
   (void)cols;
+  return off_by_one;
 }
 
 TEST(FusedOpsCuda, RmsNormQuantWithResidual) {
@@ -76,6 +82,10 @@ TEST(FusedOpsCuda, RmsNormQuantWithResidual) {
 TEST(FusedOpsCuda, SiluMulQuantAndQuantize) {
   QS_SKIP_WITHOUT_CUDA();
   std::mt19937 rng(2);
+  // SiLU rows use __expf, __fdividef and a per-row reciprocal of the scale: a
+  // code may move by one where y / s lands within a few ulp of a rounding tie.
+  // Counted over all cases and bounded at 1 in 1,000 codes (+2).
+  int64_t silu_off = 0, silu_codes = 0;
   // 8200, 11008, 14336: the shared-memory SiLU kernel for wide rows (odd chunk
   // count too); 28672: past its shared-memory cap, the register kernel again
   for (int cols : {16, 4096, 8200, 11008, 14336, 28672}) {
@@ -88,7 +98,8 @@ TEST(FusedOpsCuda, SiluMulQuantAndQuantize) {
       Int8Device got(rows, cols);
       QS_CUDA_OK(cuda::silu_mul_quant(dgu.get(), dgu.get() + cols, 2 * cols, rows, cols, got.rows(), nullptr));
       QS_CUDA_OK(cudaDeviceSynchronize());
-      expect_int8_close(got, want, rows, cols);
+      silu_off += expect_int8_close(got, want, rows, cols);
+      silu_codes += static_cast<int64_t>(rows) * cols;
 
       const auto x = random_half(rng, static_cast<size_t>(rows) * cols, 3.f);
       Int8Host want2(rows, cols);
@@ -103,6 +114,9 @@ TEST(FusedOpsCuda, SiluMulQuantAndQuantize) {
       EXPECT_EQ(got2.sum.download(), want2.sum);
     }
   }
+  std::printf("[     INFO ] silu*mul+quant: %lld of %lld codes differ from the CPU by one\n",
+              static_cast<long long>(silu_off), static_cast<long long>(silu_codes));
+  EXPECT_LE(silu_off, silu_codes / 1000 + 2) << "SiLU codes off by one";
 }
 
 TEST(FusedOpsCuda, EmbeddingGather) {

@@ -23,6 +23,7 @@
 #include "backend/cuda/cuda_context.h"
 #include "backend/cuda/gemm_cublas.h"
 #include "backend/cuda/gemm_w4a8.h"
+#include "backend/cuda/gemm_w4a8_measured.h"
 #endif
 
 namespace qserve {
@@ -79,6 +80,13 @@ std::vector<Case> all_cases() {
     for (int tile = cuda::kW4A8FirstWgmmaTile; tile < cuda::kW4A8TileCount; ++tile)
       for (int splits : {1, 3})
         for (int64_t m : {1, 37, 300}) cases.push_back({g, m, 640, 576, tile, splits, true});
+  // The measured plans (sm_90) of the other benchmark layers, through the
+  // top-level planner: Llama-3-8B o and gate_up, Llama-2-7B qkv, gate_up, down.
+  for (bool g : {false, true})
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{4096, 4096}, {28672, 4096}, {12288, 4096}, {22016, 4096},
+                        {4096, 11008}})
+      for (int64_t m : {16, 64, 255}) cases.push_back({g, m, n, k});
+  for (bool g : {false, true}) cases.push_back({g, 300, 4096, 4096});  // the m <= 512 bucket
   return cases;
 }
 
@@ -254,6 +262,45 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   // Decode: per-channel on wgmma, g128 on mma.sync (measured on the H200).
   EXPECT_TRUE(cuda::w4a8_tile_is_wgmma(cuda::plan_w4a8(h200, 1, 28672, 4096, -1, 0, false).tile));
   EXPECT_FALSE(cuda::w4a8_tile_is_wgmma(cuda::plan_w4a8(h200, 1, 28672, 4096, -1, 0, true).tile));
+}
+
+// The measured table (sm_90, the benchmark's layers at m <= 512) drives both
+// planners there, and only there.
+TEST(GemmW4A8Planner, MeasuredPlans) {
+  cuda::DeviceInfo a100, h200;
+  a100.cc_major = 8, a100.sm_count = 108;
+  h200.cc_major = 9, h200.sm_count = 132;
+  const std::pair<int64_t, int64_t> shapes[] = {{6144, 4096},  {4096, 4096},  {28672, 4096}, {4096, 14336},
+                                                {12288, 4096}, {22016, 4096}, {4096, 11008}, {8192, 28672}};
+  for (auto [n, k] : shapes)
+    for (int64_t m : {1, 5, 8, 9, 16, 17, 32, 33, 64, 65, 128, 129, 200, 256, 257, 512})
+      for (bool g : {false, true}) {
+        SCOPED_TRACE("n " + std::to_string(n) + " k " + std::to_string(k) + " m " + std::to_string(m));
+        const auto any = cuda::measured_w4a8_plan(m, n, k, g, false);
+        const auto wg = cuda::measured_w4a8_plan(m, n, k, g, true);
+        ASSERT_TRUE(any && wg);
+        EXPECT_TRUE(cuda::w4a8_tile_is_wgmma(wg->tile));
+        EXPECT_TRUE(cuda::w4a8_tile_supported(h200, any->tile));
+        // m of the same bucket gets the same plan.
+        const int64_t top = m <= 8 ? 1 : m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : m <= 128 ? 128 : m <= 256 ? 256 : 512;
+        EXPECT_EQ(cuda::measured_w4a8_plan(top, n, k, g, false)->tile, any->tile);
+        const cuda::W4A8Plan p = cuda::plan_w4a8(h200, m, n, k, -1, 0, g);
+        EXPECT_EQ(p.tile, any->tile);
+        EXPECT_EQ(p.splits, any->splits);  // every entry's split divides its k evenly enough to keep its count
+        const cuda::W4A8Plan pw = cuda::plan_w4a8_wgmma(h200, m, n, k, -1, 0, g);
+        EXPECT_EQ(pw.tile, wg->tile);
+        EXPECT_EQ(pw.splits, wg->splits);
+        EXPECT_GE(pw.workspace_bytes, pw.workspace_bytes_for(m, n));
+        EXPECT_FALSE(cuda::w4a8_tile_is_wgmma(cuda::plan_w4a8(a100, m, n, k, -1, 0, g).tile));
+      }
+  // No entry: other shapes, m > 512.
+  EXPECT_FALSE(cuda::measured_w4a8_plan(64, 576, 576, false, false));
+  EXPECT_FALSE(cuda::measured_w4a8_plan(513, 6144, 4096, false, false));
+  // The sweep's finding: at m = 64 a 16-token tile, unsplit, beats the tile
+  // that holds m (Llama-3-8B qkv per-channel: 13.5 vs 26.8 us).
+  const cuda::W4A8Plan qkv = cuda::plan_w4a8(h200, 64, 6144, 4096, -1, 0, false);
+  EXPECT_STREQ(cuda::w4a8_tile_name(qkv.tile), "wg256x16");
+  EXPECT_EQ(qkv.splits, 1);
 }
 
 using GemmBaselines = GpuTest;

@@ -16,6 +16,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "engine/kv_memory_plan.h"
 #include "engine/llama_model.h"
 #include "model/checkpoint.h"
 
@@ -228,6 +229,35 @@ TEST(Forward, CacheStepsEqualOnePrefill) {
   model->release(7);
   EXPECT_EQ(model->num_free_pages(), free_before + 10);  // ceil(29 / 3)
   EXPECT_EQ(model->cached_tokens(7), 0);
+}
+
+// The engine's up-front workspace: reserved once for its limits, steps within
+// them never reallocate it; without it a longer step grows it.
+TEST(Forward, ReservedWorkspaceServesEveryStepWithinTheLimits) {
+  const std::string dir = kSourceDir + "/tests/data/models/tiny-qwen2";
+  const auto a = random_tokens(10, 64, 1), b = random_tokens(30, 64, 2);
+  for (bool reserve : {true, false}) {
+    auto model = load_model(dir, true);
+    model->allocate_kv_cache(32, 4);
+    if (reserve) {
+      model->reserve_workspace(40, 20);  // rows: max(40 tokens, 20 sequences padded to 32)
+      EXPECT_EQ(model->workspace_capacity(), 40);
+      model->reserve_workspace(24, 33);  // a smaller step budget: the 48 padded rows grow it once
+      EXPECT_EQ(model->workspace_capacity(), 48);
+    }
+    const std::vector<int32_t> pages_a = {0, 1, 2}, pages_b = {3, 4, 5, 6, 7, 8, 9, 10};
+    Logits out;
+    PagedBatch pa, pb;
+    pa.seqs.push_back({a, 0, pages_a, true});
+    pb.seqs.push_back({b, 0, pages_b, true});
+    model->forward_paged(pa, out);
+    model->forward_paged(pb, out);
+    EXPECT_EQ(model->workspace_capacity(), reserve ? 48 : 30);  // unreserved: 10, then max(30, 2 x 10)
+  }
+  EXPECT_EQ(workspace_rows(8192, 64), 8192);
+  EXPECT_EQ(workspace_rows(24, 16), 24);
+  EXPECT_EQ(workspace_rows(40, 64), 64);
+  EXPECT_EQ(workspace_rows(4, 9), 16);
 }
 
 // The caller-owned page table API (the serving engine's) with scattered pages.

@@ -41,6 +41,13 @@ struct StepMeta {
   int32_t max_new = 0, max_context = 0, max_position = 0;
   int32_t plan_context = 0;  // the context the decode plan is made for (>= max_context)
   bool decode = false;  // one new token per sequence
+  // A mixed step (prefill chunks and decode tokens): its leading sequences
+  // with one new token each (the scheduler serves running sequences oldest
+  // first, so the decodes come first) run the decode kernel, the rest the
+  // prefill kernel. 0: every sequence runs the prefill kernel.
+  int32_t decode_prefix = 0;
+  int32_t decode_prefix_context = 0;  // the longest context among them
+  int32_t prefill_max_new = 0;        // the most new tokens among the others
   Tensor device;        // I32
   const int32_t* positions = nullptr;
   const int32_t* slots = nullptr;
@@ -385,6 +392,14 @@ void CudaBackend::begin_step(const AttentionBatch& batch) {
     m.stride = std::max(m.stride, batch.page_table_offsets[s + 1] - batch.page_table_offsets[s]);
   }
   for (int32_t p : batch.positions) m.max_position = std::max(m.max_position, p);
+  if (!m.decode) {
+    while (m.decode_prefix < S && batch.token_offsets[m.decode_prefix + 1] - batch.token_offsets[m.decode_prefix] == 1) {
+      m.decode_prefix_context = std::max(m.decode_prefix_context, batch.context_lens[m.decode_prefix]);
+      ++m.decode_prefix;
+    }
+    for (int64_t s = m.decode_prefix; s < S; ++s)
+      m.prefill_max_new = std::max(m.prefill_max_new, batch.token_offsets[s + 1] - batch.token_offsets[s]);
+  }
   if (batch.sliding_window && m.max_context > *batch.sliding_window)
     fail(ErrorCode::kUnsupported, "CUDA backend: sliding-window attention (window {}) over a context of {}",
          *batch.sliding_window, m.max_context);
@@ -490,9 +505,12 @@ void CudaBackend::attention(const Tensor& q, const KvLayer& kv, const AttentionB
   shape.num_q_heads = static_cast<int32_t>(q.numel() / (T * D));
   shape.num_kv_heads = static_cast<int32_t>(kv.kv_heads);
   shape.head_dim = static_cast<int32_t>(D);
-  if (m0.decode) {
+  // Decode kernel over sequences [0, decode_seqs) (rows [0, decode_seqs): one each).
+  const int32_t decode_seqs = m0.decode ? m0.seqs : m0.decode_prefix;
+  if (decode_seqs > 0) {
     if (!step_.planned) {
-      step_.plan = cuda::plan_decode_attention(shape, kv_, m0.seqs, m0.plan_context, state_->ctx.info().sm_count);
+      const int32_t context = m0.decode ? m0.plan_context : m0.decode_prefix_context;
+      step_.plan = cuda::plan_decode_attention(shape, kv_, decode_seqs, context, state_->ctx.info().sm_count);
       if (step_.plan.workspace_bytes > 0 && decode_workspace_.nbytes() < step_.plan.workspace_bytes) {
         decode_workspace_ = alloc(DType::kU8, {static_cast<int64_t>(2 * step_.plan.workspace_bytes)});
         ++epoch_;
@@ -505,20 +523,21 @@ void CudaBackend::attention(const Tensor& q, const KvLayer& kv, const AttentionB
     a.context_lens = m0.context_lens;
     a.page_table = m0.page_table;
     a.page_table_stride = m0.stride;
-    a.batch = m0.seqs;
+    a.batch = decode_seqs;
     a.softmax_scale = scale;
     QS_CUDA_CHECK(cuda::decode_attention(a, shape, cache, step_.plan, decode_workspace_.data(), stream()));
-    return;
+    if (m0.decode) return;
   }
+  // Prefill kernel over the other sequences; q_starts hold absolute rows of q.
   cuda::PrefillArgs a;
   a.q = h16(q);
   a.out = h16(out);
-  a.q_starts = m0.q_starts;
-  a.context_lens = m0.context_lens;
-  a.page_table = m0.page_table;
+  a.q_starts = m0.q_starts + decode_seqs;
+  a.context_lens = m0.context_lens + decode_seqs;
+  a.page_table = m0.page_table + static_cast<int64_t>(decode_seqs) * m0.stride;
   a.page_table_stride = m0.stride;
-  a.batch = m0.seqs;
-  a.max_new_tokens = m0.max_new;
+  a.batch = m0.seqs - decode_seqs;
+  a.max_new_tokens = decode_seqs > 0 ? m0.prefill_max_new : m0.max_new;
   a.softmax_scale = scale;
   QS_CUDA_CHECK(cuda::prefill_attention(a, shape, cache, stream()));
 }

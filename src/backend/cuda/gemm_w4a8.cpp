@@ -7,6 +7,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/gemm_w4a8_launch.h"
+#include "backend/cuda/gemm_w4a8_measured.h"
 #include "backend/cuda/gemm_w4a8_wgmma.h"
 #include "core/error.h"
 #include "core/half.h"
@@ -164,10 +165,15 @@ W4A8Plan plan_w4a8_mma(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, i
   return plan;
 }
 
-// The family by problem size on sm_90 (fitted to the H200 tables in
-// bench/results/2026-11-29-gemm-wgmma-h200.md); mma.sync elsewhere.
+// On sm_90: the measured plan for the benchmark's layer shapes at m <= 512
+// (gemm_w4a8_measured.cpp, either family), else the family by problem size
+// (fitted to the H200 tables in bench/results/2026-11-29-gemm-wgmma-h200.md).
+// mma.sync elsewhere.
 W4A8Plan plan_w4a8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile, int force_splits,
                    bool g128) {
+  if (force_tile < 0 && force_splits <= 0 && w4a8_wgmma_supported(dev)) {
+    if (const auto c = measured_w4a8_plan(m, n, k, g128, false)) force_tile = c->tile, force_splits = c->splits;
+  }
   if (force_tile >= 0)
     return w4a8_tile_is_wgmma(force_tile) ? plan_w4a8_wgmma(dev, m, n, k, force_tile, force_splits, g128)
                                           : plan_w4a8_mma(dev, m, n, k, force_tile, force_splits, g128);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "backend/cuda/gemm_w4a8_measured.h"
 #include "backend/cuda/gemm_w4a8_wgmma_launch.h"
 #include "core/error.h"
 #include "quant/w4a8_repack.h"
@@ -62,14 +63,18 @@ bool use_wgmma(int64_t m, int64_t n, int64_t k, bool g128) {
   return g128 ? small_layer : true;
 }
 
-// Tile by m: the smallest wgmma N that holds m up to 64 tokens (decode:
-// memory-bound, 256 channels per CTA to move more weight bytes per stage);
-// above, the cheapest of the large tiles by the model above. Split-K when the
-// units would leave SMs idle.
+// The measured wgmma plan where the table has one (the benchmark's layer
+// shapes at m <= 512: gemm_w4a8_measured.cpp); else tile by m: the smallest
+// wgmma N that holds m up to 64 tokens (decode: memory-bound, 256 channels
+// per CTA to move more weight bytes per stage); above, the cheapest of the
+// large tiles by the model above. Split-K when the units would leave SMs idle.
 W4A8Plan plan_w4a8_wgmma(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile, int force_splits,
-                         bool /*g128*/) {
+                         bool g128) {
   QS_CHECK(m > 0 && n > 0 && k > 0 && k % quant::kMmaTileK == 0);
   QS_CHECK(force_tile < 0 || w4a8_tile_is_wgmma(force_tile)) << "not a wgmma tile: " << force_tile;
+  if (force_tile < 0 && force_splits <= 0) {
+    if (const auto c = measured_w4a8_plan(m, n, k, g128, true)) force_tile = c->tile, force_splits = c->splits;
+  }
   const int sms = std::max(1, dev.sm_count);
   const int64_t kt_total = cdiv(k, 128);
   const int max_splits = static_cast<int>(std::clamp<int64_t>(kt_total / 2, 1, 16));  // >= 2 stages per split

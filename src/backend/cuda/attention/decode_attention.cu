@@ -1,10 +1,11 @@
-// Decode attention: the split heuristic, the launch of one of two kernels,
+// Decode attention: the split heuristic, the launch of one of the kernels,
 // and the exact merge of the splits (flash-decoding).
-//  - GQA group >= 3: the tensor-core kernel in decode mode
-//    (paged_attention_kernel.cuh: KV dequantized in registers, the 4 warps of
-//    a block splitting each chunk of keys);
-//  - group 1 or 2: the CUDA-core kernel (decode_simt_kernel.cuh), faster
-//    there on the H200 (measured: bench/results/2026-11-29-attention-h200.md).
+//  - kMma (decode_mma_kernel.cuh): tensor cores with the keys in M and the
+//    group's heads in N, every group 1..8;
+//  - kSimt (decode_simt_kernel.cuh): CUDA cores, groups 1-2;
+//  - kMmaRows (paged_attention_kernel.cuh, decode mode): tensor cores with the
+//    heads in M, groups 3-8 (the first kernel; kept for comparison).
+// kAuto's choice is in choose_kernel (measured: bench/results/).
 #include "backend/cuda/attention/decode_attention.h"
 
 #include <cuda_fp16.h>
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backend/cuda/attention/decode_mma_kernel.cuh"
 #include "backend/cuda/attention/decode_simt_kernel.cuh"
 #include "backend/cuda/attention/paged_attention_kernel.cuh"
 
@@ -67,18 +69,40 @@ cudaError_t launch_simt(const attn::Params& p, int batch, cudaStream_t stream) {
 }
 
 template <KvDtype DT, int D>
-cudaError_t dispatch_group(const attn::Params& p, int batch, cudaStream_t stream) {
-  if (p.group == 1) return launch_simt<DT, D, 1>(p, batch, stream);
-  if (p.group == 2) return launch_simt<DT, D, 2>(p, batch, stream);
-  if (p.group <= 4) return launch_decode<DT, D, 4>(p, batch, stream);
-  if (p.group <= 8) return launch_decode<DT, D, 8>(p, batch, stream);
-  return cudaErrorInvalidValue;
+cudaError_t launch_mma(const attn::Params& p, int batch, cudaStream_t stream) {
+  constexpr int kSmem = mmat::smem_bytes<DT, D>();
+  auto kernel = mmat::decode_mma_kernel<DT, D>;
+  static const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+  if (attr != cudaSuccess) return attr;
+  const dim3 grid(p.num_kv_heads, batch, p.num_splits);
+  kernel<<<grid, attn::kThreads, kSmem, stream>>>(p);
+  return cudaGetLastError();
+}
+
+// kAuto: the keys-in-M tensor-core kernel for every group.
+DecodeKernel choose_kernel(DecodeKernel asked, int group) {
+  if (asked == DecodeKernel::kSimt && group <= 2) return asked;
+  if (asked == DecodeKernel::kMmaRows && group >= 3) return asked;
+  return DecodeKernel::kMma;
+}
+
+template <KvDtype DT, int D>
+cudaError_t dispatch_group(const attn::Params& p, int batch, DecodeKernel kernel, cudaStream_t stream) {
+  if (p.group < 1 || p.group > 8) return cudaErrorInvalidValue;
+  switch (choose_kernel(kernel, p.group)) {
+    case DecodeKernel::kSimt:
+      return p.group == 1 ? launch_simt<DT, D, 1>(p, batch, stream) : launch_simt<DT, D, 2>(p, batch, stream);
+    case DecodeKernel::kMmaRows:
+      return p.group <= 4 ? launch_decode<DT, D, 4>(p, batch, stream) : launch_decode<DT, D, 8>(p, batch, stream);
+    default: return launch_mma<DT, D>(p, batch, stream);
+  }
 }
 
 template <KvDtype DT>
-cudaError_t dispatch_head_dim(const attn::Params& p, int head_dim, int batch, cudaStream_t stream) {
-  if (head_dim == 64) return dispatch_group<DT, 64>(p, batch, stream);
-  if (head_dim == 128) return dispatch_group<DT, 128>(p, batch, stream);
+cudaError_t dispatch_head_dim(const attn::Params& p, int head_dim, int batch, DecodeKernel kernel,
+                              cudaStream_t stream) {
+  if (head_dim == 64) return dispatch_group<DT, 64>(p, batch, kernel, stream);
+  if (head_dim == 128) return dispatch_group<DT, 128>(p, batch, kernel, stream);
   return cudaErrorInvalidValue;
 }
 
@@ -118,9 +142,9 @@ cudaError_t decode_attention(const DecodeArgs& args, const AttentionShape& shape
   }
   cudaError_t st;
   switch (cache.layout.dtype) {
-    case KvDtype::kInt4: st = dispatch_head_dim<KvDtype::kInt4>(p, shape.head_dim, args.batch, stream); break;
-    case KvDtype::kInt8: st = dispatch_head_dim<KvDtype::kInt8>(p, shape.head_dim, args.batch, stream); break;
-    case KvDtype::kFp16: st = dispatch_head_dim<KvDtype::kFp16>(p, shape.head_dim, args.batch, stream); break;
+    case KvDtype::kInt4: st = dispatch_head_dim<KvDtype::kInt4>(p, shape.head_dim, args.batch, plan.kernel, stream); break;
+    case KvDtype::kInt8: st = dispatch_head_dim<KvDtype::kInt8>(p, shape.head_dim, args.batch, plan.kernel, stream); break;
+    case KvDtype::kFp16: st = dispatch_head_dim<KvDtype::kFp16>(p, shape.head_dim, args.batch, plan.kernel, stream); break;
     default: return cudaErrorInvalidValue;
   }
   if (st != cudaSuccess || plan.num_splits == 1) return st;

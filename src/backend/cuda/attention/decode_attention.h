@@ -19,10 +19,20 @@
 
 namespace qserve::cuda {
 
+// Which decode kernel serves a launch (kAuto: chosen by the GQA group and
+// the KV format, see decode_attention.cu; the others are for tests and benches).
+enum class DecodeKernel : int32_t {
+  kAuto = 0,
+  kMma,      // tensor cores, keys in M (decode_mma_kernel.cuh), groups 1..8
+  kSimt,     // CUDA cores (decode_simt_kernel.cuh), groups 1..2 (else kMma)
+  kMmaRows,  // tensor cores, heads in M (paged_attention_kernel.cuh), groups 3..8 (else kMma)
+};
+
 struct DecodePlan {
   int32_t num_splits = 1;    // blocks per (sequence, KV head)
   int32_t split_tokens = 0;  // tokens per split, a multiple of the chunk size
   size_t workspace_bytes = 0;
+  DecodeKernel kernel = DecodeKernel::kAuto;
 };
 
 // num_sms: the device's multiprocessor count (cudaDevAttrMultiProcessorCount).

@@ -1,7 +1,7 @@
-// The CUDA-core (SIMT) decode kernel, used for GQA groups of 1 and 2, where
-// it measured faster than the tensor-core kernel on the H200 (the m16 tiles
-// of mma.sync waste 15/16 or 7/8 of their rows there; see
-// bench/results/2026-11-29-attention-h200.md). One block per (KV head,
+// The CUDA-core (SIMT) decode kernel for GQA groups of 1 and 2
+// (DecodeKernel::kSimt; the default is the keys-in-M tensor-core kernel,
+// decode_mma_kernel.cuh, faster on the H200 at batch >= 16: see
+// bench/results/2026-11-29-attention-h200-r2.md). One block per (KV head,
 // sequence, split).
 //
 // The block streams its token range in chunks of 64 tokens through shared
@@ -173,12 +173,11 @@ __global__ void __launch_bounds__(kThreads) decode_simt_kernel(const attn::Param
   }
 
   for (int i = tid; i < G * kChunk; i += kThreads) s_ps[i] = __float2half2_rn(0.f);
-  if (tid < G) {
-    s_m[tid] = -INFINITY;
-    s_l[tid] = 0.f;
-    s_c[tid] = 0.f;
-    s_alpha[tid] = 1.f;
-  }
+  if (tid < G) s_alpha[tid] = 1.f;
+  // the running softmax state of head `warp` (G <= kWarps), lane-replicated in
+  // registers; shared memory only publishes alpha per chunk and the final state
+  static_assert(G <= kWarps);
+  float m_run = -INFINITY, l_run = 0.f, c_run = 0.f;
 
   // ---- the copy pipeline -----------------------------------------------------
   const int num_chunks = (end - begin + kChunk - 1) / kChunk;
@@ -261,12 +260,11 @@ __global__ void __launch_bounds__(kThreads) decode_simt_kernel(const attn::Param
     __syncthreads();
 
     // 2. online softmax, one warp per query head
-#pragma unroll
-    for (int g0 = 0; g0 < G; g0 += kWarps) {
-      const int g = g0 + warp;
+    {
+      const int g = warp;
       if (g < G && g < group) {
         const float x0 = s_logit[g * kChunk + lane], x1 = s_logit[g * kChunk + lane + 32];
-        const float m_old = s_m[g];
+        const float m_old = m_run;
         const float m_new = fmaxf(m_old, warp_max(fmaxf(x0, x1)));
         const float alpha = exp2f(m_old - m_new);
         const float p0 = exp2f(x0 - m_new), p1 = exp2f(x1 - m_new);
@@ -282,12 +280,10 @@ __global__ void __launch_bounds__(kThreads) decode_simt_kernel(const attn::Param
         s_ps[g * kChunk + lane + 32] = __float2half2_rn(ps1);
         const float lsum = warp_sum(p0 + p1);
         if constexpr (T::kParams) pz = warp_sum(pz);
-        if (lane == 0) {
-          s_m[g] = m_new;
-          s_l[g] = s_l[g] * alpha + lsum;
-          s_c[g] = s_c[g] * alpha + pz;
-          s_alpha[g] = alpha;
-        }
+        m_run = m_new;
+        l_run = l_run * alpha + lsum;
+        c_run = c_run * alpha + pz;
+        if (lane == 0) s_alpha[g] = alpha;
       }
     }
     __syncthreads();
@@ -332,6 +328,11 @@ __global__ void __launch_bounds__(kThreads) decode_simt_kernel(const attn::Param
     for (int g = 0; g < G; ++g)
 #pragma unroll
       for (int e = 0; e < T::kEV; ++e) acc[g][e] += __shfl_xor_sync(0xffffffffu, acc[g][e], o);
+  if (warp < G && lane == 0) {
+    s_m[warp] = m_run;
+    s_l[warp] = l_run;
+    s_c[warp] = c_run;
+  }
   float* red = reinterpret_cast<float*>(smem);  // [kWarps][G][D]
   if (lane < T::kSV) {
 #pragma unroll

@@ -70,6 +70,19 @@ __device__ __forceinline__ uint4 pack8(const float (&f)[8]) {
   return u;
 }
 
+// SiLU(g) * u with the fast exp and divide (__expf, __fdividef: a few ulp
+// from the reference's expf and IEEE division; g / inf = 0 for g << 0).
+__device__ __forceinline__ float silu_mul(float g, float u) { return __fdividef(g, 1.f + __expf(-g)) * u; }
+
+// The SiLU rows' INT8 code: y times the row's reciprocal scale (one IEEE
+// division per row instead of one per element), rounded half to even. It is
+// y / s within one ulp, so a code can differ from act_quantize_value by one
+// only where y / s lies within an ulp of a rounding tie (the ops test counts
+// and bounds those).
+__device__ __forceinline__ int quantize_by_reciprocal(float y, float inv_s) {
+  return max(-127, min(127, __float2int_rn(y * inv_s)));
+}
+
 template <RowOp OP, int THREADS, int ITERS>
 __global__ void __launch_bounds__(THREADS) row_kernel(const RowParams p) {
   __shared__ float red[THREADS / 32];
@@ -108,10 +121,8 @@ __global__ void __launch_bounds__(THREADS) row_kernel(const RowParams p) {
     } else if constexpr (OP == RowOp::kSiluMul) {
       float u[8];
       unpack8(rb[it], u);
-      // fast exp and reciprocal: a few ulp from the reference's exp and divide,
-      // which moves a code by one only for values within ~1e-6 of a rounding tie
 #pragma unroll
-      for (int k = 0; k < 8; ++k) y[it][k] = y[it][k] * __frcp_rn(1.f + __expf(-y[it][k])) * u[k];
+      for (int k = 0; k < 8; ++k) y[it][k] = silu_mul(y[it][k], u[k]);
     }
   }
   if constexpr (OP == RowOp::kRmsNorm) {
@@ -145,6 +156,7 @@ __global__ void __launch_bounds__(THREADS) row_kernel(const RowParams p) {
   amax = block_max<THREADS>(amax, red);
   const half s_h = __float2half_rn(act_raw_scale(amax));
   const float s = __half2float(s_h);
+  const float inv_s = s == 0.f ? 0.f : 1.f / s;
   float qsum = 0.f;  // integer-valued, exact in f32 below 2^24
 #pragma unroll
   for (int it = 0; it < ITERS; ++it) {
@@ -153,7 +165,7 @@ __global__ void __launch_bounds__(THREADS) row_kernel(const RowParams p) {
     uint32_t packed[2] = {0, 0};
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
-      const int v = act_quantize_value(y[it][k], s);
+      const int v = OP == RowOp::kSiluMul ? quantize_by_reciprocal(y[it][k], inv_s) : act_quantize_value(y[it][k], s);
       qsum += static_cast<float>(v);
       packed[k / 4] |= (static_cast<uint32_t>(v) & 0xffu) << (8 * (k % 4));
     }
@@ -191,7 +203,7 @@ __global__ void __launch_bounds__(kWideThreads) silu_mul_quant_wide_kernel(const
     unpack8(*reinterpret_cast<const uint4*>(p.b + off), u);
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
-      g[k] = g[k] * __frcp_rn(1.f + __expf(-g[k])) * u[k];  // as row_kernel<kSiluMul>
+      g[k] = silu_mul(g[k], u[k]);  // as row_kernel<kSiluMul>
       amax = fmaxf(amax, fabsf(g[k]));
     }
     ys[c] = make_float4(g[0], g[1], g[2], g[3]);
@@ -200,7 +212,8 @@ __global__ void __launch_bounds__(kWideThreads) silu_mul_quant_wide_kernel(const
   amax = block_max<kWideThreads>(amax, red);  // its barriers also publish ys
   const half s_h = __float2half_rn(act_raw_scale(amax));
   const float s = __half2float(s_h);
-  float qsum = 0.f;  // integer-valued, exact in f32 below 2^24
+  const float inv_s = s == 0.f ? 0.f : 1.f / s;
+  int isum = 0;  // |sum| <= 127 x cols
 #pragma unroll 4
   for (int c = threadIdx.x; c < chunks; c += kWideThreads) {
     const float4 lo = ys[c], hi = ys[chunks + c];
@@ -208,12 +221,13 @@ __global__ void __launch_bounds__(kWideThreads) silu_mul_quant_wide_kernel(const
     uint32_t packed[2] = {0, 0};
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
-      const int v = act_quantize_value(y[k], s);
-      qsum += static_cast<float>(v);
+      const int v = quantize_by_reciprocal(y[k], inv_s);
+      isum += v;
       packed[k / 4] |= (static_cast<uint32_t>(v) & 0xffu) << (8 * (k % 4));
     }
     *reinterpret_cast<uint2*>(p.q + row * p.cols + c * 8) = make_uint2(packed[0], packed[1]);
   }
+  float qsum = static_cast<float>(isum);  // exact: |isum| < 2^24 per thread
   if (p.sum) qsum = block_sum<kWideThreads>(qsum, red);
   if (threadIdx.x == 0) {
     p.scale[row] = s_h;

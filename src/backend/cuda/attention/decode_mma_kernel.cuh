@@ -1,0 +1,535 @@
+// The tensor-core decode kernel with the keys in the M dimension of the
+// tiles (mma.sync m16n8k16, fp16 x fp16 -> f32), for every GQA group 1..8:
+//   scores  S^T = K Q^T : m16 = 16 keys, n8 = the group's query heads, k = head dims
+//   values  O^T = V^T P^T: m16 = 16 head dims, n8 = the heads, k = 16 keys
+// so no row of a tile is wasted and each KV byte is dequantized once for all
+// the heads of its group (columns of the n8 tiles past the group are zero).
+//
+// One block of 4 warps per (KV head, sequence, split). Each warp streams its
+// own warp-chunks of kWK keys (warp w takes chunks w, w + 4, ...) through a
+// private cp.async ring of kStages stages (K values, K {scale, zero}, V
+// values, V {scale, zero}), so the main loop has no block barrier; the warps
+// keep separate online-softmax states and merge once at the end (shared
+// memory), like the splits of flash-decoding.
+//
+// Per warp-chunk:
+//  1. K rows g8, g8 + 8 of each 16-key tile, a thread's kVB/4 bytes (column
+//     slice c), dequantized into A fragments (1024 + code in fp16: one lop3
+//     per two codes); the head dimension is permuted as in the prefill
+//     kernel (kv_pair_element), Q's B fragments follow the same order;
+//  2. scores s (acc - (1024 + z) sum q), masks, the online softmax per head
+//     (column): max over the 8 key rows of a column by 3 shuffles, the
+//     accumulators rescaled only when a column's max grew;
+//  3. P' = p s_v (fp16) goes through a 640-byte per-warp buffer from the C
+//     layout (thread = keys x 2 heads) to the B layout (thread = 4 keys x 1
+//     head); the zero point leaves as corr = sum P' z;
+//  4. V: a thread's A fragment holds 4 keys (c, c + 4, c + 8, c + 12 of the
+//     16) x 16 consecutive head dims (slice g8): byte permutes pair two keys,
+//     then the nibbles are masked into 1024 + t and 1024 subtracted (hsub2),
+//     codes exact in fp16.
+// Shared-memory rows are XOR-swizzled by 16-byte pieces so that these reads
+// are free of bank conflicts (kv_swizzle below).
+#pragma once
+
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "backend/cuda/attention/cuda_utils.cuh"
+#include "backend/cuda/attention/paged_attention_kernel.cuh"  // attn::Params, mma_16816, kv_pair_element
+
+namespace qserve::cuda::mmat {
+
+using attn::kThreads;
+using attn::kWarps;
+
+template <KvDtype DT, int D>
+struct MmaTraits {
+  static constexpr int kBits = kv_bits(DT);
+  static constexpr int kVB = D * kBits / 8;  // token value bytes
+  static constexpr bool kParams = kv_has_params(DT);
+  static constexpr int kWK = kVB >= 256 ? 16 : 32;  // keys per warp-chunk
+  static constexpr int kTiles = kWK / 16;
+  static constexpr int kStages = 3;
+  static constexpr int kKB = kVB / 4;  // key bytes per thread (4 threads per key row)
+  static constexpr int kVT = kVB / 8;  // value bytes per thread per key (8 slices)
+  static constexpr int kValBytes = kWK * kVB;
+  static constexpr int kParBytes = kParams ? kWK * 4 : 0;
+  static constexpr int kHalf = kValBytes + kParBytes;  // K part of a stage; V follows
+  static constexpr int kStageBytes = 2 * kHalf;
+  static constexpr int kWarpRing = kStages * kStageBytes;
+  static constexpr int kPRow = kWK + 8;                  // halves per head row of the P buffer
+  static constexpr int kPBytes = 8 * kPRow * 2;          // per warp
+  static constexpr int kPipeBytes = kWarps * (kWarpRing + kPBytes);
+  static constexpr int kMergeBytes = kWarps * 8 * (D + 1) * 4 + kWarps * 8 * 2 * 4;
+  static constexpr int kSmemBytes = kPipeBytes > kMergeBytes ? kPipeBytes : kMergeBytes;
+  static constexpr int kPiecesPerKey = kVB / 16;
+  static constexpr int kPieceIters = kWK * kPiecesPerKey / 32;
+  static_assert(kStageBytes % 16 == 0 && kWarpRing % 16 == 0 && kPBytes % 16 == 0);
+  static_assert(kWK * kPiecesPerKey % 32 == 0 && kKB >= 8 && kVT >= 4);
+};
+
+// XOR of the 16-byte piece index of key row `r` in shared memory. Values: a
+// thread reads kVT bytes at slice g8 of rows c + 4x (x = 0..3), so the rows of
+// one access phase differ in r & 3; keys: kKB bytes at slice c of rows g8.
+template <int kThreadBytes, bool kValue>
+__device__ __forceinline__ int kv_swizzle(int r) {
+  if constexpr (kValue) {
+    if constexpr (kThreadBytes == 8) return r & 3;
+    else if constexpr (kThreadBytes == 16) return 2 * (r & 3);
+    else if constexpr (kThreadBytes == 32) return (r & 1) | ((r & 2) << 1);
+    else return 0;
+  } else {
+    if constexpr (kThreadBytes == 32) return r & 1;
+    else return 0;
+  }
+}
+
+// The kBytes at slice `slice` of a row (pieces XOR-swizzled by `swz`) as words.
+template <int kBytes>
+__device__ __forceinline__ void read_slice(const uint8_t* row, int slice, int swz, uint32_t (&w)[kBytes / 4]) {
+  if constexpr (kBytes >= 16) {
+#pragma unroll
+    for (int j = 0; j < kBytes / 16; ++j) {
+      const uint4 u = *reinterpret_cast<const uint4*>(row + ((slice * kBytes + 16 * j) ^ (16 * swz)));
+      w[4 * j] = u.x, w[4 * j + 1] = u.y, w[4 * j + 2] = u.z, w[4 * j + 3] = u.w;
+    }
+  } else if constexpr (kBytes == 8) {
+    const uint2 u = *reinterpret_cast<const uint2*>(row + ((slice * 8) ^ (16 * swz)));
+    w[0] = u.x, w[1] = u.y;
+  } else {
+    w[0] = *reinterpret_cast<const uint32_t*>(row + ((slice * 4) ^ (16 * swz)));
+  }
+}
+
+// A key slice's words -> kKB * 8 / kBits / 2 half2 of biased codes (or fp16
+// values), in the order of kv_pair_element.
+template <KvDtype DT, int kWords>
+__device__ __forceinline__ void dequant_key(const uint32_t (&w)[kWords], uint32_t* kb) {
+  if constexpr (DT == KvDtype::kInt4) {
+    // nibbles (0, 4) and (2, 6) -> 1024 + t; (1, 5) and (3, 7) -> 1024 + 16 t
+    // (their q are pre-divided by 16): one shift per 8 codes
+#pragma unroll
+    for (int j = 0; j < kWords; ++j) {
+      const uint32_t w8 = w[j] >> 8;
+      kb[4 * j] = lop3_and_or(w[j], 0x000F000Fu, 0x64006400u);
+      kb[4 * j + 1] = lop3_and_or(w[j], 0x00F000F0u, 0x64006400u);
+      kb[4 * j + 2] = lop3_and_or(w8, 0x000F000Fu, 0x64006400u);
+      kb[4 * j + 3] = lop3_and_or(w8, 0x00F000F0u, 0x64006400u);
+    }
+  } else if constexpr (DT == KvDtype::kInt8) {
+#pragma unroll
+    for (int j = 0; j < kWords; ++j) {
+      kb[2 * j] = __byte_perm(w[j], 0x64646464u, 0x4140);
+      kb[2 * j + 1] = __byte_perm(w[j], 0x64646464u, 0x4342);
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < kWords; ++j) kb[j] = w[j];
+  }
+}
+
+// Two keys' value slices (words wa, wb) -> half2 (a_e, b_e) per element e of
+// the slice, codes exact (1024 subtracted).
+template <KvDtype DT, int kWords>
+__device__ __forceinline__ void dequant_value_pair(const uint32_t (&wa)[kWords], const uint32_t (&wb)[kWords],
+                                                   uint32_t* vb) {
+  const half2 kBias = __half2half2(__ushort_as_half(0x6400));  // 1024
+  if constexpr (DT == KvDtype::kInt4) {
+    // even nibbles: (1024 + t) - 1024; odd nibbles: (1024 + 16 t) / 16 - 64 in
+    // one hfma2 (exact); one shift per 8 codes
+    const half2 k16th = __half2half2(__ushort_as_half(0x2C00));  // 1/16
+    const half2 kM64 = __half2half2(__ushort_as_half(0xD400));   // -64
+#pragma unroll
+    for (int j = 0; j < kWords; ++j) {
+      const uint32_t lohi[2] = {__byte_perm(wa[j], wb[j], 0x5410), __byte_perm(wa[j], wb[j], 0x7632)};
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint32_t x = lohi[h], x8 = x >> 8;
+        uint32_t* o = vb + 8 * j + 4 * h;
+        o[0] = as_u32(__hsub2(as_half2(lop3_and_or(x, 0x000F000Fu, 0x64006400u)), kBias));
+        o[1] = as_u32(__hfma2(as_half2(lop3_and_or(x, 0x00F000F0u, 0x64006400u)), k16th, kM64));
+        o[2] = as_u32(__hsub2(as_half2(lop3_and_or(x8, 0x000F000Fu, 0x64006400u)), kBias));
+        o[3] = as_u32(__hfma2(as_half2(lop3_and_or(x8, 0x00F000F0u, 0x64006400u)), k16th, kM64));
+      }
+    }
+  } else if constexpr (DT == KvDtype::kInt8) {
+#pragma unroll
+    for (int j = 0; j < kWords; ++j) {
+      const uint32_t t0 = __byte_perm(wa[j], wb[j], 0x5140), t1 = __byte_perm(wa[j], wb[j], 0x7362);
+      vb[4 * j] = as_u32(__hsub2(as_half2(__byte_perm(t0, 0x64646464u, 0x4140)), kBias));
+      vb[4 * j + 1] = as_u32(__hsub2(as_half2(__byte_perm(t0, 0x64646464u, 0x4342)), kBias));
+      vb[4 * j + 2] = as_u32(__hsub2(as_half2(__byte_perm(t1, 0x64646464u, 0x4140)), kBias));
+      vb[4 * j + 3] = as_u32(__hsub2(as_half2(__byte_perm(t1, 0x64646464u, 0x4342)), kBias));
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < kWords; ++j) {
+      vb[2 * j] = __byte_perm(wa[j], wb[j], 0x5410);
+      vb[2 * j + 1] = __byte_perm(wa[j], wb[j], 0x7632);
+    }
+  }
+}
+
+template <KvDtype DT, int D>
+__global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode_mma_kernel(const attn::Params p) {
+  using T = MmaTraits<DT, D>;
+  constexpr int kKSteps = D / 16;  // k-steps of S^T, m-tiles of O^T
+  extern __shared__ __align__(16) uint8_t smem[];
+
+  const int kvh = blockIdx.x, b = blockIdx.y, split = blockIdx.z;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int g8 = lane / 4, c = lane % 4;
+  const int group = p.group;
+  const int hq = p.num_kv_heads * group;
+  const int ctx = p.context_lens[b];
+  const int begin = split * p.split_tokens;
+  const int end = min(ctx, begin + p.split_tokens);
+
+  if (begin >= end) {  // an empty split (short sequence) or an empty context
+    for (int i = tid; i < group * D; i += kThreads) {
+      const int g = i / D, d = i % D;
+      const int64_t row = static_cast<int64_t>(b) * hq + kvh * group + g;
+      if (p.num_splits > 1) {
+        p.part_o[(row * p.num_splits + split) * D + d] = 0.f;
+        if (d == 0) {
+          p.part_ml[(row * p.num_splits + split) * 2] = -INFINITY;
+          p.part_ml[(row * p.num_splits + split) * 2 + 1] = 0.f;
+        }
+      } else {
+        p.out[row * D + d] = __float2half(0.f);
+      }
+    }
+    return;
+  }
+
+  // ---- Q as B fragments: head g8 (zero past the group), pre-scaled fp16 ------
+  // The group's queries (head g8 of the B fragments) are loaded first and
+  // converted after the first stages are issued: their latency overlaps the
+  // page-table lookups and the first KV copies.
+  half qraw[kKSteps][2][2];
+  {
+    const bool ok = g8 < group;
+    const half* qrow = p.q + (static_cast<int64_t>(b) * hq + kvh * group + (ok ? g8 : 0)) * D;
+#pragma unroll
+    for (int kk = 0; kk < kKSteps; ++kk)
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int hi = 0; hi < 2; ++hi)
+          qraw[kk][j][hi] = ok ? qrow[attn::kv_pair_element<DT, D>(c, 2 * kk + j, hi)] : __ushort_as_half(0);
+  }
+
+  // ---- this warp's ring and P buffer -----------------------------------------
+  uint8_t* ring = smem + warp * (T::kWarpRing + T::kPBytes);
+  half* s_p = reinterpret_cast<half*>(ring + T::kWarpRing);  // [8 heads][kPRow]
+  const int n_wchunks = (end - begin + T::kWK - 1) / T::kWK;
+  const int n_mine = n_wchunks > warp ? (n_wchunks - warp + kWarps - 1) / kWarps : 0;
+  const int32_t* pages = p.page_table + static_cast<int64_t>(b) * p.page_table_stride;
+  const int64_t head_off = static_cast<int64_t>(kvh) * p.head_block_bytes;
+
+  // Page entry and slot of this lane's key in local chunk `it` (page -1: past
+  // the end), looked up one issue ahead so that the page-table load is hidden.
+  struct KeyLoc {
+    int page, slot;
+  };
+  auto locate = [&](int it) -> KeyLoc {
+    const int pos = begin + (warp + it * kWarps) * T::kWK + lane;
+    if (it >= n_mine || lane >= T::kWK || pos >= end) return {-1, 0};
+    const int idx = pos / p.page_size;
+    return {pages[idx], pos - idx * p.page_size};
+  };
+  // A warp-chunk inside one page (page_size a multiple of kWK; chunks start at
+  // multiples of kWK): its values are one contiguous run, no per-key offsets.
+  const bool contiguous = p.page_size % T::kWK == 0;
+  KeyLoc next = locate(0);
+  // Stages local chunk `it` whose keys are at `loc`.
+  // piece i * 32 + lane of a warp-chunk: key i * (32 / kPiecesPerKey) + lane / kPiecesPerKey
+  constexpr int kKeysPerIter = 32 / T::kPiecesPerKey;
+  const int lane_key = lane / T::kPiecesPerKey, lane_piece = lane % T::kPiecesPerKey;
+  auto issue = [&](uint8_t* st, int it, KeyLoc loc) {
+    const int64_t base = loc.page < 0 ? -1 : loc.page * p.page_bytes + head_off;
+    if (contiguous) {
+      // every key of the chunk lies in its page (valid or not): addresses in bounds
+      const int n_valid = end - (begin + (warp + it * kWarps) * T::kWK);  // >= 1
+      const int page0 = __shfl_sync(0xffffffffu, loc.page, 0), slot0 = __shfl_sync(0xffffffffu, loc.slot, 0);
+      const int64_t run = page0 * p.page_bytes + head_off + static_cast<int64_t>(slot0) * T::kVB + lane * 16;
+      const uint8_t* ksrc = p.k_pages + run;
+      const uint8_t* vsrc = p.v_pages + run;
+#pragma unroll
+      for (int i = 0; i < T::kPieceIters; ++i) {
+        const int key = i * kKeysPerIter + lane_key;
+        const int bytes = key < n_valid ? 16 : 0;
+        cp_async_16(st + key * T::kVB + 16 * (lane_piece ^ kv_swizzle<T::kKB, false>(key)), ksrc + i * 512, bytes);
+        cp_async_16(st + T::kHalf + key * T::kVB + 16 * (lane_piece ^ kv_swizzle<T::kVT, true>(key)), vsrc + i * 512,
+                    bytes);
+      }
+    } else {
+      const int64_t voff = base < 0 ? -1 : base + static_cast<int64_t>(loc.slot) * T::kVB;
+#pragma unroll
+      for (int i = 0; i < T::kPieceIters; ++i) {
+        const int key = i * kKeysPerIter + lane_key, piece = lane_piece;
+        const int64_t off = __shfl_sync(0xffffffffu, voff, key);
+        const bool valid = off >= 0;
+        const int64_t src = valid ? off + piece * 16 : 0;
+        cp_async_16(st + key * T::kVB + 16 * (piece ^ kv_swizzle<T::kKB, false>(key)), p.k_pages + src, valid ? 16 : 0);
+        cp_async_16(st + T::kHalf + key * T::kVB + 16 * (piece ^ kv_swizzle<T::kVT, true>(key)), p.v_pages + src,
+                    valid ? 16 : 0);
+      }
+    }
+    if constexpr (T::kParams) {
+      if (lane < T::kWK) {
+        const int64_t src = base < 0 ? 0 : base + p.values_region_bytes + loc.slot * 4;
+        cp_async_4(st + T::kValBytes + lane * 4, p.k_pages + src, base < 0 ? 0 : 4);
+        cp_async_4(st + T::kHalf + T::kValBytes + lane * 4, p.v_pages + src, base < 0 ? 0 : 4);
+      }
+    }
+  };
+#pragma unroll
+  for (int s = 0; s < T::kStages - 1; ++s) {
+    const KeyLoc loc = next;
+    next = locate(s + 1);
+    if (s < n_mine) issue(ring + s * T::kStageBytes, s, loc);
+    cp_async_commit();
+  }
+  int read_stage = 0, write_stage = T::kStages - 1;  // it % kStages, (it + kStages - 1) % kStages
+
+  // KV4 keys come out as 1024 + 16 t at the odd pairs of a word (dequant_key):
+  // their q is divided by 16 (fp16, exact but for subnormals). sq sums the
+  // effective q (16 x the operand there), sb the operands themselves:
+  // acc = 1024 sb + sum q_eff t, so q . (t - z) = acc - 1024 sb - z sq.
+  uint32_t qb[kKSteps][2];
+  float sq = 0.f, sb = 0.f;
+  {
+#pragma unroll
+    for (int kk = 0; kk < kKSteps; ++kk)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int i = 2 * kk + j;  // the kb index of this pair
+        const bool by16 = DT == KvDtype::kInt4 && (i & 1);
+        float v[2];
+#pragma unroll
+        for (int hi = 0; hi < 2; ++hi) {
+          const float qs = __half2float(__float2half_rn(__half2float(qraw[kk][j][hi]) * p.scale_log2));
+          v[hi] = by16 ? __half2float(__float2half_rn(qs * 0.0625f)) : qs;
+        }
+        qb[kk][j] = attn::pack_half2(v[0], v[1]);
+        sb += v[0] + v[1];
+        sq += by16 ? 16.f * (v[0] + v[1]) : v[0] + v[1];
+      }
+#pragma unroll
+    for (int o = 1; o <= 2; o <<= 1) {
+      sq += __shfl_xor_sync(0xffffffffu, sq, o);
+      sb += __shfl_xor_sync(0xffffffffu, sb, o);
+    }
+  }
+  // for the heads 2c, 2c + 1 of this thread's C fragments: sum q, 1024 x sum operand
+  const float sumq[2] = {__shfl_sync(0xffffffffu, sq, 8 * c), __shfl_sync(0xffffffffu, sq, 8 * c + 4)};
+  const float bias[2] = {1024.f * __shfl_sync(0xffffffffu, sb, 8 * c), 1024.f * __shfl_sync(0xffffffffu, sb, 8 * c + 4)};
+
+  // ---- online softmax state of the heads 2c, 2c + 1 --------------------------
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, corr[2] = {0.f, 0.f};
+  float o[kKSteps][4];
+#pragma unroll
+  for (int e = 0; e < kKSteps; ++e) o[e][0] = o[e][1] = o[e][2] = o[e][3] = 0.f;
+  const int pidx = 2 * (g8 & 3) + (g8 >> 2);  // P buffer index of key g8 (key g8 + 8: + 8)
+
+  for (int it = 0; it < n_mine; ++it) {
+    cp_async_wait<T::kStages - 2>();
+    __syncwarp();
+    {
+      const int nx = it + T::kStages - 1;
+      const KeyLoc loc = next;
+      next = locate(nx + 1);
+      if (nx < n_mine) issue(ring + write_stage * T::kStageBytes, nx, loc);
+      cp_async_commit();
+    }
+    const uint8_t* kst = ring + read_stage * T::kStageBytes;
+    read_stage = read_stage == T::kStages - 1 ? 0 : read_stage + 1;
+    write_stage = write_stage == T::kStages - 1 ? 0 : write_stage + 1;
+    const uint8_t* vst = kst + T::kHalf;
+    const int c0 = begin + (warp + it * kWarps) * T::kWK;
+
+    // 1. scores S^T for kTiles tiles of 16 keys
+    float s[T::kTiles][4];
+#pragma unroll
+    for (int t = 0; t < T::kTiles; ++t) {
+      s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.f;
+      uint32_t klo[D / 8], khi[D / 8];
+      {
+        const int r0 = 16 * t + g8, r1 = r0 + 8;
+        uint32_t w0[T::kKB / 4], w1[T::kKB / 4];
+        read_slice<T::kKB>(kst + r0 * T::kVB, c, kv_swizzle<T::kKB, false>(r0), w0);
+        read_slice<T::kKB>(kst + r1 * T::kVB, c, kv_swizzle<T::kKB, false>(r1), w1);
+        dequant_key<DT, T::kKB / 4>(w0, klo);
+        dequant_key<DT, T::kKB / 4>(w1, khi);
+      }
+#pragma unroll
+      for (int kk = 0; kk < kKSteps; ++kk) {
+        const uint32_t a[4] = {klo[2 * kk], khi[2 * kk], klo[2 * kk + 1], khi[2 * kk + 1]};
+        attn::mma_16816(s[t], a, qb[kk][0], qb[kk][1]);
+      }
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int key = 16 * t + g8 + 8 * r;
+        float sc = 1.f, z = 0.f;
+        if constexpr (T::kParams) {
+          const half2 sz = *reinterpret_cast<const half2*>(kst + T::kValBytes + key * 4);
+          sc = __low2float(sz);
+          z = __high2float(sz);
+        }
+        const bool visible = c0 + key < end;
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+          float v = s[t][2 * r + k];
+          if constexpr (T::kParams) v = sc * ((v - bias[k]) - z * sumq[k]);
+          s[t][2 * r + k] = visible ? v : -INFINITY;
+        }
+      }
+    }
+    // 2. online softmax per head (column): max over the column's 8 threads
+    float mu[2];
+    {
+      float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+      for (int t = 0; t < T::kTiles; ++t)
+#pragma unroll
+        for (int k = 0; k < 2; ++k) mx[k] = fmaxf(mx[k], fmaxf(s[t][k], s[t][2 + k]));
+#pragma unroll
+      for (int k = 0; k < 2; ++k) {
+        mx[k] = fmaxf(mx[k], __shfl_xor_sync(0xffffffffu, mx[k], 4));
+        mx[k] = fmaxf(mx[k], __shfl_xor_sync(0xffffffffu, mx[k], 8));
+        mx[k] = fmaxf(mx[k], __shfl_xor_sync(0xffffffffu, mx[k], 16));
+      }
+      const bool grew = mx[0] > m[0] || mx[1] > m[1];
+      if (__any_sync(0xffffffffu, grew)) {  // rescale only when a max grew
+        float alpha[2];
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+          const float m_new = fmaxf(m[k], mx[k]);
+          alpha[k] = exp2f(m[k] - (m_new == -INFINITY ? 0.f : m_new));
+          m[k] = m_new;
+          l[k] *= alpha[k];
+          corr[k] *= alpha[k];
+        }
+#pragma unroll
+        for (int e = 0; e < kKSteps; ++e) {
+          o[e][0] *= alpha[0];
+          o[e][1] *= alpha[1];
+          o[e][2] *= alpha[0];
+          o[e][3] *= alpha[1];
+        }
+      }
+      mu[0] = m[0] == -INFINITY ? 0.f : m[0];
+      mu[1] = m[1] == -INFINITY ? 0.f : m[1];
+    }
+    // 3. P' = p s_v -> the P buffer (B layout), corr += P' z
+#pragma unroll
+    for (int t = 0; t < T::kTiles; ++t)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int key = 16 * t + g8 + 8 * r;
+        float sv = 1.f, zv = 0.f;
+        if constexpr (T::kParams) {
+          const half2 sz = *reinterpret_cast<const half2*>(vst + T::kValBytes + key * 4);
+          sv = __low2float(sz);
+          zv = __high2float(sz);
+        }
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+          const float pr = exp2f(s[t][2 * r + k] - mu[k]);
+          l[k] += pr;
+          const half ph = __float2half_rn(pr * sv);
+          if constexpr (T::kParams) corr[k] += __half2float(ph) * zv;
+          s_p[(2 * c + k) * T::kPRow + 16 * t + 8 * r + pidx] = ph;
+        }
+      }
+    __syncwarp();
+    // 4. O^T += V^T P'^T, one k-step per 16 keys
+#pragma unroll
+    for (int ks = 0; ks < T::kTiles; ++ks) {
+      const uint32_t b0 = *reinterpret_cast<const uint32_t*>(s_p + g8 * T::kPRow + 16 * ks + 2 * c);
+      const uint32_t b1 = *reinterpret_cast<const uint32_t*>(s_p + g8 * T::kPRow + 16 * ks + 2 * c + 8);
+      uint32_t va[D / 8], vc[D / 8];
+      {
+        uint32_t w[4][T::kVT / 4];
+#pragma unroll
+        for (int x = 0; x < 4; ++x) {
+          const int r = 16 * ks + c + 4 * x;
+          read_slice<T::kVT>(vst + r * T::kVB, g8, kv_swizzle<T::kVT, true>(r), w[x]);
+        }
+        dequant_value_pair<DT, T::kVT / 4>(w[0], w[1], va);  // keys c, c + 4
+        dequant_value_pair<DT, T::kVT / 4>(w[2], w[3], vc);  // keys c + 8, c + 12
+      }
+#pragma unroll
+      for (int e = 0; e < kKSteps; ++e) {
+        const uint32_t a[4] = {va[2 * e], va[2 * e + 1], vc[2 * e], vc[2 * e + 1]};
+        attn::mma_16816(o[e], a, b0, b1);
+      }
+    }
+  }
+
+  // ---- merge the 4 warps: O [warp][head][D + 1] and {m, l} [warp][head] -------
+  cp_async_wait<0>();
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    l[k] += __shfl_xor_sync(0xffffffffu, l[k], 4);
+    l[k] += __shfl_xor_sync(0xffffffffu, l[k], 8);
+    l[k] += __shfl_xor_sync(0xffffffffu, l[k], 16);
+    corr[k] += __shfl_xor_sync(0xffffffffu, corr[k], 4);
+    corr[k] += __shfl_xor_sync(0xffffffffu, corr[k], 8);
+    corr[k] += __shfl_xor_sync(0xffffffffu, corr[k], 16);
+  }
+  __syncthreads();  // every warp is done with its ring
+  float* s_o = reinterpret_cast<float*>(smem);       // [kWarps][8][D + 1]
+  float* s_ml = s_o + kWarps * 8 * (D + 1);          // [kWarps][8][2]
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    const int h = 2 * c + k;
+    float* so = s_o + (warp * 8 + h) * (D + 1) + g8 * (D / 8);
+#pragma unroll
+    for (int e = 0; e < kKSteps; ++e) {
+      so[2 * e] = o[e][k] - corr[k];
+      so[2 * e + 1] = o[e][2 + k] - corr[k];
+    }
+    if (g8 == 0) {
+      s_ml[(warp * 8 + h) * 2] = m[k];
+      s_ml[(warp * 8 + h) * 2 + 1] = l[k];
+    }
+  }
+  __syncthreads();
+  for (int i = tid; i < group * D; i += kThreads) {
+    const int h = i / D, d = i % D;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w)
+      if (s_ml[(w * 8 + h) * 2 + 1] > 0.f) mx = fmaxf(mx, s_ml[(w * 8 + h) * 2]);
+    float num = 0.f, den = 0.f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float lw = s_ml[(w * 8 + h) * 2 + 1];
+      if (lw > 0.f) {
+        const float wt = exp2f(s_ml[(w * 8 + h) * 2] - mx);
+        num += wt * s_o[(w * 8 + h) * (D + 1) + d];
+        den += wt * lw;
+      }
+    }
+    const int64_t row = static_cast<int64_t>(b) * hq + kvh * group + h;
+    if (p.num_splits == 1) {
+      p.out[row * D + d] = __float2half_rn(den > 0.f ? num / den : 0.f);
+    } else {
+      p.part_o[(row * p.num_splits + split) * D + d] = num;
+      if (d == 0) {
+        p.part_ml[(row * p.num_splits + split) * 2] = mx;
+        p.part_ml[(row * p.num_splits + split) * 2 + 1] = den;
+      }
+    }
+  }
+}
+
+template <KvDtype DT, int D>
+constexpr int smem_bytes() {
+  return MmaTraits<DT, D>::kSmemBytes;
+}
+
+}  // namespace qserve::cuda::mmat
