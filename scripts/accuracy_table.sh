@@ -6,6 +6,7 @@
 #   scripts/accuracy_table.sh [OUT]   env: QSERVE, MODEL, SEQLEN, WINDOWS, CALIB_SAMPLES, CALIB_SEQLEN, ROWS
 # ROWS: a space-separated subset of the row names below (two subsets may run at once
 # into the same OUT: each row appends one line to results.jsonl).
+# A row's optional third field is its own number of calibration sequences.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-build/accuracy}
@@ -14,7 +15,7 @@ DATA=${QSERVE_SHARED_DATA:-../shared/data}
 MODEL=${MODEL:-${QSERVE_HOME:-$HOME/.cache/qserve}/models/SmolLM2-135M-Instruct}
 SEQLEN=${SEQLEN:-2048}
 WINDOWS=${WINDOWS:-0}
-CALIB=(--calib-text "$DATA/text/ptb.test.txt" --calib-samples "${CALIB_SAMPLES:-32}" --calib-seqlen "${CALIB_SEQLEN:-512}")
+CALIB_TEXT=(--calib-text "$DATA/text/ptb.test.txt" --calib-seqlen "${CALIB_SEQLEN:-512}")
 TEXT=$DATA/text/wikitext2_test_joined_LF.txt
 mkdir -p "$OUT"
 # row name | quantize arguments ("-" = evaluate the original model)
@@ -36,15 +37,22 @@ rows=(
   "w4a8kv4_g128_qoq_norot_gptq_l2r|--precision w4a8kv4 --no-rotate --gptq --gptq-no-act-order"
   "w4a8kv4_g128_qoq_norot_gptq|--precision w4a8kv4 --no-rotate --gptq"
   "w4a8kv4_g128_rtn_gptq_l2r|--precision w4a8kv4 --rtn --gptq --gptq-no-act-order"
+  "w4a8kv4_g128_qoq_gptq_vrot|--precision w4a8kv4 --gptq --rotate-values"
+  "w4a8kv4_g128_qoq_gptq_qstream|--precision w4a8kv4 --gptq --quantized-stream"
+  "w4a8kv4_g128_qoq_gptq_qstream_c64|--precision w4a8kv4 --gptq --quantized-stream --gptq-rows 16384|64"
+  "w4a8kv4_g128_qoq_gptq_qstream_c128|--precision w4a8kv4 --gptq --quantized-stream --gptq-rows 32768|128"
 )
 for row in "${rows[@]}"; do
   name=${row%%|*}
-  args=${row#*|}
+  rest=${row#*|}
+  args=${rest%%|*}
+  samples=${CALIB_SAMPLES:-32}
+  [ "$rest" != "$args" ] && samples=${rest#*|}
   if [ -n "${ROWS:-}" ] && ! grep -qw "$name" <<<"$ROWS"; then continue; fi
   model=$MODEL
   if [ "$args" != "-" ]; then
     model=$OUT/$name
-    calib=("${CALIB[@]}")
+    calib=("${CALIB_TEXT[@]}" --calib-samples "$samples")
     # shellcheck disable=SC2086
     $QSERVE quantize --model "$MODEL" --out "$model" $args "${calib[@]}" -q >"$OUT/$name.quantize.txt"
   fi
