@@ -59,15 +59,6 @@ struct Model {
   int hq, hkv, d;
 };
 
-const char* kernel_name(cuda::DecodeKernel k) {
-  switch (k) {
-    case cuda::DecodeKernel::kMma: return "mma";
-    case cuda::DecodeKernel::kSimt: return "simt";
-    case cuda::DecodeKernel::kMmaRows: return "mma-rows";
-    default: return "auto";
-  }
-}
-
 void bench_decode(bool quick, cuda::DecodeKernel kernel, bench::Report& report) {
   const Model models[] = {{"Llama-3-8B", 32, 8, 128}, {"Llama-2-7B", 32, 32, 128}};
   std::vector<int> batches{1, 16, 64, 128, 256}, contexts{512, 1536, 4096, 16384};
@@ -77,7 +68,8 @@ void bench_decode(bool quick, cuda::DecodeKernel kernel, bench::Report& report) 
   const int sms = bench::num_sms();
   const size_t pool_cap = size_t{40} << 30;   // per pool (K or V)
   const size_t min_span = size_t{512} << 20;  // rotate over at least this many bytes
-  std::printf("\n## Decode attention (page size %d, fp16 out, kernel %s)\n\n", page_size, kernel_name(kernel));
+  std::printf("\n## Decode attention (page size %d, fp16 out, kernel %s)\n\n", page_size,
+              cuda::decode_kernel_name(kernel));
   std::printf("| model | batch | context | KV4 us | KV4 TB/s | KV8 us | KV8 TB/s | FP16 us | FP16 TB/s | FP16/KV4 | FP16/KV8 |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Model& m : models) {
@@ -119,7 +111,8 @@ void bench_decode(bool quick, cuda::DecodeKernel kernel, bench::Report& report) 
           us[di] = bench::time_us(run);
           const double kv_bytes = 2.0 * batch * ctx * m.hkv * (layout.token_value_bytes() + (kv_has_params(dtypes[di]) ? 4 : 0));
           tbs[di] = kv_bytes / (us[di] * 1e-6) / 1e12;
-          report.add_decode(m.name, batch, ctx, dtypes[di], plan.num_splits, us[di], tbs[di], kernel_name(kernel));
+          report.add_decode(m.name, batch, ctx, dtypes[di], plan.num_splits, us[di], tbs[di],
+                            cuda::decode_kernel_name(kernel));
         }
         auto cell = [](double v, const char* fmt) {
           static char buf[8][32];

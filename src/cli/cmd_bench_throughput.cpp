@@ -60,6 +60,18 @@ double percentile(const std::vector<double>& v, double p) {
 }
 
 // One benchmark run of `num_seqs` max_num_seqs on the loaded model.
+// The memory plan of a run's line: the (emulated) card, its budget, what the
+// weights and runtime hold, the workspace reserve, the KV pages it leaves.
+void put_memory_plan(const KvCachePlan& plan, nlohmann::json& j) {
+  j["memory_budget"] = plan.card_bytes;
+  j["kv_source"] = plan.source;
+  j["budget_bytes"] = plan.budget_bytes;
+  j["used_bytes"] = plan.used_bytes;
+  j["reserve_bytes"] = plan.reserve_bytes;
+  j["kv_bytes_per_page"] = plan.kv_bytes_per_page;
+  j["kv_budget_pages"] = plan.budget_pages;
+}
+
 nlohmann::json measure(const ThroughputOptions& o, LoadedModel& m, const KvCachePlan& plan, int num_seqs, int num_prompts,
                        int64_t max_batch_fits) {
   EngineConfig config = m.config;
@@ -130,16 +142,9 @@ nlohmann::json measure(const ThroughputOptions& o, LoadedModel& m, const KvCache
   j["max_batch_fits"] = max_batch_fits;  // sequences of input + output tokens the budget's KV pages hold
   j["max_num_batched_tokens"] = config.max_num_batched_tokens;
   j["page_size"] = s.page_size;
-  // The memory plan: the (emulated) card, its budget, the weights, the KV cache.
-  j["memory_budget"] = plan.card_bytes;
   j["gpu_memory_utilization"] = config.gpu_memory_utilization;
-  j["kv_source"] = plan.source;
-  j["budget_bytes"] = plan.budget_bytes;
   j["weight_bytes"] = m.weight_bytes;
-  j["used_bytes"] = plan.used_bytes;
-  j["reserve_bytes"] = plan.reserve_bytes;
-  j["kv_bytes_per_page"] = plan.kv_bytes_per_page;
-  j["kv_budget_pages"] = plan.budget_pages;
+  put_memory_plan(plan, j);
   j["load_s"] = m.load_s;
   j["wall_s"] = wall;
   j["output_tokens"] = generated;
@@ -234,12 +239,7 @@ void run_budget(const ThroughputOptions& o, LoadedModel& m, const KvCachePlan& p
     }
     nlohmann::json j = it->second;
     j["measured_with_budget"] = it->second["memory_budget"];
-    j["memory_budget"] = plan.card_bytes;
-    j["kv_source"] = plan.source;
-    j["budget_bytes"] = plan.budget_bytes;
-    j["used_bytes"] = plan.used_bytes;
-    j["reserve_bytes"] = plan.reserve_bytes;
-    j["kv_budget_pages"] = plan.budget_pages;
+    put_memory_plan(plan, j);
     j["max_batch_fits"] = fits;
     print_throughput(j, o.json);
     return;

@@ -226,7 +226,7 @@ void LlamaModel::forward_paged(const PagedBatch& batch, Logits& out) {
 
 Tensor LlamaModel::run_to_logits(const PagedBatch& batch, std::vector<int32_t>& last_rows) {
   const ModelConfig& c = config_;
-  const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
+  const int64_t V = c.vocab_size;
   const int64_t S = static_cast<int64_t>(batch.seqs.size());
   if (S == 0) fail(ErrorCode::kInvalidArgument, "empty batch");
 

@@ -98,19 +98,10 @@ TEST(RopeKvWriteCuda, PagesMatchCpuByteForByte) {
 
 // ---- decode attention -------------------------------------------------------
 
-const char* kernel_name(cuda::DecodeKernel k) {
-  switch (k) {
-    case cuda::DecodeKernel::kMma: return "mma";
-    case cuda::DecodeKernel::kSimt: return "simt";
-    case cuda::DecodeKernel::kMmaRows: return "mma-rows";
-    default: return "auto";
-  }
-}
-
 void check_decode(AttentionShape shape, KvDtype dtype, int page_size, std::vector<int32_t> ctx, uint32_t seed,
                   int force_splits = 0, cuda::DecodeKernel kernel = cuda::DecodeKernel::kAuto) {
   SCOPED_TRACE(describe(shape, dtype, page_size, ctx) + ", splits " + std::to_string(force_splits) + ", kernel " +
-               kernel_name(kernel));
+               cuda::decode_kernel_name(kernel));
   std::mt19937 rng(seed);
   const RopeStyle style = seed % 2 ? RopeStyle::kInterleaved : RopeStyle::kRotateHalf;
   AttentionScenario s = make_scenario(shape, dtype, page_size, style, ctx, rng);

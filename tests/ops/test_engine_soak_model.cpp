@@ -20,10 +20,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <random>
-#include <thread>
 
 #include "qserve/engine.h"
+#include "soak_traffic.h"
 
 #ifdef QSERVE_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -46,31 +45,9 @@ bool has_cuda_device() {
 // INT8 activations / KV4 cache produce on this model (see the file comment).
 constexpr float kNearTie = 0.05f;
 
-struct SoakCase {
-  Request request;
-  int cancel_after = -1;  // >= 0: cancel once this many tokens arrived (0: right after submit)
-};
-
-std::vector<SoakCase> make_cases(int n, int vocab, int max_len, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<SoakCase> cases(n);
-  for (auto& c : cases) {
-    const int prompt_len = 1 + static_cast<int>(rng() % 60);
-    Request& r = c.request;
-    for (int t = 0; t < prompt_len; ++t) r.prompt_token_ids.push_back(static_cast<int32_t>(rng() % vocab));
-    r.params.max_tokens = 1 + static_cast<int>(rng() % std::min(80, max_len - prompt_len));
-    r.params.ignore_eos = true;  // dummy weights have no EOS
-    if (rng() % 5 == 0) {
-      r.params.temperature = 0.7f;
-      r.params.top_k = 50;
-      r.params.seed = rng();
-    } else {
-      r.params.temperature = 0;
-    }
-    if (rng() % 7 == 0) c.cancel_after = static_cast<int>(rng() % 20);
-  }
-  return cases;
-}
+using test::CrowdRun;
+using test::make_soak_cases;
+using test::run_in_a_crowd;
 
 EngineConfig soak_config(const std::string& device) {
   EngineConfig c;
@@ -93,58 +70,24 @@ void run_soak(const std::string& device, int num_requests, bool exact) {
   EngineConfig config = soak_config(device);
   auto engine = Engine::create(config);
   const int vocab = engine->model_info().vocab_size;
-  const auto cases = make_cases(num_requests, vocab, config.max_model_len, 2025);
+  const auto cases = make_soak_cases(num_requests, vocab, config.max_model_len, 2025, /*eos_coin=*/false);
   const int64_t pages0 = engine->stats().kv_pages_free;
   ASSERT_EQ(pages0, config.num_kv_pages);
 
   // In a crowd: 8 client threads, each with up to 4 requests in flight.
-  std::vector<std::vector<int32_t>> crowd(num_requests);
-  std::vector<FinishReason> reason(num_requests, FinishReason::kNone);
-  std::vector<int> finals(num_requests, 0);
-  const int kThreads = 8;
-  std::vector<std::thread> threads;
   const auto t0 = std::chrono::steady_clock::now();
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      std::vector<std::pair<int, std::shared_ptr<RequestStream>>> live;
-      int next = t;
-      while (next < num_requests || !live.empty()) {
-        while (next < num_requests && live.size() < 4) {
-          live.emplace_back(next, engine->submit(cases[next].request));
-          if (cases[next].cancel_after == 0) live.back().second->cancel();
-          next += kThreads;
-        }
-        for (size_t k = 0; k < live.size();) {
-          auto& [i, stream] = live[k];
-          auto out = stream->next_for(std::chrono::milliseconds(1));
-          if (out) {
-            crowd[i].insert(crowd[i].end(), out->token_ids.begin(), out->token_ids.end());
-            if (cases[i].cancel_after > 0 && out->usage.completion_tokens >= cases[i].cancel_after) stream->cancel();
-            if (out->finished) {
-              reason[i] = out->finish_reason;
-              ++finals[i];
-            }
-          }
-          if (stream->finished()) {
-            live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
-          } else {
-            ++k;
-          }
-        }
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
+  const CrowdRun run = run_in_a_crowd(*engine, cases);
+  const auto& crowd = run.tokens;
   const double crowd_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   const EngineStats s = engine->stats();
   int cancelled = 0;
   for (int i = 0; i < num_requests; ++i) {
-    ASSERT_EQ(finals[i], 1) << "request " << i << " did not end exactly once";
-    if (reason[i] == FinishReason::kCancelled) {
+    ASSERT_EQ(run.finals[i], 1) << "request " << i << " did not end exactly once";
+    if (run.reason[i] == FinishReason::kCancelled) {
       ++cancelled;
     } else {
-      ASSERT_EQ(reason[i], FinishReason::kLength) << "request " << i;
+      ASSERT_EQ(run.reason[i], FinishReason::kLength) << "request " << i;
       ASSERT_EQ(static_cast<int>(crowd[i].size()), cases[i].request.params.max_tokens) << "request " << i;
     }
   }

@@ -6,53 +6,28 @@
 // free-page count returns to its initial value; no request reads another's K/V.
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <random>
-#include <thread>
+#include <algorithm>
 
 #include "engine/model_runner.h"
 #include "fake_model_runner.h"
 #include "fake_text_codec.h"
 #include "qserve/engine.h"
+#include "soak_traffic.h"
 
 namespace qserve {
 namespace {
 
 constexpr int kVocab = 258;
 
-struct SoakCase {
-  Request request;
-  int cancel_after = -1;  // >= 0: cancel once this many outputs arrived (0: right after submit)
-};
-
-std::vector<SoakCase> make_cases(int n, int max_len, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<SoakCase> cases(n);
-  for (auto& c : cases) {
-    const int prompt_len = 1 + rng() % 60;
-    std::vector<int32_t> prompt(prompt_len);
-    for (auto& t : prompt) t = rng() % 256;
-    Request& r = c.request;
-    r.prompt_token_ids = prompt;
-    r.params.max_tokens = 1 + rng() % std::min(80, max_len - prompt_len);
-    r.params.ignore_eos = rng() % 2 == 0;  // the others may stop early at EOS
-    if (rng() % 5 == 0) {
-      r.params.temperature = 0.7f;
-      r.params.top_k = 50;
-      r.params.seed = rng();
-    } else {
-      r.params.temperature = 0;
-    }
-    if (rng() % 7 == 0) c.cancel_after = static_cast<int>(rng() % 20);
-  }
-  return cases;
-}
+using test::CrowdRun;
+using test::make_soak_cases;
+using test::run_in_a_crowd;
 
 TEST(EngineSoak, RandomTrafficCancellationsAndPreemptionUnderATinyKvBudget) {
   const int kRequests = 2000;
   const int kPageSize = 4;
   const int kPages = 40;  // 160 token slots for up to 16 sequences of up to 140 tokens
-  const auto cases = make_cases(kRequests, kPages * kPageSize, 2024);
+  const auto cases = make_soak_cases(kRequests, 256, kPages * kPageSize, 2024, /*eos_coin=*/true);
 
   // Alone: one at a time on a roomy engine.
   std::vector<std::vector<int32_t>> alone(kRequests);
@@ -77,43 +52,10 @@ TEST(EngineSoak, RandomTrafficCancellationsAndPreemptionUnderATinyKvBudget) {
   auto engine = Engine::create(c, std::move(runner), std::make_shared<fakes::FakeTextCodec>());
   ASSERT_EQ(engine->model_info().max_model_len, kPages * kPageSize);
 
-  std::vector<std::vector<int32_t>> crowd(kRequests);
-  std::vector<FinishReason> reason(kRequests, FinishReason::kNone);
-  std::vector<int> finals(kRequests, 0);
-  const int kThreads = 8;
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      // Each thread keeps up to 4 requests in flight.
-      std::vector<std::pair<int, std::shared_ptr<RequestStream>>> live;
-      int next = t;
-      while (next < kRequests || !live.empty()) {
-        while (next < kRequests && live.size() < 4) {
-          live.emplace_back(next, engine->submit(cases[next].request));
-          if (cases[next].cancel_after == 0) live.back().second->cancel();
-          next += kThreads;
-        }
-        for (size_t k = 0; k < live.size();) {
-          auto& [i, stream] = live[k];
-          auto out = stream->next_for(std::chrono::milliseconds(1));
-          if (out) {
-            crowd[i].insert(crowd[i].end(), out->token_ids.begin(), out->token_ids.end());
-            if (cases[i].cancel_after > 0 && out->usage.completion_tokens >= cases[i].cancel_after) stream->cancel();
-            if (out->finished) {
-              reason[i] = out->finish_reason;
-              ++finals[i];
-            }
-          }
-          if (stream->finished()) {
-            live.erase(live.begin() + k);
-          } else {
-            ++k;
-          }
-        }
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
+  const CrowdRun run = run_in_a_crowd(*engine, cases);
+  const auto& crowd = run.tokens;
+  const auto& reason = run.reason;
+  const auto& finals = run.finals;
 
   int cancelled = 0;
   for (int i = 0; i < kRequests; ++i) {

@@ -38,16 +38,16 @@ uint16_t* h16(Tensor& t) { return t.data_as<uint16_t>(); }
 struct StepMeta {
   const AttentionBatch* batch = nullptr;  // the host batch it was built from (identity check)
   int32_t tokens = 0, seqs = 0, stride = 0;
-  int32_t max_new = 0, max_context = 0, max_position = 0;
+  int32_t max_context = 0, max_position = 0;
   int32_t plan_context = 0;  // the context the decode plan is made for (>= max_context)
-  bool decode = false;  // one new token per sequence
-  // A mixed step (prefill chunks and decode tokens): its leading sequences
-  // with one new token each (the scheduler serves running sequences oldest
-  // first, so the decodes come first) run the decode kernel, the rest the
-  // prefill kernel. 0: every sequence runs the prefill kernel.
+  // The leading sequences with one new token each run the decode kernel, the
+  // rest the prefill kernel. The scheduler serves running sequences oldest
+  // first, so in a mixed step (prefill chunks and decode tokens) the decodes
+  // come first; in a decode step the prefix is the whole batch.
   int32_t decode_prefix = 0;
   int32_t decode_prefix_context = 0;  // the longest context among them
   int32_t prefill_max_new = 0;        // the most new tokens among the others
+  bool decode = false;                // decode_prefix == seqs: one new token per sequence
   Tensor device;        // I32
   const int32_t* positions = nullptr;
   const int32_t* slots = nullptr;
@@ -383,23 +383,19 @@ void CudaBackend::begin_step(const AttentionBatch& batch) {
   m.batch = &batch;
   m.tokens = static_cast<int32_t>(T);
   m.seqs = static_cast<int32_t>(S);
-  m.decode = true;
   for (int64_t s = 0; s < S; ++s) {
     const int32_t n = batch.token_offsets[s + 1] - batch.token_offsets[s];
-    m.max_new = std::max(m.max_new, n);
-    m.decode = m.decode && n == 1;
+    if (n == 1 && m.decode_prefix == s) {
+      ++m.decode_prefix;
+      m.decode_prefix_context = std::max(m.decode_prefix_context, batch.context_lens[s]);
+    } else {
+      m.prefill_max_new = std::max(m.prefill_max_new, n);
+    }
     m.max_context = std::max(m.max_context, batch.context_lens[s]);
     m.stride = std::max(m.stride, batch.page_table_offsets[s + 1] - batch.page_table_offsets[s]);
   }
+  m.decode = m.decode_prefix == S;
   for (int32_t p : batch.positions) m.max_position = std::max(m.max_position, p);
-  if (!m.decode) {
-    while (m.decode_prefix < S && batch.token_offsets[m.decode_prefix + 1] - batch.token_offsets[m.decode_prefix] == 1) {
-      m.decode_prefix_context = std::max(m.decode_prefix_context, batch.context_lens[m.decode_prefix]);
-      ++m.decode_prefix;
-    }
-    for (int64_t s = m.decode_prefix; s < S; ++s)
-      m.prefill_max_new = std::max(m.prefill_max_new, batch.token_offsets[s + 1] - batch.token_offsets[s]);
-  }
   if (batch.sliding_window && m.max_context > *batch.sliding_window)
     fail(ErrorCode::kUnsupported, "CUDA backend: sliding-window attention (window {}) over a context of {}",
          *batch.sliding_window, m.max_context);
@@ -506,7 +502,7 @@ void CudaBackend::attention(const Tensor& q, const KvLayer& kv, const AttentionB
   shape.num_kv_heads = static_cast<int32_t>(kv.kv_heads);
   shape.head_dim = static_cast<int32_t>(D);
   // Decode kernel over sequences [0, decode_seqs) (rows [0, decode_seqs): one each).
-  const int32_t decode_seqs = m0.decode ? m0.seqs : m0.decode_prefix;
+  const int32_t decode_seqs = m0.decode_prefix;
   if (decode_seqs > 0) {
     if (!step_.planned) {
       const int32_t context = m0.decode ? m0.plan_context : m0.decode_prefix_context;
@@ -537,7 +533,7 @@ void CudaBackend::attention(const Tensor& q, const KvLayer& kv, const AttentionB
   a.page_table = m0.page_table + static_cast<int64_t>(decode_seqs) * m0.stride;
   a.page_table_stride = m0.stride;
   a.batch = m0.seqs - decode_seqs;
-  a.max_new_tokens = decode_seqs > 0 ? m0.prefill_max_new : m0.max_new;
+  a.max_new_tokens = m0.prefill_max_new;
   a.softmax_scale = scale;
   QS_CUDA_CHECK(cuda::prefill_attention(a, shape, cache, stream()));
 }

@@ -5,7 +5,7 @@ namespace {
 
 struct Entry {
   int64_t n, k;
-  int m;  // bucket: the largest m it serves
+  int m;  // bucket: the largest m it serves (1: m <= 8, measured at m = 1)
   W4A8Choice pc, pc_wgmma, g128, g128_wgmma;
 };
 

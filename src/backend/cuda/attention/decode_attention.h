@@ -28,6 +28,16 @@ enum class DecodeKernel : int32_t {
   kMmaRows,  // tensor cores, heads in M (paged_attention_kernel.cuh), groups 3..8 (else kMma)
 };
 
+// "auto", "mma", "simt", "mma-rows": the names tests, benches and results use.
+inline const char* decode_kernel_name(DecodeKernel k) {
+  switch (k) {
+    case DecodeKernel::kMma: return "mma";
+    case DecodeKernel::kSimt: return "simt";
+    case DecodeKernel::kMmaRows: return "mma-rows";
+    default: return "auto";
+  }
+}
+
 struct DecodePlan {
   int32_t num_splits = 1;    // blocks per (sequence, KV head)
   int32_t split_tokens = 0;  // tokens per split, a multiple of the chunk size

@@ -187,19 +187,7 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
   const int end = min(ctx, begin + p.split_tokens);
 
   if (begin >= end) {  // an empty split (short sequence) or an empty context
-    for (int i = tid; i < group * D; i += kThreads) {
-      const int g = i / D, d = i % D;
-      const int64_t row = static_cast<int64_t>(b) * hq + kvh * group + g;
-      if (p.num_splits > 1) {
-        p.part_o[(row * p.num_splits + split) * D + d] = 0.f;
-        if (d == 0) {
-          p.part_ml[(row * p.num_splits + split) * 2] = -INFINITY;
-          p.part_ml[(row * p.num_splits + split) * 2 + 1] = 0.f;
-        }
-      } else {
-        p.out[row * D + d] = __float2half(0.f);
-      }
-    }
+    attn::write_empty_split<D>(p, b, kvh, split, tid);
     return;
   }
 

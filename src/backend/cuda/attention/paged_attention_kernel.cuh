@@ -92,6 +92,30 @@ inline Params make_params(const void* q, void* out, const PagedKvCache& cache, c
   return p;
 }
 
+// A decode block (sequence b, KV head kvh, split `split`) with no key to read:
+// an empty split of a short sequence, or an empty context. Its query heads'
+// rows are written as zeros, or, with flash-decoding splits, as the neutral
+// partial state of the merge (o = 0, m = -inf, l = 0). Called by every thread
+// of the block (kThreads).
+template <int D>
+__device__ __forceinline__ void write_empty_split(const Params& p, int b, int kvh, int split, int tid) {
+  const int group = p.group;
+  const int hq = p.num_kv_heads * group;
+  for (int i = tid; i < group * D; i += kThreads) {
+    const int g = i / D, d = i % D;
+    const int64_t row = static_cast<int64_t>(b) * hq + kvh * group + g;
+    if (p.num_splits > 1) {
+      p.part_o[(row * p.num_splits + split) * D + d] = 0.f;
+      if (d == 0) {
+        p.part_ml[(row * p.num_splits + split) * 2] = -INFINITY;
+        p.part_ml[(row * p.num_splits + split) * 2 + 1] = 0.f;
+      }
+    } else {
+      p.out[row * D + d] = __float2half(0.f);
+    }
+  }
+}
+
 // Stages positions [c0, c0 + kChunk) of one KV head (bytes head_off into each
 // page) into a pipeline stage `st`: K values at st, V values at st + kHalfStage,
 // each followed by the chunk's kChunk x {fp16 scale, fp16 zero} when the format
