@@ -27,6 +27,7 @@ struct QuantizeArgs {
   bool rotate_values = false, quantized_stream = false, stream_numerics = false, smooth_attn_mean = false;
   double smooth_attn_alpha = 0.5, smoothquant_alpha = 0.5;
   bool smoothquant = false, calib_random = false, gptq = false, gptq_no_act_order = false;
+  bool gptq_sequential = false, gptq_fp_target = false;
   int64_t gptq_rows = 4096;
   double gptq_damp = 0.01, gptq_row_cap = 0;
   double smooth_alpha = 0.2;
@@ -82,6 +83,12 @@ void add_quantize_command(CLI::App& app) {
   sub->add_option("--gptq-row-cap", a->gptq_row_cap,
                   "GPTQ: rows of H with a squared norm above C x the median are scaled down to it (0: off)")
       ->capture_default_str();
+  sub->add_flag("--gptq-sequential", a->gptq_sequential,
+                "GPTQ stage by stage inside each block (q/k/v, o, gate/up, down), each on the inputs of the quantized "
+                "stages before it (implies --gptq)");
+  sub->add_flag("--gptq-fp-target", a->gptq_fp_target,
+                "GPTQ towards the FP model's outputs on the same tokens, not the FP weights on the quantized model's "
+                "inputs (asymmetric calibration; implies --gptq)");
   sub->add_option("--gptq-rows", a->gptq_rows, "Calibration rows per linear input used for GPTQ's H")->capture_default_str();
   sub->add_flag("--smoothquant", a->smoothquant, "SmoothQuant input smoothing into the RMSNorm gains");
   sub->add_option("--smoothquant-alpha", a->smoothquant_alpha, "Migration strength of the SmoothQuant input smoothing")
@@ -111,7 +118,9 @@ void add_quantize_command(CLI::App& app) {
     opt.reorder = !a->no_reorder && a->group > 0;
     opt.clip = !a->no_clip;
     opt.smooth_input = a->smoothquant;
-    opt.gptq = a->gptq;
+    opt.gptq = a->gptq || a->gptq_sequential || a->gptq_fp_target;
+    opt.gptq_sequential = a->gptq_sequential;
+    opt.gptq_fp_target = a->gptq_fp_target;
     opt.gptq_act_order = !a->gptq_no_act_order;
     if (!(a->gptq_damp > 0)) fail(ErrorCode::kInvalidArgument, "--gptq-damp must be positive, not {}", a->gptq_damp);
     opt.gptq_damp = a->gptq_damp;

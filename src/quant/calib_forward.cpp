@@ -86,7 +86,7 @@ void apply_rope(const LlamaShape& s, float* x, int64_t seqlen, int64_t n_heads) 
 }
 
 void block_forward(const LlamaShape& s, const BlockWeights& w, float* h, int64_t n_seq, int64_t seqlen,
-                   BlockTaps* taps, const ForwardNumerics& num) {
+                   BlockTaps* taps, const ForwardNumerics& num, BlockStop stop) {
   const int64_t hid = s.hidden, qd = s.q_dim(), kvd = s.kv_dim(), inter = s.intermediate, d = s.head_dim;
   std::vector<float> xn(seqlen * hid), q(seqlen * qd), k(seqlen * kvd), v(seqlen * kvd), att(seqlen * qd),
       out(seqlen * hid), g(seqlen * inter), u(seqlen * inter);
@@ -148,22 +148,27 @@ void block_forward(const LlamaShape& s, const BlockWeights& w, float* h, int64_t
       update_max(taps->max_o_in, att.data(), seqlen, qd);
       keep_rows(taps->o_in, att.data(), seqlen, qd, taps->keep_every, first);
     }
+    if (stop == BlockStop::kAfterOIn) continue;
     if (num.a8) fake_quantize_rows_int8(att.data(), seqlen, qd);
     matmul_nt(att.data(), seqlen, qd, w.o.data.data(), hid, out.data());
     for (int64_t i = 0; i < seqlen * hid; ++i) hs[i] += out[i];
     // MLP.
     rms_norm_rows(hs, w.mlp_norm.data(), xn.data(), seqlen, hid, s.rms_eps);
     if (num.a8) fake_quantize_rows_int8(xn.data(), seqlen, hid);
+    if (taps) {
+      update_max(taps->max_mlp_in, xn.data(), seqlen, hid);
+      keep_rows(taps->mlp_in, xn.data(), seqlen, hid, taps->keep_every, first);
+    }
+    if (stop == BlockStop::kAfterMlpIn) continue;
     matmul_nt(xn.data(), seqlen, hid, w.gate.data.data(), inter, g.data());
     matmul_nt(xn.data(), seqlen, hid, w.up.data.data(), inter, u.data());
     for (int64_t i = 0; i < seqlen * inter; ++i) g[i] = silu(g[i]) * u[i];
     if (taps) {
-      update_max(taps->max_mlp_in, xn.data(), seqlen, hid);
       update_max(taps->max_down_in, g.data(), seqlen, inter);
-      keep_rows(taps->mlp_in, xn.data(), seqlen, hid, taps->keep_every, first);
       keep_rows(taps->down_in, g.data(), seqlen, inter, taps->keep_every, first);
       taps->tokens += seqlen;
     }
+    if (stop == BlockStop::kAfterDownIn) continue;
     if (num.a8) fake_quantize_rows_int8(g.data(), seqlen, inter);
     matmul_nt(g.data(), seqlen, inter, w.down.data.data(), hid, out.data());
     for (int64_t i = 0; i < seqlen * hid; ++i) hs[i] += out[i];

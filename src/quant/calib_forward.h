@@ -32,11 +32,14 @@ struct ForwardNumerics {
   int kv_bits = 0;  // 4 / 8: K (after RoPE) and V per token and head (spec section 5); 0: FP
 };
 
+// Where a forward may stop once the taps it is run for are taken (staged GPTQ).
+enum class BlockStop { kEnd, kAfterOIn, kAfterMlpIn, kAfterDownIn };
+
 // h: [n_seq * seqlen, hidden] FP32, the residual stream entering the block;
-// replaced by the block's output. Each sequence starts at position 0.
-// taps may be null (no statistics).
+// replaced by the block's output (unspecified contents when stopped early).
+// Each sequence starts at position 0. taps may be null (no statistics).
 void block_forward(const LlamaShape& shape, const BlockWeights& w, float* h, int64_t n_seq, int64_t seqlen,
-                   BlockTaps* taps, const ForwardNumerics& numerics = {});
+                   BlockTaps* taps, const ForwardNumerics& numerics = {}, BlockStop stop = BlockStop::kEnd);
 
 // Fake quantization of x [rows, n] in place: per-row symmetric INT8 (activations).
 void fake_quantize_rows_int8(float* x, int64_t rows, int64_t n);

@@ -230,6 +230,49 @@ QuantizedLinear gptq_quantize_linear(WeightFormat format, const Matrix& w, const
   return q;
 }
 
+std::vector<float> gptq_ls_shift(const Matrix& x_q, const Matrix& x_ref, const GptqFactor& f) {
+  const int64_t k = x_q.cols, t = x_q.rows;
+  QS_CHECK(x_ref.cols == k && x_ref.rows == t && f.k == k && t > 0)
+      << "GPTQ target: inputs " << x_q.rows << "x" << x_q.cols << " and " << x_ref.rows << "x" << x_ref.cols
+      << ", factor for " << f.k;
+  // G^T = (x_ref - x_q)^T x_q / t  [k, k]
+  std::vector<float> xt(static_cast<size_t>(k * t)), dt(static_cast<size_t>(k * t)), gt(static_cast<size_t>(k * k));
+  for (int64_t r = 0; r < t; ++r)
+    for (int64_t i = 0; i < k; ++i) {
+      xt[static_cast<size_t>(i * t + r)] = x_q.at(r, i);
+      dt[static_cast<size_t>(i * t + r)] = x_ref.at(r, i) - x_q.at(r, i);
+    }
+  matmul_nt(dt.data(), k, t, xt.data(), k, gt.data());
+  for (float& v : gt) v /= static_cast<float>(t);
+  // Hd^-1 in the original column order: Hp^-1 = U^T U with Hp[a, b] = Hd[perm[a], perm[b]].
+  std::vector<float> ut(static_cast<size_t>(k * k)), hpi(static_cast<size_t>(k * k)), hinv(static_cast<size_t>(k * k));
+  for (int64_t a = 0; a < k; ++a)
+    for (int64_t m = 0; m < k; ++m) ut[static_cast<size_t>(a * k + m)] = f.u[static_cast<size_t>(m * k + a)];
+  matmul_nt(ut.data(), k, k, ut.data(), k, hpi.data());
+  for (int64_t a = 0; a < k; ++a)
+    for (int64_t b = 0; b < k; ++b)
+      hinv[static_cast<size_t>(f.perm[a] * k + f.perm[b])] = hpi[static_cast<size_t>(a * k + b)];
+  // S^T = Hd^-1 G, as matmul_nt(Hd^-1, G^T).
+  std::vector<float> st(static_cast<size_t>(k * k));
+  matmul_nt(hinv.data(), k, k, gt.data(), k, st.data());
+  return st;
+}
+
+Matrix gptq_apply_shift(const Matrix& w, const std::vector<float>& shift_t) {
+  const int64_t n = w.rows, k = w.cols;
+  QS_CHECK(static_cast<int64_t>(shift_t.size()) == k * k) << "GPTQ target: shift for another input size";
+  std::vector<float> d(static_cast<size_t>(n * k));
+  matmul_nt(w.data.data(), n, k, shift_t.data(), k, d.data());  // W S
+  Matrix out = w;
+  for (size_t i = 0; i < out.data.size(); ++i) out.data[i] += d[i];
+  return out;
+}
+
+Matrix gptq_ls_target(const Matrix& w, const Matrix& x_q, const Matrix& x_ref, const GptqFactor& f) {
+  QS_CHECK(w.cols == x_q.cols) << "GPTQ target: weights " << w.rows << "x" << w.cols << ", inputs of " << x_q.cols;
+  return gptq_apply_shift(w, gptq_ls_shift(x_q, x_ref, f));
+}
+
 double layer_output_error(const Matrix& x, const Matrix& w, const QuantizedLinear& q) {
   QS_CHECK(x.cols == w.cols && w.rows == q.n && w.cols == q.k);
   const std::vector<float> deq = dequantize_linear(q);

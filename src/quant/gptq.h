@@ -65,6 +65,20 @@ void gptq_requantize(QuantizedLinear& q, const Matrix& w, const GptqFactor& f);
 QuantizedLinear gptq_quantize_linear(WeightFormat format, const Matrix& w, const Matrix& grid_weights, int64_t group,
                                      const GptqFactor& f);
 
+// The target of asymmetric calibration: the weights W* whose outputs on the quantized
+// model's inputs x_q [t, k] best reproduce the FP model's outputs x_ref W^T (x_ref [t, k],
+// the same tokens' inputs in the FP model), with f's damping as a ridge towards W:
+//   W* = argmin ||x_q V^T - x_ref W^T||^2 / t + damp ||V - W||^2
+//      = W + W G^T Hd^-1,   G = x_q^T (x_ref - x_q) / t,   Hd = x_q^T x_q / t + damp.
+// f must be gptq_factor(x_q) (its U gives Hd^-1). GPTQ towards W* with f then minimizes
+// ||x_q Wq^T - x_ref W^T|| (up to a constant): each layer also compensates the error its
+// input already carries from the quantized layers before it.
+Matrix gptq_ls_target(const Matrix& w, const Matrix& x_q, const Matrix& x_ref, const GptqFactor& f);
+// The same in two steps, for linears that share their input: S^T = Hd^-1 G [k, k] row-major
+// (once per input), then W* = W + W S for each linear.
+std::vector<float> gptq_ls_shift(const Matrix& x_q, const Matrix& x_ref, const GptqFactor& f);
+Matrix gptq_apply_shift(const Matrix& w, const std::vector<float>& shift_t);
+
 // sum_t || X_t (W - Wq)^T ||^2 / rows: the mean squared layer output error of q against w on x.
 double layer_output_error(const Matrix& x, const Matrix& w, const QuantizedLinear& q);
 

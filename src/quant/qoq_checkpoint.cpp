@@ -97,6 +97,8 @@ nlohmann::json qoq_config_to_json(const QoqConfig& c) {
   t["clip"] = c.clip;
   t["gptq"] = c.gptq;
   t["gptq_act_order"] = c.gptq_act_order;
+  t["gptq_sequential"] = c.gptq_sequential;
+  t["gptq_fp_target"] = c.gptq_fp_target;
   t["rotate_values"] = c.rotate_values;
   t["quantized_stream"] = c.quantized_stream;
   t["stream_numerics"] = c.stream_numerics;
@@ -161,6 +163,8 @@ QoqConfig qoq_config_from_json(const nlohmann::json& j) {
     c.clip = t.value("clip", false);
     c.gptq = t.value("gptq", false);
     c.gptq_act_order = t.value("gptq_act_order", false);
+    c.gptq_sequential = t.value("gptq_sequential", false);
+    c.gptq_fp_target = t.value("gptq_fp_target", false);
     c.rotate_values = t.value("rotate_values", false);
     c.quantized_stream = t.value("quantized_stream", false);
     c.stream_numerics = t.value("stream_numerics", false);

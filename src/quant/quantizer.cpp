@@ -15,6 +15,7 @@
 #include "quant/channel_reorder.h"
 #include "quant/fold_norm.h"
 #include "quant/gptq.h"
+#include "quant/gptq_block.h"
 #include "quant/qoq_checkpoint.h"
 #include "quant/quant_linear.h"
 #include "quant/rotate.h"
@@ -286,6 +287,11 @@ QuantizeReport quantize_checkpoint(const Checkpoint& in, const std::string& out_
       for (int64_t i = 0; i < s.hidden; ++i) dst[i] = half_to_float(e[i]);
     }
 
+  if (!opt.gptq) opt.gptq_sequential = opt.gptq_fp_target = false;
+  // The FP model's residual stream (asymmetric calibration: the targets of GPTQ).
+  std::vector<float> h_fp;
+  if (opt.gptq_fp_target && n_seq) h_fp = h;
+
   QuantizeReport report;
   QoqCheckpointWriter writer(out_dir, s.n_layers + 1);
   for (int64_t l = 0; l < s.n_layers; ++l) {
@@ -300,7 +306,7 @@ QuantizeReport quantize_checkpoint(const Checkpoint& in, const std::string& out_
     BlockTaps taps;
     taps.keep_every = std::max<int64_t>(1, n_seq * seqlen / (opt.gptq ? opt.gptq_rows : 1024));
     std::vector<float> h_in;  // the block's input, kept to run the quantized block on it
-    if (n_seq && opt.quantized_stream) h_in = h;
+    if (n_seq && (opt.quantized_stream || opt.gptq_sequential)) h_in = h;
     if (n_seq) {
       progress(l, "calibrate");
       block_forward(s, w, h.data(), n_seq, seqlen, &taps);
@@ -310,8 +316,21 @@ QuantizeReport quantize_checkpoint(const Checkpoint& in, const std::string& out_
     const bool gptq = opt.gptq && fmt != WeightFormat::kF16;
     report.layers.push_back(transform_block(s, w, taps, opt, gptq && opt.clip ? &targets : nullptr));
     progress(l, gptq ? "gptq" : "quantize");
-    std::vector<QuantizedLinear> ql = quantize_block(w, gptq && opt.clip ? targets : w, taps, opt, &report.layers.back());
-    if (!h_in.empty()) {
+    std::vector<QuantizedLinear> ql;
+    if (gptq && n_seq && (opt.gptq_sequential || opt.gptq_fp_target)) {
+      const BlockWeights& fp = opt.clip ? targets : w;
+      BlockTaps fp_taps;
+      if (opt.gptq_fp_target) {  // the FP block (transformed, unclipped) on the FP stream: same rows, same basis
+        progress(l, "fp stream");
+        fp_taps.keep_every = taps.keep_every;
+        block_forward(s, fp, h_fp.data(), n_seq, seqlen, &fp_taps);
+      }
+      ql = quantize_block_staged(s, w, fp, taps, h_in, n_seq, seqlen, opt.gptq_fp_target ? &fp_taps : nullptr, opt,
+                                 &report.layers.back());
+    } else {
+      ql = quantize_block(w, gptq && opt.clip ? targets : w, taps, opt, &report.layers.back());
+    }
+    if (!h_in.empty() && opt.quantized_stream) {
       // The next block's calibration input: this block's output with its weights as quantized.
       progress(l, "quantized stream");
       BlockWeights wq = w;
@@ -361,6 +380,8 @@ QuantizeReport quantize_checkpoint(const Checkpoint& in, const std::string& out_
   qc.stream_numerics = qc.quantized_stream && opt.stream_numerics;
   qc.gptq = opt.gptq;
   qc.gptq_act_order = opt.gptq && opt.gptq_act_order;
+  qc.gptq_sequential = opt.gptq && opt.gptq_sequential && n_seq > 0;
+  qc.gptq_fp_target = opt.gptq && opt.gptq_fp_target && n_seq > 0;
   qc.calibration = opt.calibration_name;
   qc.calibration_samples = n_seq;
   qc.calibration_seqlen = seqlen;

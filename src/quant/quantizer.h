@@ -36,6 +36,8 @@ struct QuantizeOptions {
   bool gptq_act_order = true;      // GPTQ columns in descending H[i, i]
   double gptq_damp = 0.01;         // GPTQ damping, relative to mean(diag H)
   double gptq_row_cap = 0;         // GPTQ row weighting of H (GptqOptions::row_cap; 0: off)
+  bool gptq_sequential = false;    // GPTQ stage by stage inside the block on the quantized predecessors (quant/gptq_block.h)
+  bool gptq_fp_target = false;     // GPTQ towards the FP model's outputs (asymmetric calibration, quant/gptq_block.h)
   double smooth_attention_alpha = 0.5;
   bool smooth_attention_mean = false;  // SmoothAttention from mean |K| per channel instead of max |K|
   double smooth_output_alpha = 0.2;

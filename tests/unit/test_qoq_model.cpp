@@ -124,5 +124,35 @@ TEST(QoqModel, ValueRotationAndQuantizedStreamsAreRecordedAndChangeTheCodes) {
   EXPECT_NE(logits[2], logits[3]);
 }
 
+TEST(QoqModel, StagedGptqSwitchesAreRecordedAndChangeTheCodes) {
+  // GPTQ stage by stage inside each block and towards the FP model's outputs
+  // (quant/gptq_block.h): a working W4A8KV4 model, recorded in the config, other codes.
+  TempDir tmp;
+  write_tiny_model(tmp.path() / "in");
+  auto in = open_checkpoint((tmp.path() / "in").string());
+  const std::vector<int32_t> prompt = {1, 5, 9, 2, 33, 17, 8, 8, 21, 3, 0, 39};
+  const std::vector<float> ref = all_logits(*LlamaModel::load(*in), prompt);
+  std::vector<std::vector<float>> logits;
+  for (int variant = 0; variant < 3; ++variant) {
+    quant::QuantizeOptions o;
+    o.precision = quant::Precision::kW4A8KV4;
+    o.calibration = calib();
+    o.gptq = true;
+    o.quantized_stream = true;
+    o.gptq_sequential = variant >= 1;
+    o.gptq_fp_target = variant == 2;
+    const fs::path out = tmp.path() / ("s" + std::to_string(variant));
+    quant::quantize_checkpoint(*in, out.string(), o);
+    auto q = open_checkpoint(out.string());
+    const auto& t = q->config()["quantization_config"]["transforms"];
+    EXPECT_EQ(t.value("gptq_sequential", false), variant >= 1);
+    EXPECT_EQ(t.value("gptq_fp_target", false), variant == 2);
+    logits.push_back(all_logits(*LlamaModel::load(*q), prompt));
+    EXPECT_LT(rel_rms(ref, logits.back()), 0.3) << "variant " << variant;
+  }
+  EXPECT_NE(logits[0], logits[1]);
+  EXPECT_NE(logits[1], logits[2]);
+}
+
 }  // namespace
 }  // namespace qserve

@@ -1,0 +1,88 @@
+#include "quant/gptq_block.h"
+
+#include <algorithm>
+#include <memory>
+
+#include "core/error.h"
+#include "quant/gptq.h"
+
+namespace qserve::quant {
+namespace {
+
+Matrix every_nth_row(const Matrix& x, int64_t every) {
+  Matrix out(0, x.cols);
+  for (int64_t r = 0; r < x.rows; r += every) {
+    out.data.insert(out.data.end(), x.row(r), x.row(r) + x.cols);
+    ++out.rows;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<QuantizedLinear> quantize_block_staged(const LlamaShape& s, const BlockWeights& w,
+                                                   const BlockWeights& targets, const BlockTaps& taps,
+                                                   const std::vector<float>& h_in, int64_t n_seq, int64_t seqlen,
+                                                   const BlockTaps* fp_taps, const QuantizeOptions& opt,
+                                                   LayerReport* report) {
+  const WeightFormat fmt = weight_format_for(opt.precision, opt.group);
+  QS_CHECK(fmt != WeightFormat::kF16) << "GPTQ needs a quantized weight format";
+  const Matrix* grid[7] = {&w.q, &w.k, &w.v, &w.o, &w.gate, &w.up, &w.down};
+  const Matrix* target[7] = {&targets.q, &targets.k, &targets.v, &targets.o, &targets.gate, &targets.up, &targets.down};
+  // The block as computed so far: quantized linears dequantized, the others FP.
+  BlockWeights cur = targets;
+  Matrix* cur_m[7] = {&cur.q, &cur.k, &cur.v, &cur.o, &cur.gate, &cur.up, &cur.down};
+  struct Stage {
+    int first, last;  // linears [first, last) share this input
+    Matrix BlockTaps::*input;
+    BlockStop stop;   // where the forward that measures it may stop
+  };
+  static constexpr Stage kStages[4] = {{0, 3, &BlockTaps::attn_in, BlockStop::kEnd},
+                                       {3, 4, &BlockTaps::o_in, BlockStop::kAfterOIn},
+                                       {4, 6, &BlockTaps::mlp_in, BlockStop::kAfterMlpIn},
+                                       {6, 7, &BlockTaps::down_in, BlockStop::kAfterDownIn}};
+  const GptqOptions gopt{.damp = opt.gptq_damp, .act_order = opt.gptq_act_order, .row_cap = opt.gptq_row_cap};
+  std::vector<QuantizedLinear> out;
+  double ratio_sum = 0;
+  for (int st = 0; st < 4; ++st) {
+    const Stage& stage = kStages[st];
+    const Matrix* x = &(taps.*stage.input);
+    Matrix measured;
+    if (opt.gptq_sequential && st > 0) {
+      QS_CHECK(static_cast<int64_t>(h_in.size()) == n_seq * seqlen * s.hidden) << "GPTQ stages need the block input";
+      BlockTaps t;
+      t.keep_every = taps.keep_every;
+      std::vector<float> h = h_in;
+      block_forward(s, cur, h.data(), n_seq, seqlen, &t, {}, stage.stop);
+      measured = std::move(t.*stage.input);
+      x = &measured;
+    }
+    QS_CHECK(x->rows > 0) << "GPTQ needs calibration rows";
+    const GptqFactor f = gptq_factor(*x, gopt);
+    std::vector<float> shift;
+    if (fp_taps) {
+      const Matrix& xr = fp_taps->*stage.input;
+      QS_CHECK(xr.rows == x->rows && xr.cols == x->cols) << "FP and quantized calibration rows differ";
+      shift = gptq_ls_shift(*x, xr, f);
+    }
+    const Matrix probe = every_nth_row(*x, std::max<int64_t>(1, x->rows / 2048));  // rows for the reported error
+    for (int i = stage.first; i < stage.last; ++i) {
+      out.push_back(quantize_linear(fmt, *grid[i], opt.group));
+      Matrix shifted;
+      const Matrix* tgt = target[i];
+      if (fp_taps) {
+        shifted = gptq_apply_shift(*target[i], shift);
+        tgt = &shifted;
+      }
+      const double rtn = layer_output_error(probe, *tgt, out.back());
+      gptq_requantize(out.back(), *tgt, f);
+      const double err = layer_output_error(probe, *tgt, out.back());
+      ratio_sum += rtn > 0 ? err / rtn : 1.0;
+      if (opt.gptq_sequential) cur_m[i]->data = dequantize_linear(out.back());
+    }
+  }
+  if (report) report->gptq_error_ratio = ratio_sum / 7;
+  return out;
+}
+
+}  // namespace qserve::quant
