@@ -27,7 +27,7 @@ struct QuantizeArgs {
   bool rotate_values = false, quantized_stream = false, stream_numerics = false, smooth_attn_mean = false;
   double smooth_attn_alpha = 0.5, smoothquant_alpha = 0.5;
   bool smoothquant = false, calib_random = false, gptq = false, gptq_no_act_order = false;
-  bool gptq_sequential = false, gptq_fp_target = false;
+  bool gptq_sequential = false, gptq_fp_target = false, gptq_clip_search = false;
   int64_t gptq_rows = 4096;
   double gptq_damp = 0.01, gptq_row_cap = 0;
   double smooth_alpha = 0.2;
@@ -86,6 +86,9 @@ void add_quantize_command(CLI::App& app) {
   sub->add_flag("--gptq-sequential", a->gptq_sequential,
                 "GPTQ stage by stage inside each block (q/k/v, o, gate/up, down), each on the inputs of the quantized "
                 "stages before it (implies --gptq)");
+  sub->add_flag("--gptq-clip-search", a->gptq_clip_search,
+                "GPTQ-aware clipping (g128): per output row, GPTQ on the searched clip and on uniform clips "
+                "(1.0 to 0.8), the one with the least output error kept (implies --gptq)");
   sub->add_flag("--gptq-fp-target", a->gptq_fp_target,
                 "GPTQ towards the FP model's outputs on the same tokens, not the FP weights on the quantized model's "
                 "inputs (asymmetric calibration; implies --gptq)");
@@ -118,7 +121,8 @@ void add_quantize_command(CLI::App& app) {
     opt.reorder = !a->no_reorder && a->group > 0;
     opt.clip = !a->no_clip;
     opt.smooth_input = a->smoothquant;
-    opt.gptq = a->gptq || a->gptq_sequential || a->gptq_fp_target;
+    opt.gptq = a->gptq || a->gptq_sequential || a->gptq_fp_target || a->gptq_clip_search;
+    opt.gptq_clip_search = a->gptq_clip_search;
     opt.gptq_sequential = a->gptq_sequential;
     opt.gptq_fp_target = a->gptq_fp_target;
     opt.gptq_act_order = !a->gptq_no_act_order;

@@ -4,7 +4,9 @@
 #include <memory>
 
 #include "core/error.h"
+#include "quant/f32_matmul.h"
 #include "quant/gptq.h"
+#include "quant/weight_clip.h"
 
 namespace qserve::quant {
 namespace {
@@ -16,6 +18,27 @@ Matrix every_nth_row(const Matrix& x, int64_t every) {
     ++out.rows;
   }
   return out;
+}
+
+// Per output row, the squared output error of q against w on the rows of x: [n].
+std::vector<double> row_errors(const Matrix& x, const Matrix& w, const QuantizedLinear& q) {
+  const std::vector<float> deq = dequantize_linear(q);
+  std::vector<float> diff(w.data.size()), y(static_cast<size_t>(x.rows * w.rows));
+  for (size_t i = 0; i < diff.size(); ++i) diff[i] = w.data[i] - deq[i];
+  matmul_nt(x.data.data(), x.rows, x.cols, diff.data(), w.rows, y.data());
+  std::vector<double> e(static_cast<size_t>(w.rows), 0.0);
+  for (int64_t t = 0; t < x.rows; ++t)
+    for (int64_t o = 0; o < w.rows; ++o) e[o] += static_cast<double>(y[t * w.rows + o]) * y[t * w.rows + o];
+  return e;
+}
+
+// Row o of a g128 layer (codes, level-1 scale, level-2 scales and zeros) from src.
+void copy_g128_row(QuantizedLinear& dst, const QuantizedLinear& src, int64_t o) {
+  const int64_t kb = dst.k / 2, groups = dst.g128.groups();
+  std::copy_n(src.g128.qweight.begin() + o * kb, kb, dst.g128.qweight.begin() + o * kb);
+  dst.g128.s1[o] = src.g128.s1[o];
+  std::copy_n(src.g128.s2.begin() + o * groups, groups, dst.g128.s2.begin() + o * groups);
+  std::copy_n(src.g128.zero.begin() + o * groups, groups, dst.g128.zero.begin() + o * groups);
 }
 
 }  // namespace
@@ -76,6 +99,23 @@ std::vector<QuantizedLinear> quantize_block_staged(const LlamaShape& s, const Bl
       }
       const double rtn = layer_output_error(probe, *tgt, out.back());
       gptq_requantize(out.back(), *tgt, f);
+      if (opt.gptq_clip_search && fmt == WeightFormat::kW4G128) {
+        // GPTQ-aware clipping: GPTQ again on grids of uniformly clipped targets; per output row
+        // (rows are independent in GPTQ), the grid whose GPTQ result has the least output error.
+        std::vector<double> best = row_errors(probe, *tgt, out.back());
+        for (float r : {1.0f, 0.95f, 0.9f, 0.85f, 0.8f}) {
+          Matrix g = *tgt;
+          clip_to_ratio(fmt, opt.group, g, r);
+          QuantizedLinear cand = quantize_linear(fmt, g, opt.group);
+          gptq_requantize(cand, *tgt, f);
+          const std::vector<double> e = row_errors(probe, *tgt, cand);
+          for (int64_t o = 0; o < cand.n; ++o)
+            if (e[o] < best[o]) {
+              best[o] = e[o];
+              copy_g128_row(out.back(), cand, o);
+            }
+        }
+      }
       const double err = layer_output_error(probe, *tgt, out.back());
       ratio_sum += rtn > 0 ? err / rtn : 1.0;
       if (opt.gptq_sequential) cur_m[i]->data = dequantize_linear(out.back());

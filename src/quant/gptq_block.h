@@ -1,6 +1,6 @@
 // GPTQ over the seven linears of a transformed block, in the order the block
-// computes them (q/k/v, then o, then gate/up, then down), with two refinements
-// of where GPTQ's inputs and targets come from (docs/qoq-quantizer.md):
+// computes them (q/k/v, then o, then gate/up, then down), with three refinements
+// of its inputs, targets and grid (docs/qoq-quantizer.md):
 //
 // - sequential (GPTQ's "true sequential"): each stage's H comes from the inputs
 //   the block computes with the stages before it already quantized (o_proj's
@@ -11,8 +11,13 @@
 //   weights on the quantized model's inputs but the FP model's outputs on the
 //   same tokens (gptq_ls_target), so each layer also compensates the error its
 //   input carries from every quantized layer before it.
+// - clip search (GPTQ-aware clipping, g128): GPTQ also runs on grids from
+//   uniformly clipped targets (ratios 1.0 to 0.8) and, per output row (rows are
+//   independent in GPTQ), the grid with the least output error on the
+//   calibration rows is kept, the searched clip (chosen for round to nearest)
+//   among them.
 //
-// Neither changes the grid (the clipped weights' round-to-nearest grid), the
+// None changes the grid's arithmetic (a clipped weights' round-to-nearest grid), the
 // format or the run time: only which codes GPTQ picks.
 #pragma once
 

@@ -287,7 +287,7 @@ QuantizeReport quantize_checkpoint(const Checkpoint& in, const std::string& out_
       for (int64_t i = 0; i < s.hidden; ++i) dst[i] = half_to_float(e[i]);
     }
 
-  if (!opt.gptq) opt.gptq_sequential = opt.gptq_fp_target = false;
+  if (!opt.gptq) opt.gptq_sequential = opt.gptq_fp_target = opt.gptq_clip_search = false;
   // The FP model's residual stream (asymmetric calibration: the targets of GPTQ).
   std::vector<float> h_fp;
   if (opt.gptq_fp_target && n_seq) h_fp = h;
@@ -317,7 +317,7 @@ QuantizeReport quantize_checkpoint(const Checkpoint& in, const std::string& out_
     report.layers.push_back(transform_block(s, w, taps, opt, gptq && opt.clip ? &targets : nullptr));
     progress(l, gptq ? "gptq" : "quantize");
     std::vector<QuantizedLinear> ql;
-    if (gptq && n_seq && (opt.gptq_sequential || opt.gptq_fp_target)) {
+    if (gptq && n_seq && (opt.gptq_sequential || opt.gptq_fp_target || opt.gptq_clip_search)) {
       const BlockWeights& fp = opt.clip ? targets : w;
       BlockTaps fp_taps;
       if (opt.gptq_fp_target) {  // the FP block (transformed, unclipped) on the FP stream: same rows, same basis
@@ -382,6 +382,7 @@ QuantizeReport quantize_checkpoint(const Checkpoint& in, const std::string& out_
   qc.gptq_act_order = opt.gptq && opt.gptq_act_order;
   qc.gptq_sequential = opt.gptq && opt.gptq_sequential && n_seq > 0;
   qc.gptq_fp_target = opt.gptq && opt.gptq_fp_target && n_seq > 0;
+  qc.gptq_clip_search = opt.gptq && opt.gptq_clip_search && n_seq > 0 && fmt == WeightFormat::kW4G128;
   qc.calibration = opt.calibration_name;
   qc.calibration_samples = n_seq;
   qc.calibration_seqlen = seqlen;

@@ -87,4 +87,20 @@ double clip_weights(WeightFormat format, int64_t group, Matrix& w, const Matrix&
   return sum / static_cast<double>(n * ng);
 }
 
+void clip_to_ratio(WeightFormat format, int64_t group, Matrix& w, float ratio) {
+  if (format == WeightFormat::kF16) return;
+  const int64_t k = w.cols;
+  const bool grouped = format == WeightFormat::kW4G128 || format == WeightFormat::kW4A16;
+  const int64_t gs = grouped ? group : k;
+  const bool symmetric = format == WeightFormat::kW8PerChannel;
+  for (int64_t o = 0; o < w.rows; ++o)
+    for (int64_t i0 = 0; i0 < k; i0 += gs) {
+      const int64_t i1 = std::min(k, i0 + gs);
+      float lo = 0, hi = 0;
+      for (int64_t i = i0; i < i1; ++i) lo = std::min(lo, w.at(o, i)), hi = std::max(hi, w.at(o, i));
+      if (symmetric) hi = std::max(-lo, hi), lo = -hi;
+      for (int64_t i = i0; i < i1; ++i) w.at(o, i) = std::clamp(w.at(o, i), ratio * lo, ratio * hi);
+    }
+}
+
 }  // namespace qserve::quant

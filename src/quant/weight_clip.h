@@ -25,4 +25,8 @@ struct ClipOptions {
 // x: [rows, k] calibration inputs of the layer. Returns the mean chosen ratio.
 double clip_weights(WeightFormat format, int64_t group, Matrix& w, const Matrix& x, const ClipOptions& opt = {});
 
+// Clamps every group of w (the whole row for per-channel formats) to [ratio * min, ratio * max]
+// (symmetric formats: [-ratio max|w|, ratio max|w|]): one ratio everywhere, no search.
+void clip_to_ratio(WeightFormat format, int64_t group, Matrix& w, float ratio);
+
 }  // namespace qserve::quant

@@ -3,7 +3,8 @@
 // when the two streams agree; "sequential" measures each stage's inputs on the
 // quantized stages before it (q/k/v unchanged, the later stages' codes change);
 // the FP target lowers the block's output error against the FP model's outputs
-// on a calibration stream that carries upstream error.
+// on a calibration stream that carries upstream error; the GPTQ-aware clip
+// search never loses to the searched grid, row by row.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +14,7 @@
 #include "quant/gptq.h"
 #include "quant/gptq_block.h"
 #include "quant/quantizer.h"
+#include "quant/weight_clip.h"
 
 namespace qserve::quant {
 namespace {
@@ -163,6 +165,59 @@ TEST(GptqBlock, SequentialAndFpTargetPickOtherCodesAndTheFpTargetTracksTheFpBloc
               g_fpt);
   EXPECT_LT(g_fpt, 0.8 * g_seq);
   EXPECT_LT(g_fpt, 0.8 * g_plain);
+}
+
+TEST(GptqBlock, ClipSearchNeverLosesToTheSearchedGridAndWinsSomewhere) {
+  // Per output row, the GPTQ result on the best of the searched clip and the uniform clips:
+  // each row's output error is at most the searched grid's, some rows switch grid and
+  // the layer error drops; the result is a valid g128 layer (scales and codes moved together).
+  const TinyBlock b = tiny_block(5);
+  const int64_t n_seq = 3, seqlen = 64;
+  std::mt19937 rng(13);
+  Matrix h = gaussian(rng, n_seq * seqlen, b.s.hidden);
+  for (int64_t r = 0; r < h.rows; ++r) h.at(r, 17) *= 5.0f;
+  QuantizeOptions opt;
+  opt.precision = Precision::kW4A8KV4;
+  opt.group = 128;
+  opt.gptq = true;
+  BlockTaps taps;
+  taps.keep_every = 1;
+  std::vector<float> hh = h.data;
+  block_forward(b.s, b.w, hh.data(), n_seq, seqlen, &taps);
+  // The grid of the searched clip (as transform_block sets it) and the unclipped targets.
+  BlockWeights clipped = b.w;
+  clip_weights(WeightFormat::kW4G128, 128, clipped.q, taps.attn_in);
+  clip_weights(WeightFormat::kW4G128, 128, clipped.down, taps.down_in);
+  const auto plain = quantize_block_staged(b.s, clipped, b.w, taps, h.data, n_seq, seqlen, nullptr, opt, nullptr);
+  opt.gptq_clip_search = true;
+  const auto searched = quantize_block_staged(b.s, clipped, b.w, taps, h.data, n_seq, seqlen, nullptr, opt, nullptr);
+  const Matrix* xs[7] = {&taps.attn_in, &taps.attn_in, &taps.attn_in, &taps.o_in, &taps.mlp_in, &taps.mlp_in, &taps.down_in};
+  const Matrix* ws[7] = {&b.w.q, &b.w.k, &b.w.v, &b.w.o, &b.w.gate, &b.w.up, &b.w.down};
+  int switched = 0;
+  double before = 0, after = 0;
+  for (int i = 0; i < 7; ++i) {
+    const std::vector<float> dp = dequantize_linear(plain[i]), ds = dequantize_linear(searched[i]);
+    const Matrix& x = *xs[i];
+    const Matrix& w = *ws[i];
+    for (int64_t o = 0; o < w.rows; ++o) {
+      double ep = 0, es = 0;
+      for (int64_t t = 0; t < x.rows; ++t) {
+        double yp = 0, ys = 0;
+        for (int64_t j = 0; j < w.cols; ++j) {
+          yp += static_cast<double>(x.at(t, j)) * (w.at(o, j) - dp[o * w.cols + j]);
+          ys += static_cast<double>(x.at(t, j)) * (w.at(o, j) - ds[o * w.cols + j]);
+        }
+        ep += yp * yp, es += ys * ys;
+      }
+      EXPECT_LE(es, ep * (1 + 1e-4) + 1e-9) << "linear " << i << " row " << o;
+      switched += es < ep * (1 - 1e-6);
+      before += ep, after += es;
+    }
+    for (uint8_t s2 : searched[i].g128.s2) EXPECT_GE(s2, 1);
+  }
+  std::printf("  clip search: %d rows switched grid, layer error %.4g -> %.4g\n", switched, before, after);
+  EXPECT_GT(switched, 10);
+  EXPECT_LT(after, before);
 }
 
 }  // namespace
