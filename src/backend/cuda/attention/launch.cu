@@ -1,0 +1,32 @@
+// The PDL switch of launch.h; the device-side halves are in launch.cuh.
+#include "backend/cuda/attention/launch.h"
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+
+namespace qserve::cuda {
+
+namespace {
+std::atomic<bool> g_programmatic{true};
+
+// Compute capability major of the current device, read once per process (the
+// backend uses one device type); 0 if it cannot be read.
+int device_major() {
+  static const int major = [] {
+    int dev = 0, v = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&v, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    return v;
+  }();
+  return major;
+}
+}  // namespace
+
+void set_programmatic_launch(bool on) { g_programmatic.store(on, std::memory_order_relaxed); }
+
+bool programmatic_launch() { return g_programmatic.load(std::memory_order_relaxed) && device_major() >= 9; }
+
+}  // namespace qserve::cuda
