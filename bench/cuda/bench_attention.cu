@@ -7,6 +7,8 @@
 //   --fused    fused memory-bound kernels' GB/s against a copy kernel
 //   --quick    a small subset of each section
 //   --kernel   the decode kernel (auto, mma, simt, mma-rows; see DecodeKernel)
+//   --batches, --contexts LIST, --model NAME: restrict the decode grid
+//              (comma-separated; NAME a model's name below)
 //   --no-pdl   plain launches instead of programmatic dependent launch
 //              (cuda::set_programmatic_launch; the copy reference is always plain)
 // Inputs are random (never zeros); small problems rotate over disjoint pages
@@ -17,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -62,10 +65,29 @@ struct Model {
   int hq, hkv, d;
 };
 
-void bench_decode(bool quick, cuda::DecodeKernel kernel, bench::Report& report) {
+struct DecodeGrid {
+  std::vector<int> batches, contexts;  // empty: the default grid
+  std::string model;                   // empty: every model
+};
+
+std::vector<int> parse_list(const std::string& s) {
+  std::vector<int> v;
+  size_t i = 0;
+  while (i < s.size()) {
+    const size_t j = s.find(',', i);
+    v.push_back(std::atoi(s.substr(i, j == std::string::npos ? std::string::npos : j - i).c_str()));
+    if (j == std::string::npos) break;
+    i = j + 1;
+  }
+  return v;
+}
+
+void bench_decode(bool quick, cuda::DecodeKernel kernel, const DecodeGrid& grid, bench::Report& report) {
   const Model models[] = {{"Llama-3-8B", 32, 8, 128}, {"Llama-2-7B", 32, 32, 128}};
   std::vector<int> batches{1, 16, 64, 128, 256}, contexts{512, 1536, 4096, 16384};
   if (quick) batches = {1, 64, 256}, contexts = {1536, 4096};
+  if (!grid.batches.empty()) batches = grid.batches;
+  if (!grid.contexts.empty()) contexts = grid.contexts;
   const KvDtype dtypes[] = {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16};
   const int page_size = 64;
   const int sms = bench::num_sms();
@@ -76,6 +98,7 @@ void bench_decode(bool quick, cuda::DecodeKernel kernel, bench::Report& report) 
   std::printf("| model | batch | context | KV4 us | KV4 TB/s | KV8 us | KV8 TB/s | FP16 us | FP16 TB/s | FP16/KV4 | FP16/KV8 |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Model& m : models) {
+    if (!grid.model.empty() && grid.model != m.name) continue;
     const AttentionShape shape{m.hq, m.hkv, m.d};
     for (int batch : batches)
       for (int ctx : contexts) {
@@ -199,6 +222,7 @@ void bench_prefill(bool quick, bench::Report& report);
 int main(int argc, char** argv) {
   bool decode = false, prefill = false, fused = false, quick = false;
   cuda::DecodeKernel kernel = cuda::DecodeKernel::kAuto;
+  DecodeGrid grid;
   std::string json_path;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -207,6 +231,9 @@ int main(int argc, char** argv) {
     else if (a == "--fused") fused = true;
     else if (a == "--quick") quick = true;
     else if (a == "--no-pdl") cuda::set_programmatic_launch(false);
+    else if (a == "--batches" && i + 1 < argc) grid.batches = parse_list(argv[++i]);
+    else if (a == "--contexts" && i + 1 < argc) grid.contexts = parse_list(argv[++i]);
+    else if (a == "--model" && i + 1 < argc) grid.model = argv[++i];
     else if (a == "--json" && i + 1 < argc) json_path = argv[++i];
     else if (a == "--kernel" && i + 1 < argc) {
       const std::string k = argv[++i];
@@ -214,7 +241,7 @@ int main(int argc, char** argv) {
              : k == "mma-rows" ? cuda::DecodeKernel::kMmaRows : cuda::DecodeKernel::kAuto;
     }
     else {
-      std::fprintf(stderr, "usage: %s [--decode] [--prefill] [--fused] [--quick] [--kernel auto|mma|simt|mma-rows] [--no-pdl] [--json FILE]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--decode] [--prefill] [--fused] [--quick] [--kernel auto|mma|simt|mma-rows] [--no-pdl] [--batches L] [--contexts L] [--model NAME] [--json FILE]\n", argv[0]);
       return 2;
     }
   }
@@ -223,7 +250,7 @@ int main(int argc, char** argv) {
   bench::print_device();
   std::printf("programmatic dependent launch: %s\n", cuda::programmatic_launch() ? "on" : "off");
   if (fused) bench_fused(quick, report);
-  if (decode) bench_decode(quick, kernel, report);
+  if (decode) bench_decode(quick, kernel, grid, report);
   if (prefill) bench_prefill(quick, report);
   if (!json_path.empty()) report.write(json_path);
   return 0;

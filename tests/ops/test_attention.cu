@@ -151,6 +151,19 @@ TEST(DecodeAttentionCuda, OddBatchesAndContexts) {
     }
 }
 
+// Page sizes that are not powers of two (the decode kernel shifts for powers
+// of two and divides otherwise): 96 (a multiple of its warp-chunks: contiguous
+// staging), 24 and 40 (per-key staging), with splits and the last page partial.
+TEST(DecodeAttentionCuda, NonPowerOfTwoPages) {
+  QS_SKIP_WITHOUT_CUDA();
+  uint32_t seed = 150;
+  for (KvDtype dtype : {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16})
+    for (int page : {96, 24, 40}) {
+      check_decode({32, 8, 128}, dtype, page, {1, 95, 96, 97, 1000, 2050}, seed++);
+      check_decode({8, 8, 64}, dtype, page, {300, 7}, seed++, 3);
+    }
+}
+
 TEST(DecodeAttentionCuda, EveryGqaRatio) {
   QS_SKIP_WITHOUT_CUDA();
   uint32_t seed = 200;

@@ -203,7 +203,10 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
   const int ctx = p.context_lens[b];
   const int32_t* pages = p.page_table + static_cast<int64_t>(b) * p.page_table_stride;
   const int first_pos = begin + warp * MmaTraits<DT, D>::kWK + lane;  // local chunk 0
-  const int first_page = pages[max(0, min(first_pos / p.page_size, p.page_table_stride - 1))];
+  // logical page of a position: a shift for power-of-two page sizes (a run-time
+  // integer division costs ~30 instructions per warp-chunk otherwise)
+  auto page_of = [&](int pos) { return p.page_shift >= 0 ? pos >> p.page_shift : pos / p.page_size; };
+  const int first_page = pages[max(0, min(page_of(first_pos), p.page_table_stride - 1))];
 
   // ---- Q as B fragments: head g8 (zero past the group), pre-scaled fp16 ------
   // The group's queries (head g8 of the B fragments) are loaded first and
@@ -242,7 +245,7 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
   auto locate = [&](int it) -> KeyLoc {
     const int pos = begin + (warp + it * kWarps) * T::kWK + lane;
     if (it >= n_mine || lane >= T::kWK || pos >= end) return {-1, 0};
-    const int idx = pos / p.page_size;
+    const int idx = page_of(pos);
     return {pages[idx], pos - idx * p.page_size};
   };
   // A warp-chunk inside one page (page_size a multiple of kWK; chunks start at
@@ -250,7 +253,7 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
   const bool contiguous = p.page_size % T::kWK == 0;
   KeyLoc next{-1, 0};  // locate(0), from the entry loaded in the prologue
   if (n_mine > 0 && lane < T::kWK && first_pos < end) {
-    const int idx = first_pos / p.page_size;
+    const int idx = page_of(first_pos);
     next = {first_page, first_pos - idx * p.page_size};
   }
   // Stages local chunk `it` whose keys are at `loc`.
@@ -388,14 +391,18 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
           sc = __low2float(sz);
           z = __high2float(sz);
         }
-        const bool visible = c0 + key < end;
 #pragma unroll
         for (int k = 0; k < 2; ++k) {
-          float v = s[t][2 * r + k];
-          if constexpr (T::kParams) v = sc * ((v - bias[k]) - z * sumq[k]);
-          s[t][2 * r + k] = visible ? v : -INFINITY;
+          if constexpr (T::kParams) s[t][2 * r + k] = sc * ((s[t][2 * r + k] - bias[k]) - z * sumq[k]);
         }
       }
+    }
+    if (c0 + T::kWK > end) {  // the last warp-chunk: mask the keys past the end
+#pragma unroll
+      for (int t = 0; t < T::kTiles; ++t)
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+          if (c0 + 16 * t + g8 + 8 * r >= end) s[t][2 * r] = s[t][2 * r + 1] = -INFINITY;
     }
     // 2. online softmax per head (column): max over the column's 8 threads
     float mu[2];
