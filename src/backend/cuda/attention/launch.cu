@@ -4,11 +4,18 @@
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <string_view>
 
 namespace qserve::cuda {
 
 namespace {
-std::atomic<bool> g_programmatic{true};
+// QSERVE_PDL=0 in the environment turns it off from the start, as for the
+// GEMMs (cuda_context.h pdl_enabled).
+std::atomic<bool> g_programmatic{[] {
+  const char* v = std::getenv("QSERVE_PDL");
+  return !(v && std::string_view(v) == "0");
+}()};
 
 // Compute capability major of the current device, read once per process (the
 // backend uses one device type); 0 if it cannot be read.

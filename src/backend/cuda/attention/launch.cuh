@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "backend/cuda/attention/launch.h"
+#include "backend/cuda/kernels/pdl.cuh"
 
 namespace qserve::cuda {
 
@@ -17,14 +18,14 @@ namespace qserve::cuda {
 // next grid be scheduled once every block of this one has started. Call
 // before any global memory access.
 __device__ __forceinline__ void pdl_wait_and_trigger() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
+  ptx::pdl_wait();
+  ptx::pdl_trigger();
 }
 
 // kernel<<<grid, block, smem, stream>>>(args...), with the PDL attribute when
 // programmatic_launch(); a launch the attribute makes fail is retried plain.
+// Returns the launch status (the attention and fused launchers report
+// errors; launch_pdl.cuh's launch_maybe_pdl, for the GEMMs, throws).
 template <typename... Params, typename... Args>
 cudaError_t launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                           Args&&... args) {

@@ -10,7 +10,9 @@
 // the attribute, or following one that never triggers, behaves as before.
 //
 // On by default on devices of compute capability 9.0 and above; off (plain
-// launches) elsewhere or when turned off here (tests and benchmarks compare).
+// launches) elsewhere, with QSERVE_PDL=0 in the environment (the switch the
+// GEMMs read too, cuda_context.h pdl_enabled), or when turned off here (tests
+// and benchmarks compare). Device side: kernels/pdl.cuh.
 #pragma once
 
 namespace qserve::cuda {

@@ -79,6 +79,16 @@ __device__ __forceinline__ uint4 pack8(const float (&f)[8]) {
 // from the reference's expf and IEEE division; g / inf = 0 for g << 0).
 __device__ __forceinline__ float silu_mul(float g, float u) { return __fdividef(g, 1.f + __expf(-g)) * u; }
 
+// The SiLU rows' INT8 code: y times the row's reciprocal scale, rounded half to
+// even (no tie check: the SiLU values differ from the CPU's by a few ulp
+// anyway, __expf / __fdividef). It is y / s within one ulp, so a code can
+// differ from act_quantize_value by one only where y / s lies within an ulp of
+// a rounding tie (the ops test counts and bounds those). The exact path's tie
+// check and its rare recomputation measured 8-9% slower on these rows.
+__device__ __forceinline__ int quantize_by_reciprocal(float y, float inv_s) {
+  return max(-127, min(127, __float2int_rn(y * inv_s)));
+}
+
 // Per-row INT8 quantization without a division per element, bit-exact with
 // act_quantize_value (IEEE y / s, round half to even, clamp):
 //  - the code comes from fma(y, 1/s, 1.5 * 2^23): the float adder rounds the
@@ -93,16 +103,6 @@ __device__ __forceinline__ float silu_mul(float g, float u) { return __fdividef(
 //  - no clamp on the fast path: a normal fp16 scale is amax / 127 within
 //    2^-11, so |y / s| < 127.07 rounds to at most 127. Rows whose scale is 0,
 //    subnormal or not finite take act_quantize_value for every element.
-// The SiLU rows' INT8 code: y times the row's reciprocal scale, rounded half to
-// even (no tie check: the SiLU values differ from the CPU's by a few ulp
-// anyway, __expf / __fdividef). It is y / s within one ulp, so a code can
-// differ from act_quantize_value by one only where y / s lies within an ulp of
-// a rounding tie (the ops test counts and bounds those). The exact path's tie
-// check and its rare recomputation measured 8-9% slower on these rows.
-__device__ __forceinline__ int quantize_by_reciprocal(float y, float inv_s) {
-  return max(-127, min(127, __float2int_rn(y * inv_s)));
-}
-
 struct RowQuant {
   float s, inv_s;
   bool fast;
