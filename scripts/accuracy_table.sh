@@ -41,6 +41,9 @@ rows=(
   "w4a8kv4_g128_qoq_gptq_qstream|--precision w4a8kv4 --gptq --quantized-stream"
   "w4a8kv4_g128_qoq_gptq_qstream_c64|--precision w4a8kv4 --gptq --quantized-stream --gptq-rows 16384|64"
   "w4a8kv4_g128_qoq_gptq_qstream_c128|--precision w4a8kv4 --gptq --quantized-stream --gptq-rows 32768|128"
+  "w4a8kv4_g128_qoq_gptq_qstream_c64_clipsearch|--precision w4a8kv4 --gptq --quantized-stream --gptq-clip-search --gptq-rows 16384|64"
+  "w4a8kv4_g128_qoq_gptq_qstream_c64_seq|--precision w4a8kv4 --gptq --quantized-stream --gptq-sequential --gptq-rows 16384|64"
+  "w4a8kv4_g128_qoq_gptq_qstream_c64_seq_fptarget|--precision w4a8kv4 --gptq --quantized-stream --gptq-sequential --gptq-fp-target --gptq-rows 16384|64"
 )
 for row in "${rows[@]}"; do
   name=${row%%|*}
