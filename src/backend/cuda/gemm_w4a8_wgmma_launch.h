@@ -54,7 +54,11 @@ inline constexpr int kThreads = 384;  // warpgroup 0: TMA producer; 1, 2: consum
 // [chunk][64 * mt] fp16 outputs in shared memory, then stores 16-B pieces).
 template <int BM>
 inline constexpr int kEpiChunk = BM < 32 ? BM : 32;
-inline constexpr int epi_bytes(const TileShape& s) { return 2 * (s.bm < 32 ? s.bm : 32) * (s.mt * 128 + 16); }
+// The epilogue's shared memory: the staging buffers, then the per-token
+// factors [2 warpgroups][s_x, a_sum][bm] f32.
+inline constexpr int epi_bytes(const TileShape& s) {
+  return 2 * (s.bm < 32 ? s.bm : 32) * (s.mt * 128 + 16) + 2 * 2 * s.bm * 4;
+}
 
 // Shared memory of one CTA (+1 KB for the 1024-B alignment of the swizzled tiles):
 // stages, mbarriers and the split-K flag, the epilogue buffers.
