@@ -10,7 +10,8 @@ struct Entry {
 };
 
 // Tile ids: 0 128x8, 1 128x16, 2 128x32 (mma.sync); 6 wg256x8, 7 wg256x16,
-// 8 wg256x32, 9 wg256x64, 10 wg256x128, 11 wg128x256, 12 wg128x128 (wgmma).
+// 8 wg256x32, 9 wg256x64, 10 wg256x128, 11 wg128x256, 12 wg128x128, 13-15
+// wg256x8a2 / x16a2 / x32a2 (two accumulator sets) (wgmma).
 // From `bench_gemm --sweep --m 1,16,32,64,128,256 --graph-us 500` and
 // `bench_gemm --sweep --m 512 --graph-us 500` (wgmma tiles only) on the H200
 // (bench/results/2026-11-29-gemm-wgmma-h200-r2.md): per row the fastest of

@@ -125,7 +125,7 @@ __device__ __forceinline__ void issue_stage(int32_t (&acc)[MT][BM / 2], const ui
   ptx::wgmma_commit();
 }
 
-template <int BM, int MT, int STAGES, bool kG128>
+template <int BM, int MT, int STAGES, bool kG128, int ASETS>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_w4a8_wgmma_kernel(const __grid_constant__ CUtensorMap x_map, const Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -233,11 +233,15 @@ __global__ void __launch_bounds__(kThreads, 1)
         w_off[j] = (mi >> 1) * 8192 + tib * 512 + lane * 16;
       }
 
-      int32_t acc[MT][BM / 2];
+      // ASETS = 2 (small token tiles): odd stages accumulate into acc_b, so
+      // that consecutive stage groups do not wait on each other through the
+      // accumulators; the two sets are added after the main loop. With
+      // ASETS = 1, acc_b is never used (and not allocated).
+      int32_t acc[MT][BM / 2], acc_b[MT][BM / 2];
 #pragma unroll
       for (int j = 0; j < MT; ++j)
 #pragma unroll
-        for (int i = 0; i < BM / 2; ++i) acc[j][i] = 0;
+        for (int i = 0; i < BM / 2; ++i) acc[j][i] = 0, acc_b[j][i] = 0;
 
       // The epilogue's factors, loaded now so that their latency hides under
       // the main loop: this thread's channel scales (registers) and, for the
@@ -286,7 +290,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (kt == ke) break;
         load_stage<MT, kG128>(p, &full[stage_of(it)], (it / STAGES) & 1, ws + stage_of(it) * kWBytes, w_off, t16, kt,
                               g, a1);
-        issue_stage<BM, MT>(acc, a1, ptx::smem_desc_sw128(xs + stage_of(it) * kXBytes));
+        if constexpr (ASETS > 1)
+          issue_stage<BM, MT>(acc_b, a1, ptx::smem_desc_sw128(xs + stage_of(it) * kXBytes));
+        else
+          issue_stage<BM, MT>(acc, a1, ptx::smem_desc_sw128(xs + stage_of(it) * kXBytes));
         ptx::wgmma_wait<1>();
         release(prev);
         prev = stage_of(it);
@@ -298,6 +305,14 @@ __global__ void __launch_bounds__(kThreads, 1)
       ptx::wgmma_wait<0>();
 #pragma unroll
       for (int j = 0; j < MT; ++j) ptx::reg_fence(acc[j]);
+      if constexpr (ASETS > 1) {
+#pragma unroll
+        for (int j = 0; j < MT; ++j) {
+          ptx::reg_fence(acc_b[j]);
+#pragma unroll
+          for (int i = 0; i < BM / 2; ++i) acc[j][i] += acc_b[j][i];
+        }
+      }
       release(prev);
 
       // ---- epilogue: acc[j][4 i + 2 h + e] = channel o_base[j] + 8 h, token t_base + 8 i + e ----
