@@ -3,9 +3,11 @@
 // plain CPU reference's output rounded to fp16, value for value.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "core/half.h"
+#include "backend/cpu/fp16_activation_backend.h"
 #include "engine/backend_factory.h"
 
 namespace qserve {
@@ -66,6 +68,78 @@ TEST(Fp16ActivationBackend, RoundsWhatTheCpuReferenceStores) {
 
 TEST(Fp16ActivationBackend, UnknownDevicesAreRejected) {
   EXPECT_THROW(make_backend("cpu-fp32"), Error);
+  EXPECT_THROW(make_backend("cpu-fp16:resid"), Error);
+  EXPECT_THROW(make_backend("cpu-fp16:all,mantissa=24"), Error);
+  EXPECT_THROW(check_device_name("cpu-fp16:all,-kk"), Error);
+  EXPECT_NO_THROW(check_device_name("cpu-fp16:all,-k,mantissa=14"));
+}
+
+TEST(Fp16ActivationBackend, PointListsParse) {
+  using cpu::Fp16Point;
+  using cpu::parse_fp16_points;
+  EXPECT_EQ(parse_fp16_points("all").bits, cpu::Fp16Points::all().bits);
+  EXPECT_EQ(parse_fp16_points("none").bits, 0u);
+  const cpu::Fp16Points no_k = parse_fp16_points("all,-k");
+  EXPECT_FALSE(no_k.has(Fp16Point::kK));
+  EXPECT_TRUE(no_k.has(Fp16Point::kV) && no_k.has(Fp16Point::kResidual) && no_k.has(Fp16Point::kLogits));
+  const cpu::Fp16Points two = parse_fp16_points("residual,attn,mantissa=14");
+  EXPECT_EQ(two.bits, static_cast<uint32_t>(Fp16Point::kResidual) | static_cast<uint32_t>(Fp16Point::kAttn));
+  EXPECT_EQ(two.mantissa_bits, 14);
+  EXPECT_EQ(cpu::fp16_points_name(two), "residual,attn,mantissa=14");
+  EXPECT_EQ(cpu::fp16_points_name(no_k), "embed,residual,norm,q,v,q_rope,attn,o,gate,up,silu,down,logits");
+  for (const char* bad : {"", "all,", "resid", "-", "mantissa=0", "mantissa=x", "-mantissa=3"})
+    EXPECT_THROW(parse_fp16_points(bad), Error) << bad;
+}
+
+TEST(Fp16ActivationBackend, RoundsOnlyTheListedPoints) {
+  const int64_t T = 4, K = 33;
+  const Tensor d = random_tensor({T, K}, 2, 1.f);
+  // Residual listed: rounded; not listed: the FP32 result as is.
+  auto ref = make_backend("cpu");
+  auto resid = make_backend("cpu-fp16:residual");
+  auto others = make_backend("cpu-fp16:all,-residual");
+  Tensor x_ref = random_tensor({T, K}, 1, 3.f), x_on = random_tensor({T, K}, 1, 3.f), x_off = random_tensor({T, K}, 1, 3.f);
+  ref->add(x_ref, d);
+  resid->add(x_on, d);
+  others->add(x_off, d);
+  expect_rounded(x_on, x_ref);
+  for (int64_t i = 0; i < T * K; ++i) ASSERT_EQ(x_off.data_as<float>()[i], x_ref.data_as<float>()[i]);
+
+  // Linears take their role from the making order (lm_head, then q, k, v, o, gate, up, down):
+  // with only k listed, the second layer linear rounds and the others do not.
+  auto konly = make_backend("cpu-fp16:k");
+  const Tensor w = random_tensor({5, K}, 3, 0.2f);
+  Activations a;
+  a.values = random_tensor({T, K}, 5, 1.f);
+  Tensor y_ref = Tensor::zeros(DType::kF32, {T, 5});
+  ref->make_linear(w, {})->forward(a, y_ref);
+  for (int i = 0; i < 8; ++i) {
+    auto lin = konly->make_linear(w, {});
+    Tensor y = Tensor::zeros(DType::kF32, {T, 5});
+    lin->forward(a, y);
+    if (i == 2) {
+      expect_rounded(y, y_ref);
+    } else {
+      for (int64_t j = 0; j < y.numel(); ++j) ASSERT_EQ(y.data_as<float>()[j], y_ref.data_as<float>()[j]) << i;
+    }
+  }
+}
+
+TEST(Fp16ActivationBackend, MantissaRounding) {
+  using cpu::round_to_mantissa;
+  EXPECT_EQ(round_to_mantissa(1.0f + 0x1p-11f, 10), 1.0f);                // tie: to even
+  EXPECT_EQ(round_to_mantissa(1.0f + 3 * 0x1p-11f, 10), 1.0f + 0x1p-9f);  // tie: to even (up)
+  EXPECT_EQ(round_to_mantissa(-(1.0f + 0x1.8p-11f), 10), -(1.0f + 0x1p-10f));
+  EXPECT_EQ(round_to_mantissa(1.9999999f, 7), 2.0f);                        // carries into the exponent
+  EXPECT_EQ(round_to_mantissa(70000.f, 10), 70016.f);                       // no fp16 overflow
+  EXPECT_EQ(round_to_mantissa(0.1f, 23), 0.1f);
+  // With 10 bits it is fp16 rounding inside fp16's normal range.
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist(0.f, 50.f);
+  for (int i = 0; i < 1000; ++i) {
+    const float v = dist(rng);
+    if (std::fabs(v) >= 0x1p-14f) ASSERT_EQ(round_to_mantissa(v, 10), round_to_half(v)) << v;
+  }
 }
 
 }  // namespace
