@@ -7,6 +7,10 @@
 //   --fused    fused memory-bound kernels' GB/s against a copy kernel
 //   --quick    a small subset of each section
 //   --kernel   the decode kernel (auto, mma, simt, mma-rows; see DecodeKernel)
+//   --batches, --contexts LIST, --model NAME: restrict the decode grid
+//              (comma-separated; NAME a model's name below)
+//   --no-pdl   plain launches instead of programmatic dependent launch
+//              (cuda::set_programmatic_launch; the copy reference is always plain)
 // Inputs are random (never zeros); small problems rotate over disjoint pages
 // so that repeated launches do not measure the L2 cache.
 #include <cuda_fp16.h>
@@ -15,12 +19,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "backend/cuda/attention/decode_attention.h"
+#include "backend/cuda/attention/launch.h"
 #include "backend/cuda/attention/prefill_attention.h"
 #include "backend/cuda/kernels/fused_ops.h"
 #include "bench_common.h"
@@ -59,20 +65,40 @@ struct Model {
   int hq, hkv, d;
 };
 
-void bench_decode(bool quick, cuda::DecodeKernel kernel, bench::Report& report) {
+struct DecodeGrid {
+  std::vector<int> batches, contexts;  // empty: the default grid
+  std::string model;                   // empty: every model
+};
+
+std::vector<int> parse_list(const std::string& s) {
+  std::vector<int> v;
+  size_t i = 0;
+  while (i < s.size()) {
+    const size_t j = s.find(',', i);
+    v.push_back(std::atoi(s.substr(i, j == std::string::npos ? std::string::npos : j - i).c_str()));
+    if (j == std::string::npos) break;
+    i = j + 1;
+  }
+  return v;
+}
+
+void bench_decode(bool quick, cuda::DecodeKernel kernel, const DecodeGrid& grid, bench::Report& report) {
   const Model models[] = {{"Llama-3-8B", 32, 8, 128}, {"Llama-2-7B", 32, 32, 128}};
   std::vector<int> batches{1, 16, 64, 128, 256}, contexts{512, 1536, 4096, 16384};
   if (quick) batches = {1, 64, 256}, contexts = {1536, 4096};
+  if (!grid.batches.empty()) batches = grid.batches;
+  if (!grid.contexts.empty()) contexts = grid.contexts;
   const KvDtype dtypes[] = {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16};
   const int page_size = 64;
   const int sms = bench::num_sms();
   const size_t pool_cap = size_t{40} << 30;   // per pool (K or V)
   const size_t min_span = size_t{512} << 20;  // rotate over at least this many bytes
-  std::printf("\n## Decode attention (page size %d, fp16 out, kernel %s)\n\n", page_size,
-              cuda::decode_kernel_name(kernel));
+  std::printf("\n## Decode attention (page size %d, fp16 out, kernel %s, PDL %s)\n\n", page_size,
+              cuda::decode_kernel_name(kernel), cuda::programmatic_launch() ? "on" : "off");
   std::printf("| model | batch | context | KV4 us | KV4 TB/s | KV8 us | KV8 TB/s | FP16 us | FP16 TB/s | FP16/KV4 | FP16/KV8 |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Model& m : models) {
+    if (!grid.model.empty() && grid.model != m.name) continue;
     const AttentionShape shape{m.hq, m.hkv, m.d};
     for (int batch : batches)
       for (int ctx : contexts) {
@@ -137,8 +163,8 @@ void bench_fused(bool quick, bench::Report& report) {
   bench::fill_random_half(a.as<uint16_t>(), copy_bytes / 2, 5);
   const double copy_us = bench::time_us([&] { bench::check(cuda::copy_bytes(b.ptr, a.ptr, copy_bytes, nullptr), "copy"); });
   const double copy_tbs = 2.0 * copy_bytes / (copy_us * 1e-6) / 1e12;
-  std::printf("\n## Fused memory-bound kernels vs a copy kernel (copy: 1 GiB in %.0f us, %.2f TB/s read + write)\n\n",
-              copy_us, copy_tbs);
+  std::printf("\n## Fused memory-bound kernels vs a copy kernel (PDL %s; copy, plain: 1 GiB in %.0f us, %.2f TB/s read + write)\n\n",
+              cuda::programmatic_launch() ? "on" : "off", copy_us, copy_tbs);
   std::printf("| kernel | rows x cols | us | TB/s | vs copy |\n|---|---|---|---|---|\n");
   report.add("{\"op\":\"copy\",\"bytes\":" + std::to_string(copy_bytes) + ",\"us\":" + std::to_string(copy_us) +
              ",\"tb_s\":" + std::to_string(copy_tbs) + "}");
@@ -196,6 +222,7 @@ void bench_prefill(bool quick, bench::Report& report);
 int main(int argc, char** argv) {
   bool decode = false, prefill = false, fused = false, quick = false;
   cuda::DecodeKernel kernel = cuda::DecodeKernel::kAuto;
+  DecodeGrid grid;
   std::string json_path;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -203,6 +230,10 @@ int main(int argc, char** argv) {
     else if (a == "--prefill") prefill = true;
     else if (a == "--fused") fused = true;
     else if (a == "--quick") quick = true;
+    else if (a == "--no-pdl") cuda::set_programmatic_launch(false);
+    else if (a == "--batches" && i + 1 < argc) grid.batches = parse_list(argv[++i]);
+    else if (a == "--contexts" && i + 1 < argc) grid.contexts = parse_list(argv[++i]);
+    else if (a == "--model" && i + 1 < argc) grid.model = argv[++i];
     else if (a == "--json" && i + 1 < argc) json_path = argv[++i];
     else if (a == "--kernel" && i + 1 < argc) {
       const std::string k = argv[++i];
@@ -210,15 +241,16 @@ int main(int argc, char** argv) {
              : k == "mma-rows" ? cuda::DecodeKernel::kMmaRows : cuda::DecodeKernel::kAuto;
     }
     else {
-      std::fprintf(stderr, "usage: %s [--decode] [--prefill] [--fused] [--quick] [--kernel auto|mma|simt|mma-rows] [--json FILE]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--decode] [--prefill] [--fused] [--quick] [--kernel auto|mma|simt|mma-rows] [--no-pdl] [--batches L] [--contexts L] [--model NAME] [--json FILE]\n", argv[0]);
       return 2;
     }
   }
   if (!decode && !prefill && !fused) decode = prefill = fused = true;
   bench::Report report;
   bench::print_device();
+  std::printf("programmatic dependent launch: %s\n", cuda::programmatic_launch() ? "on" : "off");
   if (fused) bench_fused(quick, report);
-  if (decode) bench_decode(quick, kernel, report);
+  if (decode) bench_decode(quick, kernel, grid, report);
   if (prefill) bench_prefill(quick, report);
   if (!json_path.empty()) report.write(json_path);
   return 0;

@@ -134,6 +134,7 @@ struct Row {
   int pcw_tile = 0, pcw_splits = 0, gw_tile = 0, gw_splits = 0;
   bool pc_auto_wg = false, g_auto_wg = false;                 // the planner's family choice
   double pc_ship_us = 0, g_ship_us = 0;                       // the top-level plan (what the engine runs)
+  double pc_ship_nopdl_us = 0, g_ship_nopdl_us = 0;           // the same plan without programmatic dependent launch
   int pcs_tile = 0, pcs_splits = 0, gs_tile = 0, gs_splits = 0;
   double pc_bytes = 0, g_bytes = 0, int8_bytes = 0, fp16_bytes = 0;
 };
@@ -246,13 +247,16 @@ int run(int argc, char** argv) {
         blas.gemm_f16(x16.as<__half>(), w16[c].as<__half>(), y16.as<__half>(), m, n, k, stream);
       });
       // family: 0 = the top-level planner, 1 = mma.sync only, 2 = wgmma only.
+      // no_pdl: launch without programmatic dependent launch (each launch then
+      // waits for the previous one to finish, as cuBLASLt's do).
       auto time_w4 = [&](std::vector<cuda::W4A8DeviceWeights>& dw, int tile, int splits, cuda::W4A8Plan* out,
-                         int family = 0) {
+                         int family = 0, bool no_pdl = false) {
         const bool g = dw[0].kind == cuda::W4A8Kind::kG128;
-        const cuda::W4A8Plan plan =
+        cuda::W4A8Plan plan =
             family == 1   ? cuda::plan_w4a8_mma(dev, m, n, k, tile, splits, g)
             : family == 2 ? cuda::plan_w4a8_wgmma(dev, m, n, k, tile, splits, g)
                           : cuda::plan_w4a8(dev, dw[0], m, tile, splits);
+        if (no_pdl) plan.pdl = false;
         cuda::DeviceBuffer ws(std::max<size_t>(plan.workspace_bytes, 4));
         QS_CUDA_CHECK(cudaMemsetAsync(ws.data(), 0, ws.size(), stream));
         cuda::W4A8Args args;
@@ -287,6 +291,14 @@ int run(int argc, char** argv) {
       };
       r.pc_ship_us = shipped(dp, pp, r.pc_us, ppw, r.pc_wg_us, r.pcs_tile, r.pcs_splits);
       r.g_ship_us = shipped(dg, pg, r.g128_us, pgw, r.g_wg_us, r.gs_tile, r.gs_splits);
+      if (cuda::pdl_enabled(dev)) {
+        r.pc_ship_nopdl_us = time_w4(dp, r.pcs_tile, r.pcs_splits, nullptr, 0, true);
+        r.g_ship_nopdl_us = time_w4(dg, r.gs_tile, r.gs_splits, nullptr, 0, true);
+        std::printf("%-9s %-7s m=%-5lld   shipped: pc %8.1f us (no PDL %8.1f) x%.2f int8 | g128 %8.1f us (no PDL %8.1f) "
+                    "x%.2f int8\n",
+                    sh.model, sh.layer, static_cast<long long>(m), r.pc_ship_us, r.pc_ship_nopdl_us,
+                    r.int8_us / r.pc_ship_us, r.g_ship_us, r.g_ship_nopdl_us, r.int8_us / r.g_ship_us);
+      }
       const double xy = static_cast<double>(m) * k + static_cast<double>(m) * n * 2;
       r.pc_bytes = dp[0].weight_bytes() + xy;
       r.g_bytes = dg[0].weight_bytes() + xy;
@@ -345,23 +357,26 @@ int run(int argc, char** argv) {
   // "shipped": the top-level plan, what the engine runs, with its ratios.
   md << "| model | layer (n x k) | m | cuBLASLt INT8 us | cuBLASLt FP16 us | per-chn mma.sync us | per-chn wgmma us | "
         "TOPS | vs INT8 | vs FP16 | per-chn shipped us [plan] | vs INT8 | vs FP16 | g128 mma.sync us | g128 wgmma us | "
-        "TOPS | vs INT8 | vs FP16 | g128 shipped us [plan] | vs INT8 | vs FP16 |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+        "TOPS | vs INT8 | vs FP16 | g128 shipped us [plan] | vs INT8 | vs FP16 | per-chn shipped no PDL us | vs INT8 | "
+        "g128 shipped no PDL us | vs INT8 |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   std::ostringstream js;
   js << "[\n";
-  char buf[1024];
+  char buf[2048];
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
     const double ops = 2.0 * r.m * r.n * r.k;
     const double pcw = r.pc_wg_us > 0 ? r.pc_wg_us : r.pc_us, gw = r.g_wg_us > 0 ? r.g_wg_us : r.g128_us;
     std::snprintf(buf, sizeof buf,
                   "| %s | %s (%lldx%lld) | %lld | %.1f | %.1f | %.1f | %.1f | %.0f | %.2fx | %.2fx | %.1f [%s/%d] | %.2fx | "
-                  "%.2fx | %.1f | %.1f | %.0f | %.2fx | %.2fx | %.1f [%s/%d] | %.2fx | %.2fx |\n",
+                  "%.2fx | %.1f | %.1f | %.0f | %.2fx | %.2fx | %.1f [%s/%d] | %.2fx | %.2fx | %.1f | %.2fx | %.1f | %.2fx |\n",
                   r.model.c_str(), r.layer.c_str(), (long long)r.n, (long long)r.k, (long long)r.m, r.int8_us,
                   r.fp16_us, r.pc_us, r.pc_wg_us, ops / pcw * 1e-6, r.int8_us / pcw, r.fp16_us / pcw, r.pc_ship_us,
                   cuda::w4a8_tile_name(r.pcs_tile), r.pcs_splits, r.int8_us / r.pc_ship_us, r.fp16_us / r.pc_ship_us,
                   r.g128_us, r.g_wg_us, ops / gw * 1e-6, r.int8_us / gw, r.fp16_us / gw, r.g_ship_us,
-                  cuda::w4a8_tile_name(r.gs_tile), r.gs_splits, r.int8_us / r.g_ship_us, r.fp16_us / r.g_ship_us);
+                  cuda::w4a8_tile_name(r.gs_tile), r.gs_splits, r.int8_us / r.g_ship_us, r.fp16_us / r.g_ship_us,
+                  r.pc_ship_nopdl_us, r.pc_ship_nopdl_us > 0 ? r.int8_us / r.pc_ship_nopdl_us : 0.0, r.g_ship_nopdl_us,
+                  r.g_ship_nopdl_us > 0 ? r.int8_us / r.g_ship_nopdl_us : 0.0);
     md << buf;
     std::snprintf(buf, sizeof buf,
                   "  {\"model\": \"%s\", \"layer\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"cublaslt_int8_us\": "
@@ -369,13 +384,15 @@ int run(int argc, char** argv) {
                   "\"per_channel_plan\": \"%s/%d\", \"g128_plan\": \"%s/%d\", \"wgmma_per_channel_us\": %.2f, "
                   "\"wgmma_g128_us\": %.2f, \"wgmma_per_channel_plan\": \"%s/%d\", \"wgmma_g128_plan\": \"%s/%d\", "
                   "\"planner_per_channel\": \"%s\", \"planner_g128\": \"%s\", \"shipped_per_channel_us\": %.2f, "
-                  "\"shipped_per_channel_plan\": \"%s/%d\", \"shipped_g128_us\": %.2f, \"shipped_g128_plan\": \"%s/%d\"}%s\n",
+                  "\"shipped_per_channel_plan\": \"%s/%d\", \"shipped_g128_us\": %.2f, \"shipped_g128_plan\": \"%s/%d\", "
+                  "\"shipped_per_channel_no_pdl_us\": %.2f, \"shipped_g128_no_pdl_us\": %.2f}%s\n",
                   r.model.c_str(), r.layer.c_str(), (long long)r.m, (long long)r.n, (long long)r.k, r.int8_us,
                   r.fp16_us, r.pc_us, r.g128_us, cuda::w4a8_tile_name(r.pc_tile), r.pc_splits,
                   cuda::w4a8_tile_name(r.g_tile), r.g_splits, r.pc_wg_us, r.g_wg_us, cuda::w4a8_tile_name(r.pcw_tile),
                   r.pcw_splits, cuda::w4a8_tile_name(r.gw_tile), r.gw_splits, r.pc_auto_wg ? "wgmma" : "mma",
                   r.g_auto_wg ? "wgmma" : "mma", r.pc_ship_us, cuda::w4a8_tile_name(r.pcs_tile), r.pcs_splits, r.g_ship_us,
-                  cuda::w4a8_tile_name(r.gs_tile), r.gs_splits, i + 1 < rows.size() ? "," : "");
+                  cuda::w4a8_tile_name(r.gs_tile), r.gs_splits, r.pc_ship_nopdl_us, r.g_ship_nopdl_us,
+                  i + 1 < rows.size() ? "," : "");
     js << buf;
   }
   js << "]\n";

@@ -7,9 +7,12 @@
 #include <string>
 
 #include "attention_scenario.h"
+#include "backend/cpu/fused_ops.h"
 #include "backend/cuda/attention/decode_attention.h"
+#include "backend/cuda/attention/launch.h"
 #include "backend/cuda/attention/prefill_attention.h"
 #include "backend/cuda/attention/rope_kv_write.h"
+#include "backend/cuda/kernels/fused_ops.h"
 #include "cuda_test_util.h"
 
 namespace qserve::test {
@@ -148,6 +151,19 @@ TEST(DecodeAttentionCuda, OddBatchesAndContexts) {
     }
 }
 
+// Page sizes that are not powers of two (the decode kernel shifts for powers
+// of two and divides otherwise): 96 (a multiple of its warp-chunks: contiguous
+// staging), 24 and 40 (per-key staging), with splits and the last page partial.
+TEST(DecodeAttentionCuda, NonPowerOfTwoPages) {
+  QS_SKIP_WITHOUT_CUDA();
+  uint32_t seed = 150;
+  for (KvDtype dtype : {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16})
+    for (int page : {96, 24, 40}) {
+      check_decode({32, 8, 128}, dtype, page, {1, 95, 96, 97, 1000, 2050}, seed++);
+      check_decode({8, 8, 64}, dtype, page, {300, 7}, seed++, 3);
+    }
+}
+
 TEST(DecodeAttentionCuda, EveryGqaRatio) {
   QS_SKIP_WITHOUT_CUDA();
   uint32_t seed = 200;
@@ -180,6 +196,76 @@ TEST(DecodeAttentionCuda, SplitsMergeExactly) {
   for (KvDtype dtype : {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16})
     for (int splits : {1, 2, 7, 40}) check_decode({32, 8, 128}, dtype, 64, {1000, 130, 1}, seed++, splits);
   check_decode({32, 8, 128}, KvDtype::kInt4, 64, {4097}, seed++);  // automatic split at batch 1
+}
+
+// Programmatic dependent launch (attention/launch.h): decode (split, so the
+// merge kernel runs too) twice over one output buffer, then the o_proj input
+// quantization reading that output, back to back on one stream with no
+// synchronization: the codes are the CPU quantization of the attention
+// output, and every output is identical with plain launches.
+TEST(DecodeAttentionCuda, ProgrammaticLaunchChain) {
+  QS_SKIP_WITHOUT_CUDA();
+  const AttentionShape shape{32, 8, 128};
+  for (KvDtype dtype : {KvDtype::kInt4, KvDtype::kFp16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    std::mt19937 rng(500);
+    const std::vector<int32_t> ctx{1500, 700, 3, 2048, 64};
+    AttentionScenario s = make_scenario(shape, dtype, 64, RopeStyle::kRotateHalf, ctx, rng);
+    const int B = static_cast<int>(ctx.size()), cols = shape.num_q_heads * shape.head_dim;
+    std::vector<uint16_t> q(static_cast<size_t>(B) * cols);
+    for (int b = 0; b < B; ++b)
+      std::copy_n(s.q_all.begin() + static_cast<int64_t>(s.seq_start[b + 1] - 1) * cols, cols, q.begin() + b * cols);
+    std::vector<int32_t> starts(B + 1);
+    std::iota(starts.begin(), starts.end(), 0);
+    const float scale = 1.f / std::sqrt(128.f);
+    std::vector<uint16_t> want(q.size());
+    paged_attention_cpu(q.data(), shape, s.host_cache(), {B, starts.data(), ctx.data(), s.page_table.data(), s.stride},
+                        scale, want.data());
+    DeviceBuffer<uint8_t> dk(s.k_pool), dv(s.v_pool);
+    DeviceBuffer<uint16_t> dq(q);
+    DeviceBuffer<int32_t> dctx(ctx), dpt(s.page_table);
+    const PagedKvCache cache{dk.get(), dv.get(), s.num_pages, s.layout};
+    cudaStream_t stream;
+    QS_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    std::vector<uint16_t> out_first;
+    std::vector<int8_t> codes_first;
+    for (bool pdl : {true, false}) {
+      SCOPED_TRACE(pdl ? "programmatic launches" : "plain launches");
+      cuda::set_programmatic_launch(pdl);
+      const cuda::DecodePlan plan = cuda::plan_decode_attention(shape, dtype, B, 2048, num_sms(), 5);
+      ASSERT_GT(plan.num_splits, 1);
+      DeviceBuffer<uint8_t> ws(plan.workspace_bytes);
+      DeviceBuffer<uint16_t> dout(q.size());  // poisoned
+      DeviceBuffer<int8_t> dcodes(q.size());
+      DeviceBuffer<uint16_t> dscale(B), dsum(B);
+      const cuda::DecodeArgs args{dq.get(), dout.get(), dctx.get(), dpt.get(), s.stride, B, scale};
+      QS_CUDA_OK(cudaDeviceSynchronize());  // the buffers' uploads and poison ran on the legacy stream
+      QS_CUDA_OK(cuda::decode_attention(args, shape, cache, plan, ws.get(), stream));
+      QS_CUDA_OK(cuda::decode_attention(args, shape, cache, plan, ws.get(), stream));
+      QS_CUDA_OK(cuda::quantize_int8(dout.get(), B, cols, {dcodes.get(), dscale.get(), dsum.get()}, stream));
+      QS_CUDA_OK(cudaStreamSynchronize(stream));
+      const auto out = dout.download();
+      const Fp16Diff diff = compare_half(out, want, 2e-2, 2e-2);
+      EXPECT_EQ(diff.nan, 0) << "unwritten or NaN outputs";
+      EXPECT_EQ(diff.bad, 0) << "max abs error " << diff.max_abs;
+      std::vector<int8_t> codes(q.size());
+      std::vector<uint16_t> sc(B), sm(B);
+      quantize_int8_cpu(out.data(), B, cols, {codes.data(), sc.data(), sm.data()});
+      const auto got_codes = dcodes.download();
+      EXPECT_EQ(got_codes, codes) << "codes of the attention output";
+      EXPECT_EQ(dscale.download(), sc);
+      EXPECT_EQ(dsum.download(), sm);
+      if (pdl) {
+        out_first = out;
+        codes_first = got_codes;
+      } else {
+        EXPECT_EQ(out, out_first) << "plain and programmatic launches differ";
+        EXPECT_EQ(got_codes, codes_first);
+      }
+    }
+    cuda::set_programmatic_launch(true);
+    cudaStreamDestroy(stream);
+  }
 }
 
 // ---- prefill attention ------------------------------------------------------

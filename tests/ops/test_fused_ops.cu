@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "backend/cpu/fused_ops.h"
+#include "backend/cuda/attention/launch.h"
 #include "backend/cuda/kernels/fused_ops.h"
 #include "cuda_test_util.h"
 
@@ -82,8 +83,8 @@ TEST(FusedOpsCuda, RmsNormQuantWithResidual) {
 TEST(FusedOpsCuda, SiluMulQuantAndQuantize) {
   QS_SKIP_WITHOUT_CUDA();
   std::mt19937 rng(2);
-  // SiLU rows use __expf, __fdividef and a per-row reciprocal of the scale: a
-  // code may move by one where y / s lands within a few ulp of a rounding tie.
+  // SiLU rows use __expf and __fdividef: a code may move by one where y / s
+  // lands within a few ulp of a rounding tie (the codes of a given y are exact).
   // Counted over all cases and bounded at 1 in 1,000 codes (+2).
   int64_t silu_off = 0, silu_codes = 0;
   // 8200, 11008, 14336: the shared-memory SiLU kernel for wide rows (odd chunk
@@ -117,6 +118,99 @@ TEST(FusedOpsCuda, SiluMulQuantAndQuantize) {
   std::printf("[     INFO ] silu*mul+quant: %lld of %lld codes differ from the CPU by one\n",
               static_cast<long long>(silu_off), static_cast<long long>(silu_codes));
   EXPECT_LE(silu_off, silu_codes / 1000 + 2) << "SiLU codes off by one";
+}
+
+// Plain quantization is bit-exact with the CPU (codes without a division per
+// element, ties recomputed exactly): rows built to hit the edges. Widths from
+// one chunk to past the one-warp-per-row kernel (4096 columns) into the block
+// kernel, odd row counts (the warp kernel serves 2 rows per block).
+TEST(FusedOpsCuda, QuantizeEdgeRowsBitExact) {
+  QS_SKIP_WITHOUT_CUDA();
+  std::mt19937 rng(4);
+  for (int cols : {8, 24, 264, 1000, 2056, 4096, 4104, 6144}) {
+    const int rows = 9;
+    SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(cols));
+    std::vector<uint16_t> x(static_cast<size_t>(rows) * cols);
+    std::uniform_int_distribution<int> pick(-254, 254);
+    for (int r = 0; r < rows; ++r) {
+      uint16_t* row = x.data() + static_cast<size_t>(r) * cols;
+      for (int i = 0; i < cols; ++i) {
+        float v = 0.f;
+        switch (r) {
+          case 0: v = std::normal_distribution<float>(0.f, 3.f)(rng); break;
+          case 1: v = 0.f; break;                                    // zero row: scale 0
+          case 2: v = std::normal_distribution<float>(0.f, 2e-5f)(rng); break;  // subnormal fp16 scale
+          case 3: v = 0.5f * pick(rng); break;                       // scale 1: every odd code a tie
+          case 4: v = 0.125f * pick(rng); break;                     // scale 0.25 after the max below
+          case 5: v = std::normal_distribution<float>(0.f, 2e4f)(rng); break;  // large values
+          case 6: v = -std::fabs(std::normal_distribution<float>(0.f, 1.f)(rng)); break;  // one sign
+          default: v = std::normal_distribution<float>(0.f, 1.f)(rng) * (i % 7 == 0 ? 50.f : 1.f);
+        }
+        row[i] = float_to_half(std::fmax(-65504.f, std::fmin(65504.f, v)));
+      }
+      if (r == 3) row[cols / 2] = float_to_half(127.f);   // amax 127: s = 1
+      if (r == 4) row[cols - 1] = float_to_half(-31.75f); // amax 31.75: s = 0.25
+    }
+    Int8Host want(rows, cols);
+    quantize_int8_cpu(x.data(), rows, cols, want.rows());
+    ASSERT_EQ(half_to_float(want.scale[3]), 1.f);
+    ASSERT_EQ(half_to_float(want.scale[4]), 0.25f);
+    DeviceBuffer<uint16_t> dx(x);
+    Int8Device got(rows, cols);
+    QS_CUDA_OK(cuda::quantize_int8(dx.get(), rows, cols, got.rows(), nullptr));
+    QS_CUDA_OK(cudaDeviceSynchronize());
+    EXPECT_EQ(got.q.download(), want.q);
+    EXPECT_EQ(got.scale.download(), want.scale);
+    EXPECT_EQ(got.sum.download(), want.sum);
+  }
+}
+
+// Programmatic dependent launch (attention/launch.h): each kernel of a chain
+// on one stream reads what the previous one wrote (and rewrites the residual
+// the previous one read), with no synchronization in between; the results are
+// those of the CPU chain, and identical with plain launches.
+TEST(FusedOpsCuda, ProgrammaticLaunchChain) {
+  QS_SKIP_WITHOUT_CUDA();
+  std::mt19937 rng(5);
+  const int rows = 2049, cols = 4096;
+  const auto x = random_half(rng, static_cast<size_t>(rows) * cols), res = random_half(rng, x.size());
+  const auto gamma = random_half(rng, cols, 0.5f, 1.f);
+  // CPU: y = rmsnorm(x) (fp16), q1 = quant(y); residual chain twice: q2
+  std::vector<uint16_t> y(x.size());
+  rmsnorm_cpu(x.data(), nullptr, gamma.data(), rows, cols, 1e-5f, y.data());
+  auto res_cpu = res;
+  Int8Host q2_cpu(rows, cols);
+  rmsnorm_quant_cpu(x.data(), res_cpu.data(), gamma.data(), rows, cols, 1e-5f, q2_cpu.rows());
+  rmsnorm_quant_cpu(x.data(), res_cpu.data(), gamma.data(), rows, cols, 1e-5f, q2_cpu.rows());
+  cudaStream_t stream;
+  QS_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::vector<int8_t> q1_first;
+  for (bool pdl : {true, false}) {
+    SCOPED_TRACE(pdl ? "programmatic launches" : "plain launches");
+    cuda::set_programmatic_launch(pdl);
+    DeviceBuffer<uint16_t> dx(x), dres(res), dg(gamma), dy(x.size());
+    Int8Device q1(rows, cols), q2(rows, cols);
+    QS_CUDA_OK(cudaDeviceSynchronize());  // the buffers' uploads and poison ran on the legacy stream
+    QS_CUDA_OK(cuda::rmsnorm(dx.get(), nullptr, dg.get(), rows, cols, 1e-5f, dy.get(), stream));
+    QS_CUDA_OK(cuda::quantize_int8(dy.get(), rows, cols, q1.rows(), stream));
+    QS_CUDA_OK(cuda::rmsnorm_quant(dx.get(), dres.get(), dg.get(), rows, cols, 1e-5f, q2.rows(), stream));
+    QS_CUDA_OK(cuda::rmsnorm_quant(dx.get(), dres.get(), dg.get(), rows, cols, 1e-5f, q2.rows(), stream));
+    QS_CUDA_OK(cudaStreamSynchronize(stream));
+    const auto y_gpu = dy.download();
+    EXPECT_EQ(compare_half(y_gpu, y, 1e-3, 2e-3).bad, 0);
+    Int8Host q1_want(rows, cols);  // the CPU quantization of what the GPU norm wrote: exact
+    quantize_int8_cpu(y_gpu.data(), rows, cols, q1_want.rows());
+    const auto q1_got = q1.q.download();
+    EXPECT_EQ(q1_got, q1_want.q);
+    EXPECT_EQ(q1.scale.download(), q1_want.scale);
+    EXPECT_EQ(q1.sum.download(), q1_want.sum);
+    EXPECT_EQ(dres.download(), res_cpu) << "residual stream after two norms";
+    expect_int8_close(q2, q2_cpu, rows, cols);
+    if (pdl) q1_first = q1_got;
+    else EXPECT_EQ(q1_got, q1_first) << "plain and programmatic launches differ";
+  }
+  cuda::set_programmatic_launch(true);
+  cudaStreamDestroy(stream);
 }
 
 TEST(FusedOpsCuda, EmbeddingGather) {

@@ -24,6 +24,7 @@
 #include "backend/cuda/gemm_cublas.h"
 #include "backend/cuda/gemm_w4a8.h"
 #include "backend/cuda/gemm_w4a8_measured.h"
+#include "pdl_late_kernel.h"
 #endif
 
 namespace qserve {
@@ -87,6 +88,10 @@ std::vector<Case> all_cases() {
                         {4096, 11008}})
       for (int64_t m : {16, 64, 255}) cases.push_back({g, m, n, k});
   for (bool g : {false, true}) cases.push_back({g, 300, 4096, 4096});  // the m <= 512 bucket
+  // n not a multiple of 8: the staged epilogue's partial 16-B pieces.
+  for (bool g : {false, true})
+    for (bool wg : {false, true})
+      for (int64_t m : {7, 255}) cases.push_back({g, m, 203, 448, -1, 0, wg});
   return cases;
 }
 
@@ -230,6 +235,77 @@ TEST_P(GemmW4A8, MatchesCpuReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, GemmW4A8, testing::ValuesIn(all_cases()), case_name);
+
+// Programmatic dependent launch (src/backend/cuda/kernels/pdl.cuh): the GEMM
+// may start while the kernel before it, which lets its dependents launch at
+// once and then sleeps, has still to write the GEMM's activations (read after
+// write) and to read the buffer the GEMM writes (write after read). The GEMM
+// must see the new activations and must not overwrite the buffer early.
+TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
+  if (cuda::device_count() == 0) GTEST_SKIP() << "skipped: no CUDA device";
+  auto& ctx = context();
+  const cudaStream_t stream = ctx.stream();
+  const uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  RecordProperty("pdl", cuda::pdl_enabled(ctx.info()) ? "on" : "off (plain launches)");
+  const int64_t n = 1536, k = 1024;
+  const std::vector<float> wf = random_weights(n, k, rng);
+  const auto wg = quant::quantize_w4_g128(wf, n, k);
+  const auto wp = quant::quantize_w4_per_channel(wf, n, k);
+  const cuda::W4A8DeviceWeights dg = cuda::upload_w4a8(wg), dp = cuda::upload_w4a8(wp);
+  struct PdlCase {
+    bool g128;
+    int64_t m;
+    int family;  // 0: top-level plan, 1: mma.sync with split-K 3, 2: wgmma with split-K 3
+  };
+  const bool hopper = cuda::w4a8_wgmma_supported(ctx.info());
+  for (const PdlCase c : {PdlCase{false, 5, 0}, PdlCase{true, 5, 0}, PdlCase{false, 64, 0}, PdlCase{true, 300, 0},
+                          PdlCase{false, 33, 1}, PdlCase{true, 17, 1}, PdlCase{false, 40, 2}, PdlCase{true, 129, 2}}) {
+    if (c.family == 2 && !hopper) continue;
+    SCOPED_TRACE(std::string(c.g128 ? "g128" : "per-channel") + " m " + std::to_string(c.m) + " family " +
+                 std::to_string(c.family));
+    const cuda::W4A8DeviceWeights& dw = c.g128 ? dg : dp;
+    const cuda::W4A8Plan plan = c.family == 1   ? cuda::plan_w4a8_mma(ctx.info(), c.m, n, k, -1, 3, c.g128)
+                                : c.family == 2 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, -1, 3, c.g128)
+                                                : cuda::plan_w4a8(ctx.info(), dw, c.m);
+    const Activations a = random_activations(c.m, k, rng);
+    std::vector<int32_t> acc_ref(c.m * n);
+    std::vector<uint16_t> y_ref(c.m * n);
+    if (c.g128)
+      cpu::gemm_w4a8_g128(a.q.data(), a.s_x.data(), c.m, wg, acc_ref.data(), y_ref.data());
+    else
+      cpu::gemm_w4a8_per_channel(a.q.data(), a.s_x.data(), a.a_sum.data(), c.m, wp, acc_ref.data(), y_ref.data());
+    auto x_final = to_device(a.q), sx = to_device(a.s_x), asum = to_device(a.a_sum);
+    cuda::DeviceBuffer x(c.m * k), acc(c.m * n * 4), snapshot(c.m * n * 4);
+    cuda::DeviceBuffer ws(std::max<size_t>(plan.workspace_bytes, 4));
+    QS_CUDA_CHECK(cudaMemset(ws.data(), 0, ws.size()));
+    QS_CUDA_CHECK(cudaMemset(x.data(), 0, x.size()));           // stale activations: all zero
+    QS_CUDA_CHECK(cudaMemset(acc.data(), 0x5a, acc.size()));    // what the slow kernel must read
+    QS_CUDA_CHECK(cudaMemset(snapshot.data(), 0xff, snapshot.size()));
+    cuda::W4A8Args args;
+    args.x = x.as<int8_t>();
+    args.s_x = sx.as<__half>();
+    args.a_sum = asum.as<__half>();
+    args.m = c.m;
+    args.acc_out = acc.as<int32_t>();
+    test::launch_late_copies(x_final.data(), x.data(), x.size(), acc.data(), snapshot.data(), snapshot.size(), 200,
+                             stream);
+    cuda::gemm_w4a8(dw, args, plan, ws.data(), stream);
+    QS_CUDA_CHECK(cudaStreamSynchronize(stream));
+    std::vector<int32_t> got(c.m * n), seen(c.m * n);
+    acc.download(got.data(), acc.size());
+    snapshot.download(seen.data(), snapshot.size());
+    int64_t bad = 0, early = 0;
+    for (int64_t i = 0; i < c.m * n; ++i) {
+      bad += got[i] != acc_ref[i];
+      early += seen[i] != 0x5a5a5a5a;
+    }
+    EXPECT_EQ(bad, 0) << "accumulators that differ from the reference (activations read before they were written?), "
+                      << cuda::w4a8_tile_name(plan.tile) << "/" << plan.splits;
+    EXPECT_EQ(early, 0) << "outputs written before the previous kernel read them";
+  }
+}
 
 // The planner needs no GPU: the family by device and size, and the wgmma
 // plans' grid / split-K / workspace arithmetic on every benchmark shape.

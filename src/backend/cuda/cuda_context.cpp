@@ -1,8 +1,19 @@
 #include "backend/cuda/cuda_context.h"
 
+#include <cstdlib>
+#include <string_view>
+
 #include "backend/cuda/cuda_check.h"
 
 namespace qserve::cuda {
+
+bool pdl_enabled(const DeviceInfo& dev) {
+  static const bool allowed = [] {
+    const char* v = std::getenv("QSERVE_PDL");
+    return !(v && std::string_view(v) == "0");
+  }();
+  return allowed && dev.cc_major >= 9;
+}
 
 int device_count() {
   int n = 0;

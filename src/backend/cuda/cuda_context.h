@@ -25,6 +25,11 @@ struct DeviceInfo {
   size_t global_mem = 0;
 };
 
+// Whether kernels on this device are launched with programmatic dependent
+// launch (launch_pdl.cuh): compute capability >= 9.0, unless the environment
+// says QSERVE_PDL=0 (read once per process; for A/B measurements).
+bool pdl_enabled(const DeviceInfo& dev);
+
 // How many CUDA devices are visible (0 when there is no driver or GPU).
 int device_count();
 

@@ -162,6 +162,10 @@ W4A8Plan plan_w4a8_mma(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, i
   plan.kt_per_split = (kt_total + splits - 1) / splits;
   plan.splits = (kt_total + plan.kt_per_split - 1) / plan.kt_per_split;  // no empty split
   plan.workspace_bytes = plan.workspace_bytes_for(m, n);
+  // Not for the mma.sync tiles: several of their CTAs share an SM and the
+  // early dependents slowed them down (g128 m <= 64 up to 1.3x slower with
+  // PDL in bench/results/2026-11-29-gemm-h200-r3.md).
+  plan.pdl = false;
   return plan;
 }
 
@@ -218,7 +222,7 @@ void gemm_w4a8(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A8Plan&
   const w4a8::TileShape& s = kTiles[plan.tile];
   QS_CHECK(plan.grid_n == (w.n + s.bn - 1) / s.bn && plan.grid_m == (args.m + s.bm - 1) / s.bm)
       << "plan made for another shape";
-  w4a8::launch_kernel(plan.tile, w.kind == W4A8Kind::kG128, p, grid, stream);
+  w4a8::launch_kernel(plan.tile, w.kind == W4A8Kind::kG128, p, grid, stream, plan.pdl);
 }
 
 }  // namespace qserve::cuda

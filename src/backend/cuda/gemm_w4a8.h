@@ -61,6 +61,7 @@ struct W4A8Plan {
   int grid_n = 0, grid_m = 0;  // output tiles along channels and tokens
   int ctas = 0;                // wgmma tiles: persistent CTAs (the mma.sync grid is grid_n x grid_m x splits)
   size_t workspace_bytes = 0;
+  bool pdl = false;            // programmatic dependent launch (launch_pdl.cuh; sm_90+)
 
   // The split-K workspace, one layout for both kernel families: [grid_n * grid_m]
   // int32 tile counters (padded to 256 bytes), then, when splits > 1, the INT32

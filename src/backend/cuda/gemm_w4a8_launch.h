@@ -45,6 +45,6 @@ inline constexpr TileShape kTiles[kTileCount] = {
 };
 
 // Launches tile `tile` (an index into kTiles) with grid (grid_n, grid_m, splits).
-void launch_kernel(int tile, bool g128, const KernelParams& p, dim3 grid, cudaStream_t stream);
+void launch_kernel(int tile, bool g128, const KernelParams& p, dim3 grid, cudaStream_t stream, bool pdl);
 
 }  // namespace qserve::cuda::w4a8

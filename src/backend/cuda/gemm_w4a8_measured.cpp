@@ -22,7 +22,10 @@ struct Entry {
 // kernels up to m = 32 (64 on the narrow layers), per-channel almost never;
 // at m = 512 the unsplit 128 x 128 tile beats the cost model's 128 x 256 with
 // split-K 2 on the down layers (1.2-1.7x), and g128 prefers 128 x 256 where
-// per-channel takes 256 x 128.
+// per-channel takes 256 x 128. Round 3 (bench/results/2026-11-29-gemm-h200-r3.md:
+// the wgmma kernels launched with programmatic dependent launch, the
+// mma.sync ones without) moved the 70B down per-channel m = 16 and 32 rows
+// to wgmma tiles.
 constexpr Entry kTable[] = {
     {4096, 4096, 1, {6, 4}, {6, 4}, {0, 8}, {7, 8}},  // pc wg256x8/4, wg wg256x8/4; g128 128x8/8, wg wg256x16/8
     {4096, 4096, 16, {6, 4}, {6, 4}, {0, 4}, {7, 4}},  // pc wg256x8/4, wg wg256x8/4; g128 128x8/4, wg wg256x16/4
@@ -74,8 +77,8 @@ constexpr Entry kTable[] = {
     {4096, 14336, 256, {12, 2}, {12, 2}, {12, 2}, {12, 2}},  // pc wg128x128/2, wg wg128x128/2; g128 wg128x128/2, wg wg128x128/2
     {4096, 14336, 512, {12, 1}, {12, 1}, {12, 1}, {12, 1}},  // pc wg128x128/1; g128 wg128x128/1
     {8192, 28672, 1, {0, 4}, {6, 3}, {0, 8}, {7, 4}},  // pc 128x8/4, wg wg256x8/3; g128 128x8/8, wg wg256x16/4
-    {8192, 28672, 16, {1, 4}, {7, 4}, {1, 8}, {7, 4}},  // pc 128x16/4, wg wg256x16/4; g128 128x16/8, wg wg256x16/4
-    {8192, 28672, 32, {2, 4}, {8, 3}, {2, 4}, {8, 4}},  // pc 128x32/4, wg wg256x32/3; g128 128x32/4, wg wg256x32/4
+    {8192, 28672, 16, {7, 4}, {7, 4}, {1, 8}, {7, 4}},  // pc wg256x16/4 (r3: with PDL 33.6 us vs 128x16/4 38.6), wg wg256x16/4; g128 128x16/8, wg wg256x16/4
+    {8192, 28672, 32, {8, 3}, {8, 3}, {2, 4}, {8, 4}},  // pc wg256x32/3 (r3: with PDL 40.5 us vs 128x32/4 42.6), wg wg256x32/3; g128 128x32/4, wg wg256x32/4
     {8192, 28672, 64, {8, 2}, {8, 2}, {9, 4}, {9, 4}},  // pc wg256x32/2, wg wg256x32/2; g128 wg256x64/4, wg wg256x64/4
     {8192, 28672, 128, {12, 2}, {12, 2}, {12, 2}, {12, 2}},  // pc wg128x128/2, wg wg128x128/2; g128 wg128x128/2, wg wg128x128/2
     {8192, 28672, 256, {12, 1}, {12, 1}, {11, 2}, {11, 2}},  // pc wg128x128/1, wg wg128x128/1; g128 wg128x256/2, wg wg128x256/2

@@ -111,6 +111,7 @@ W4A8Plan plan_w4a8_wgmma(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k,
   const int64_t units = int64_t{plan.grid_n} * plan.grid_m * plan.splits;
   plan.ctas = static_cast<int>(std::min<int64_t>(units, sms));
   plan.workspace_bytes = plan.workspace_bytes_for(m, n);
+  plan.pdl = pdl_enabled(dev);  // measured: 5-25% faster at m <= 256 (bench/results/2026-11-29-gemm-h200-r3.md)
   return plan;
 }
 
@@ -145,7 +146,7 @@ void gemm_w4a8_wgmma(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A
   p.splits = plan.splits;
   p.kt_per_split = plan.kt_per_split;
   p.units = plan.grid_n * plan.grid_m * plan.splits;
-  w4a8::wgmma::launch_kernel(local, w.kind == W4A8Kind::kG128, p, plan.ctas, stream);
+  w4a8::wgmma::launch_kernel(local, w.kind == W4A8Kind::kG128, p, plan.ctas, stream, plan.pdl);
 }
 
 }  // namespace qserve::cuda

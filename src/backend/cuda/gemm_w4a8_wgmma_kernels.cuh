@@ -6,16 +6,17 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/gemm_w4a8_wgmma_launch.h"
+#include "backend/cuda/launch_pdl.cuh"
 #include "backend/cuda/kernels/gemm_w4a8_wgmma_kernel.cuh"
 
 namespace qserve::cuda::w4a8::wgmma {
 
 template <bool kG128>
-void launch_kind(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream);
+void launch_kind(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, bool pdl);
 
 namespace detail {
 template <int kTile, bool kG128>
-void launch(const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream) {
+void launch(const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, bool pdl) {
   constexpr TileShape s = kTiles[kTile];
   auto* kernel = &gemm_w4a8_wgmma_kernel<s.bm, s.mt, s.stages, kG128>;
   constexpr int smem = smem_bytes(s);
@@ -24,23 +25,23 @@ void launch(const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t st
     return true;
   }();
   (void)configured;
-  kernel<<<ctas, kThreads, smem, stream>>>(x_map, p);
-  QS_CUDA_CHECK_LAUNCH();
+  launch_maybe_pdl(kernel, dim3(ctas), dim3(kThreads), smem, stream, pdl, x_map, p);
 }
 }  // namespace detail
 
 #define QS_WGMMA_LAUNCH_KIND(G128)                                                                          \
   template <>                                                                                               \
-  void launch_kind<G128>(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream) { \
+  void launch_kind<G128>(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, \
+                         bool pdl) {                                                                      \
     static_assert(kTileCount == 7, "add the new tile to the switch");                                      \
     switch (tile) {                                                                                         \
-      case 0: detail::launch<0, G128>(x_map, p, ctas, stream); break;                                       \
-      case 1: detail::launch<1, G128>(x_map, p, ctas, stream); break;                                       \
-      case 2: detail::launch<2, G128>(x_map, p, ctas, stream); break;                                       \
-      case 3: detail::launch<3, G128>(x_map, p, ctas, stream); break;                                       \
-      case 4: detail::launch<4, G128>(x_map, p, ctas, stream); break;                                       \
-      case 5: detail::launch<5, G128>(x_map, p, ctas, stream); break;                                       \
-      case 6: detail::launch<6, G128>(x_map, p, ctas, stream); break;                                       \
+      case 0: detail::launch<0, G128>(x_map, p, ctas, stream, pdl); break;                                      \
+      case 1: detail::launch<1, G128>(x_map, p, ctas, stream, pdl); break;                                      \
+      case 2: detail::launch<2, G128>(x_map, p, ctas, stream, pdl); break;                                      \
+      case 3: detail::launch<3, G128>(x_map, p, ctas, stream, pdl); break;                                      \
+      case 4: detail::launch<4, G128>(x_map, p, ctas, stream, pdl); break;                                      \
+      case 5: detail::launch<5, G128>(x_map, p, ctas, stream, pdl); break;                                      \
+      case 6: detail::launch<6, G128>(x_map, p, ctas, stream, pdl); break;                                      \
       default: QS_CUDA_CHECK(cudaErrorInvalidValue);                                                        \
     }                                                                                                       \
   }

@@ -11,7 +11,7 @@
 namespace qserve::cuda::w4a8::wgmma {
 
 template <bool kG128>
-void launch_kind(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream);
+void launch_kind(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, bool pdl);
 
 namespace {
 
@@ -46,13 +46,13 @@ CUtensorMap make_x_map(const int8_t* x, int m, int k, int bm) {
 
 }  // namespace
 
-void launch_kernel(int tile, bool g128, const Params& p, int ctas, cudaStream_t stream) {
+void launch_kernel(int tile, bool g128, const Params& p, int ctas, cudaStream_t stream, bool pdl) {
   if (tile < 0 || tile >= kTileCount) QS_CUDA_CHECK(cudaErrorInvalidValue);
   const CUtensorMap map = make_x_map(p.x, p.m, p.k, kTiles[tile].bm);
   if (g128)
-    launch_kind<true>(tile, map, p, ctas, stream);
+    launch_kind<true>(tile, map, p, ctas, stream, pdl);
   else
-    launch_kind<false>(tile, map, p, ctas, stream);
+    launch_kind<false>(tile, map, p, ctas, stream, pdl);
 }
 
 }  // namespace qserve::cuda::w4a8::wgmma

@@ -50,13 +50,22 @@ inline constexpr TileShape kTiles[kTileCount] = {
 };
 inline constexpr int kThreads = 384;  // warpgroup 0: TMA producer; 1, 2: consumers
 
-// Shared memory of one CTA (+1 KB for the 1024-B alignment of the swizzled tiles).
+// Tokens per chunk of the staged epilogue (each consumer warpgroup stages
+// [chunk][64 * mt] fp16 outputs in shared memory, then stores 16-B pieces).
+template <int BM>
+inline constexpr int kEpiChunk = BM < 32 ? BM : 32;
+inline constexpr int epi_bytes(const TileShape& s) { return 2 * (s.bm < 32 ? s.bm : 32) * (s.mt * 128 + 16); }
+
+// Shared memory of one CTA (+1 KB for the 1024-B alignment of the swizzled tiles):
+// stages, mbarriers and the split-K flag, the epilogue buffers.
 inline constexpr int smem_bytes(const TileShape& s) {
-  return s.stages * (s.bm * 128 + s.mt * 8192) + 2 * s.stages * 8 + 16 + 1024;
+  return s.stages * (s.bm * 128 + s.mt * 8192) + 2 * s.stages * 8 + 16 + epi_bytes(s) + 1024;
 }
 
 // Launches tile `tile` (index into kTiles) on `ctas` persistent CTAs; builds
-// the activations' tensor map. Only for sm_90 devices.
-void launch_kernel(int tile, bool g128, const Params& p, int ctas, cudaStream_t stream);
+// the activations' tensor map. Only for sm_90 devices. `pdl`: programmatic
+// dependent launch (the weights of the first stages stream in while the
+// previous kernel finishes; launch_pdl.cuh).
+void launch_kernel(int tile, bool g128, const Params& p, int ctas, cudaStream_t stream, bool pdl);
 
 }  // namespace qserve::cuda::w4a8::wgmma

@@ -15,6 +15,7 @@
 
 #include "backend/cuda/attention/decode_mma_kernel.cuh"
 #include "backend/cuda/attention/decode_simt_kernel.cuh"
+#include "backend/cuda/attention/launch.cuh"
 #include "backend/cuda/attention/paged_attention_kernel.cuh"
 
 namespace qserve::cuda {
@@ -27,6 +28,7 @@ using attn::kChunk;
 // the splits' partial softmax states. One block per (sequence, query head).
 __global__ void merge_splits_kernel(const float* part_o, const float* part_ml, int num_splits, int head_dim,
                                     half* out) {
+  pdl_wait_and_trigger();  // launch.h
   const int64_t row = blockIdx.x;
   const float* ml = part_ml + row * num_splits * 2;
   float m_max = -INFINITY;
@@ -74,9 +76,9 @@ cudaError_t launch_mma(const attn::Params& p, int batch, cudaStream_t stream) {
   auto kernel = mmat::decode_mma_kernel<DT, D>;
   static const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
   if (attr != cudaSuccess) return attr;
-  const dim3 grid(p.num_kv_heads, batch, p.num_splits);
-  kernel<<<grid, attn::kThreads, kSmem, stream>>>(p);
-  return cudaGetLastError();
+  // programmatic dependent launch (launch.h): the kernel waits before its
+  // first global access
+  return launch_kernel(kernel, dim3(p.num_kv_heads, batch, p.num_splits), dim3(attn::kThreads), kSmem, stream, p);
 }
 
 // kAuto: the keys-in-M tensor-core kernel for every group.
@@ -148,9 +150,8 @@ cudaError_t decode_attention(const DecodeArgs& args, const AttentionShape& shape
     default: return cudaErrorInvalidValue;
   }
   if (st != cudaSuccess || plan.num_splits == 1) return st;
-  merge_splits_kernel<<<args.batch * shape.num_q_heads, shape.head_dim, 0, stream>>>(
-      p.part_o, p.part_ml, plan.num_splits, shape.head_dim, p.out);
-  return cudaGetLastError();
+  return launch_kernel(merge_splits_kernel, dim3(args.batch * shape.num_q_heads), dim3(shape.head_dim), 0, stream,
+                       p.part_o, p.part_ml, plan.num_splits, shape.head_dim, p.out);
 }
 
 }  // namespace qserve::cuda

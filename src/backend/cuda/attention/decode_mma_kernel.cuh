@@ -36,6 +36,7 @@
 #include <cstdint>
 
 #include "backend/cuda/attention/cuda_utils.cuh"
+#include "backend/cuda/attention/launch.cuh"
 #include "backend/cuda/attention/paged_attention_kernel.cuh"  // attn::Params, mma_16816, kv_pair_element
 
 namespace qserve::cuda::mmat {
@@ -171,25 +172,41 @@ __device__ __forceinline__ void dequant_value_pair(const uint32_t (&wa)[kWords],
   }
 }
 
+// 2^x on the special-function unit alone (exp2f adds a range fix-up of three
+// instructions for results below 2^-126; flushed to 0 here, which p = 2^(s - m)
+// rounded to fp16 would flush anyway). ex2(-inf) = 0.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
 template <KvDtype DT, int D>
 __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode_mma_kernel(const attn::Params p) {
   using T = MmaTraits<DT, D>;
   constexpr int kKSteps = D / 16;  // k-steps of S^T, m-tiles of O^T
   extern __shared__ __align__(16) uint8_t smem[];
 
+  pdl_wait_and_trigger();  // launch.h: before any global memory access
   const int kvh = blockIdx.x, b = blockIdx.y, split = blockIdx.z;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int g8 = lane / 4, c = lane % 4;
   const int group = p.group;
   const int hq = p.num_kv_heads * group;
-  const int ctx = p.context_lens[b];
   const int begin = split * p.split_tokens;
-  const int end = min(ctx, begin + p.split_tokens);
-
-  if (begin >= end) {  // an empty split (short sequence) or an empty context
-    attn::write_empty_split<D>(p, b, kvh, split, tid);
-    return;
-  }
+  // The three loads of the prologue do not depend on each other: the context
+  // length, the page-table entry of this lane's first key (index clamped into
+  // the row: it is used only if the key is below the context length, where it
+  // is in range) and the queries, so their latencies overlap (the first KV
+  // copies wait for one global round trip less than when the entry waited for
+  // the length).
+  const int ctx = p.context_lens[b];
+  const int32_t* pages = p.page_table + static_cast<int64_t>(b) * p.page_table_stride;
+  const int first_pos = begin + warp * MmaTraits<DT, D>::kWK + lane;  // local chunk 0
+  // logical page of a position: a shift for power-of-two page sizes (a run-time
+  // integer division costs ~30 instructions per warp-chunk otherwise)
+  auto page_of = [&](int pos) { return p.page_shift >= 0 ? pos >> p.page_shift : pos / p.page_size; };
+  const int first_page = pages[max(0, min(page_of(first_pos), p.page_table_stride - 1))];
 
   // ---- Q as B fragments: head g8 (zero past the group), pre-scaled fp16 ------
   // The group's queries (head g8 of the B fragments) are loaded first and
@@ -207,13 +224,17 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
         for (int hi = 0; hi < 2; ++hi)
           qraw[kk][j][hi] = ok ? qrow[attn::kv_pair_element<DT, D>(c, 2 * kk + j, hi)] : __ushort_as_half(0);
   }
+  const int end = min(ctx, begin + p.split_tokens);
+  if (begin >= end) {  // an empty split (short sequence) or an empty context
+    attn::write_empty_split<D>(p, b, kvh, split, tid);
+    return;
+  }
 
   // ---- this warp's ring and P buffer -----------------------------------------
   uint8_t* ring = smem + warp * (T::kWarpRing + T::kPBytes);
   half* s_p = reinterpret_cast<half*>(ring + T::kWarpRing);  // [8 heads][kPRow]
   const int n_wchunks = (end - begin + T::kWK - 1) / T::kWK;
   const int n_mine = n_wchunks > warp ? (n_wchunks - warp + kWarps - 1) / kWarps : 0;
-  const int32_t* pages = p.page_table + static_cast<int64_t>(b) * p.page_table_stride;
   const int64_t head_off = static_cast<int64_t>(kvh) * p.head_block_bytes;
 
   // Page entry and slot of this lane's key in local chunk `it` (page -1: past
@@ -224,13 +245,17 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
   auto locate = [&](int it) -> KeyLoc {
     const int pos = begin + (warp + it * kWarps) * T::kWK + lane;
     if (it >= n_mine || lane >= T::kWK || pos >= end) return {-1, 0};
-    const int idx = pos / p.page_size;
+    const int idx = page_of(pos);
     return {pages[idx], pos - idx * p.page_size};
   };
   // A warp-chunk inside one page (page_size a multiple of kWK; chunks start at
   // multiples of kWK): its values are one contiguous run, no per-key offsets.
   const bool contiguous = p.page_size % T::kWK == 0;
-  KeyLoc next = locate(0);
+  KeyLoc next{-1, 0};  // locate(0), from the entry loaded in the prologue
+  if (n_mine > 0 && lane < T::kWK && first_pos < end) {
+    const int idx = page_of(first_pos);
+    next = {first_page, first_pos - idx * p.page_size};
+  }
   // Stages local chunk `it` whose keys are at `loc`.
   // piece i * 32 + lane of a warp-chunk: key i * (32 / kPiecesPerKey) + lane / kPiecesPerKey
   constexpr int kKeysPerIter = 32 / T::kPiecesPerKey;
@@ -366,14 +391,18 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
           sc = __low2float(sz);
           z = __high2float(sz);
         }
-        const bool visible = c0 + key < end;
 #pragma unroll
         for (int k = 0; k < 2; ++k) {
-          float v = s[t][2 * r + k];
-          if constexpr (T::kParams) v = sc * ((v - bias[k]) - z * sumq[k]);
-          s[t][2 * r + k] = visible ? v : -INFINITY;
+          if constexpr (T::kParams) s[t][2 * r + k] = sc * ((s[t][2 * r + k] - bias[k]) - z * sumq[k]);
         }
       }
+    }
+    if (c0 + T::kWK > end) {  // the last warp-chunk: mask the keys past the end
+#pragma unroll
+      for (int t = 0; t < T::kTiles; ++t)
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+          if (c0 + 16 * t + g8 + 8 * r >= end) s[t][2 * r] = s[t][2 * r + 1] = -INFINITY;
     }
     // 2. online softmax per head (column): max over the column's 8 threads
     float mu[2];
@@ -395,7 +424,7 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
 #pragma unroll
         for (int k = 0; k < 2; ++k) {
           const float m_new = fmaxf(m[k], mx[k]);
-          alpha[k] = exp2f(m[k] - (m_new == -INFINITY ? 0.f : m_new));
+          alpha[k] = fast_exp2(m[k] - (m_new == -INFINITY ? 0.f : m_new));
           m[k] = m_new;
           l[k] *= alpha[k];
           corr[k] *= alpha[k];
@@ -425,7 +454,7 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
         }
 #pragma unroll
         for (int k = 0; k < 2; ++k) {
-          const float pr = exp2f(s[t][2 * r + k] - mu[k]);
+          const float pr = fast_exp2(s[t][2 * r + k] - mu[k]);
           l[k] += pr;
           const half ph = __float2half_rn(pr * sv);
           if constexpr (T::kParams) corr[k] += __half2float(ph) * zv;

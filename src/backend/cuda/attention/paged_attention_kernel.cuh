@@ -53,6 +53,7 @@ struct Params {
   const uint8_t* v_pages;
   int64_t page_bytes;
   int32_t page_size;
+  int32_t page_shift;  // log2(page_size) when page_size is a power of two, else -1
   int32_t head_block_bytes;
   int32_t values_region_bytes;
   const int32_t* context_lens;  // [batch]
@@ -81,6 +82,9 @@ inline Params make_params(const void* q, void* out, const PagedKvCache& cache, c
   p.v_pages = cache.v_pages;
   p.page_bytes = cache.layout.page_bytes();
   p.page_size = cache.layout.page_size;
+  p.page_shift = -1;
+  for (int sh = 0; sh < 31; ++sh)
+    if ((1 << sh) == p.page_size) p.page_shift = sh;
   p.head_block_bytes = static_cast<int32_t>(cache.layout.head_block_bytes());
   p.values_region_bytes = static_cast<int32_t>(cache.layout.values_region_bytes());
   p.context_lens = context_lens;

@@ -1,12 +1,17 @@
-// One thread block per row. A thread owns up to ITERS chunks of 8 fp16 values
+// One thread block per row (plain quantization of rows up to 4096 columns:
+// one warp per row). A thread owns up to ITERS chunks of 8 fp16 values
 // (16-byte loads, coalesced across the block) and keeps them in registers
 // between the passes of the row (sum of squares, absmax, quantize), so each
-// input byte is read once and each output byte written once.
+// input byte is read once and each output byte written once. INT8 codes
+// without a division per element (quantize8), bit-exact with the CPU. Every
+// kernel but the copy is launched with programmatic dependent launch
+// (attention/launch.h).
 #include "backend/cuda/kernels/fused_ops.h"
 
 #include <cuda_fp16.h>
 
 #include "backend/cuda/attention/cuda_utils.cuh"
+#include "backend/cuda/attention/launch.cuh"
 #include "quant/activation_quant.h"
 
 namespace qserve::cuda {
@@ -74,17 +79,94 @@ __device__ __forceinline__ uint4 pack8(const float (&f)[8]) {
 // from the reference's expf and IEEE division; g / inf = 0 for g << 0).
 __device__ __forceinline__ float silu_mul(float g, float u) { return __fdividef(g, 1.f + __expf(-g)) * u; }
 
-// The SiLU rows' INT8 code: y times the row's reciprocal scale (one IEEE
-// division per row instead of one per element), rounded half to even. It is
-// y / s within one ulp, so a code can differ from act_quantize_value by one
-// only where y / s lies within an ulp of a rounding tie (the ops test counts
-// and bounds those).
+// The SiLU rows' INT8 code: y times the row's reciprocal scale, rounded half to
+// even (no tie check: the SiLU values differ from the CPU's by a few ulp
+// anyway, __expf / __fdividef). It is y / s within one ulp, so a code can
+// differ from act_quantize_value by one only where y / s lies within an ulp of
+// a rounding tie (the ops test counts and bounds those). The exact path's tie
+// check and its rare recomputation measured 8-9% slower on these rows.
 __device__ __forceinline__ int quantize_by_reciprocal(float y, float inv_s) {
   return max(-127, min(127, __float2int_rn(y * inv_s)));
 }
 
+// Per-row INT8 quantization without a division per element, bit-exact with
+// act_quantize_value (IEEE y / s, round half to even, clamp):
+//  - the code comes from fma(y, 1/s, 1.5 * 2^23): the float adder rounds the
+//    product to the nearest integer, which lands in the low mantissa bits (the
+//    code's byte is the low byte of the bit pattern; the pattern minus
+//    0x4B400000 is the code), no conversion instruction;
+//  - y (1/s) is within 2^-17 of y / s (|y / s| <= 127.07), and the IEEE
+//    quotient within 2^-18 of y / s: where the product lies more than 2^-14
+//    from a rounding tie both round alike. Within 2^-14 of a tie (about 1 code
+//    in 8,000 on random data, and exact ties such as y = 1.5 s) the chunk is
+//    recomputed with act_quantize_value;
+//  - no clamp on the fast path: a normal fp16 scale is amax / 127 within
+//    2^-11, so |y / s| < 127.07 rounds to at most 127. Rows whose scale is 0,
+//    subnormal or not finite take act_quantize_value for every element.
+struct RowQuant {
+  float s, inv_s;
+  bool fast;
+};
+__device__ __forceinline__ RowQuant row_quant(float s) {
+  // normal fp16 scales only (2^-14 .. 65504)
+  const bool fast = s >= 6.103515625e-05f && s <= 65504.f;
+  return {s, fast ? 1.f / s : 0.f, fast};
+}
+constexpr uint32_t kRoundMagicBits = 0x4B400000u;  // 1.5 * 2^23
+__device__ __forceinline__ uint32_t pack_low_bytes(uint32_t b0, uint32_t b1, uint32_t b2, uint32_t b3) {
+  return __byte_perm(__byte_perm(b0, b1, 0x0040), __byte_perm(b2, b3, 0x0040), 0x5410);
+}
+struct ExactChunk {
+  uint2 packed;
+  int sum;
+};
+// The rare path, out of line (keeps the unrolled hot loops small): eight
+// codes by act_quantize_value.
+__device__ __noinline__ ExactChunk quantize8_exact(float4 lo, float4 hi, float s) {
+  const float y[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+  uint32_t b[8];
+  int sum = 0;
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    const int v = act_quantize_value(y[k], s);
+    sum += v;
+    b[k] = static_cast<uint32_t>(v);
+  }
+  return {make_uint2(pack_low_bytes(b[0], b[1], b[2], b[3]), pack_low_bytes(b[4], b[5], b[6], b[7])), sum};
+}
+// Eight values -> eight INT8 codes (packed, element k in byte k % 4 of word
+// k / 4); `acc` accumulates the codes' bit patterns (wrapping; quant_sum
+// below subtracts kRoundMagicBits per code).
+__device__ __forceinline__ uint2 quantize8(const float (&y)[8], const RowQuant& rq, uint32_t& acc) {
+  uint32_t b[8];
+  bool near_tie = !rq.fast;
+  if (rq.fast) {
+    const float magic = __uint_as_float(kRoundMagicBits);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const float r = __fmaf_rn(y[k], rq.inv_s, magic);
+      b[k] = __float_as_uint(r);
+      const float frac = __fmaf_rn(y[k], rq.inv_s, -__fsub_rn(r, magic));  // |frac| <= 0.5
+      near_tie |= fabsf(frac) > 0.5f - 1.f / 16384.f;
+    }
+  }
+  if (near_tie) {  // rare: exact IEEE division for this chunk
+    const ExactChunk e = quantize8_exact(make_float4(y[0], y[1], y[2], y[3]), make_float4(y[4], y[5], y[6], y[7]), rq.s);
+    acc += static_cast<uint32_t>(e.sum) + 8u * kRoundMagicBits;
+    return e.packed;
+  }
+#pragma unroll
+  for (int k = 0; k < 8; ++k) acc += b[k];
+  return make_uint2(pack_low_bytes(b[0], b[1], b[2], b[3]), pack_low_bytes(b[4], b[5], b[6], b[7]));
+}
+// The sum of `codes` codes whose bit patterns added up to `acc`.
+__device__ __forceinline__ int quant_sum(uint32_t acc, int codes) {
+  return static_cast<int>(acc - static_cast<uint32_t>(codes) * kRoundMagicBits);
+}
+
 template <RowOp OP, int THREADS, int ITERS>
 __global__ void __launch_bounds__(THREADS) row_kernel(const RowParams p) {
+  pdl_wait_and_trigger();  // launch.h
   __shared__ float red[THREADS / 32];
   const int64_t row = blockIdx.x;
   const int chunks = p.cols / 8;
@@ -156,21 +238,32 @@ __global__ void __launch_bounds__(THREADS) row_kernel(const RowParams p) {
   amax = block_max<THREADS>(amax, red);
   const half s_h = __float2half_rn(act_raw_scale(amax));
   const float s = __half2float(s_h);
-  const float inv_s = s == 0.f ? 0.f : 1.f / s;
-  float qsum = 0.f;  // integer-valued, exact in f32 below 2^24
+  const RowQuant rq = row_quant(s);
+  const float inv_recip = s == 0.f ? 0.f : 1.f / s;  // SiLU rows
+  uint32_t acc = 0;
+  int codes = 0, isum = 0;
 #pragma unroll
   for (int it = 0; it < ITERS; ++it) {
     const int c = it * THREADS + threadIdx.x;
     if (c >= chunks) continue;
-    uint32_t packed[2] = {0, 0};
+    uint2 packed;
+    if constexpr (OP == RowOp::kSiluMul) {
+      uint32_t v[8];
 #pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      const int v = OP == RowOp::kSiluMul ? quantize_by_reciprocal(y[it][k], inv_s) : act_quantize_value(y[it][k], s);
-      qsum += static_cast<float>(v);
-      packed[k / 4] |= (static_cast<uint32_t>(v) & 0xffu) << (8 * (k % 4));
+      for (int k = 0; k < 8; ++k) {
+        const int code = quantize_by_reciprocal(y[it][k], inv_recip);
+        isum += code;
+        v[k] = static_cast<uint32_t>(code);
+      }
+      packed = make_uint2(pack_low_bytes(v[0], v[1], v[2], v[3]), pack_low_bytes(v[4], v[5], v[6], v[7]));
+    } else {
+      packed = quantize8(y[it], rq, acc);
+      codes += 8;
     }
-    *reinterpret_cast<uint2*>(p.q + row * p.cols + c * 8) = make_uint2(packed[0], packed[1]);
+    *reinterpret_cast<uint2*>(p.q + row * p.cols + c * 8) = packed;
   }
+  // exact: |sum| <= 127 x 32768 < 2^24
+  float qsum = static_cast<float>(OP == RowOp::kSiluMul ? isum : quant_sum(acc, codes));
   if (p.sum) qsum = block_sum<THREADS>(qsum, red);
   if (threadIdx.x == 0) {
     p.scale[row] = s_h;
@@ -190,6 +283,7 @@ constexpr int kWideThreads = 256;
 constexpr int kWideMaxSmem = 100 * 1024;  // at least 2 blocks per SM (227 KB)
 
 __global__ void __launch_bounds__(kWideThreads) silu_mul_quant_wide_kernel(const RowParams p) {
+  pdl_wait_and_trigger();  // launch.h
   extern __shared__ float4 ys[];  // [2][chunks]: values 0-3 of chunk c at ys[c], 4-7 at ys[chunks + c]
   __shared__ float red[kWideThreads / 32];
   const int64_t row = blockIdx.x;
@@ -218,16 +312,17 @@ __global__ void __launch_bounds__(kWideThreads) silu_mul_quant_wide_kernel(const
   for (int c = threadIdx.x; c < chunks; c += kWideThreads) {
     const float4 lo = ys[c], hi = ys[chunks + c];
     const float y[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-    uint32_t packed[2] = {0, 0};
+    uint32_t v[8];
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
-      const int v = quantize_by_reciprocal(y[k], inv_s);
-      isum += v;
-      packed[k / 4] |= (static_cast<uint32_t>(v) & 0xffu) << (8 * (k % 4));
+      const int code = quantize_by_reciprocal(y[k], inv_s);
+      isum += code;
+      v[k] = static_cast<uint32_t>(code);
     }
-    *reinterpret_cast<uint2*>(p.q + row * p.cols + c * 8) = make_uint2(packed[0], packed[1]);
+    *reinterpret_cast<uint2*>(p.q + row * p.cols + c * 8) =
+        make_uint2(pack_low_bytes(v[0], v[1], v[2], v[3]), pack_low_bytes(v[4], v[5], v[6], v[7]));
   }
-  float qsum = static_cast<float>(isum);  // exact: |isum| < 2^24 per thread
+  float qsum = static_cast<float>(isum);  // exact: |isum| < 2^24
   if (p.sum) qsum = block_sum<kWideThreads>(qsum, red);
   if (threadIdx.x == 0) {
     p.scale[row] = s_h;
@@ -235,16 +330,82 @@ __global__ void __launch_bounds__(kWideThreads) silu_mul_quant_wide_kernel(const
   }
 }
 
+// Plain quantization (+ sum) of rows up to 4096 columns (the o_proj input),
+// one warp per row: lane l owns chunks l, l + 32, ... of 8 fp16 values (16-byte
+// loads, all issued before the first use, kept as raw fp16 in registers), the
+// absmax on the fp16 bit patterns (exact), the reductions by shuffles: no
+// block barrier, and each warp finishes its row independently. The block-per-
+// row kernel (two block reductions) measured 63-70% of the copy ceiling.
+constexpr int kQuantWarps = 2;  // rows per block
+
+template <int ITERS>
+__global__ void __launch_bounds__(kQuantWarps * 32) quantize_warp_kernel(const half* __restrict__ x, int rows, int cols,
+                                                                          int8_t* __restrict__ q, half* scale,
+                                                                          half* sum) {
+  pdl_wait_and_trigger();  // launch.h
+  const int lane = threadIdx.x % 32;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kQuantWarps + threadIdx.x / 32;
+  if (row >= rows) return;
+  const int chunks = cols / 8;
+  const uint4* xr = reinterpret_cast<const uint4*>(x + row * cols);
+  uint4 raw[ITERS];
+#pragma unroll
+  for (int it = 0; it < ITERS; ++it) {
+    const int c = it * 32 + lane;
+    raw[it] = c < chunks ? xr[c] : make_uint4(0, 0, 0, 0);
+  }
+  // |x| as fp16 bit patterns (sign cleared) orders like unsigned integers
+  uint32_t m2 = 0;
+#pragma unroll
+  for (int it = 0; it < ITERS; ++it) {
+    m2 = __vmaxu2(m2, __vmaxu2(raw[it].x & 0x7fff7fffu, raw[it].y & 0x7fff7fffu));
+    m2 = __vmaxu2(m2, __vmaxu2(raw[it].z & 0x7fff7fffu, raw[it].w & 0x7fff7fffu));
+  }
+  uint32_t mh = max(m2 & 0xffffu, m2 >> 16);
+#pragma unroll
+  for (int o = 16; o >= 1; o >>= 1) mh = max(mh, __shfl_xor_sync(0xffffffffu, mh, o));
+  const float amax = __half2float(__ushort_as_half(static_cast<unsigned short>(mh)));
+  const half s_h = __float2half_rn(act_raw_scale(amax));
+  const float s = __half2float(s_h);
+  const RowQuant rq = row_quant(s);
+  uint32_t acc = 0;
+  int codes = 0;
+  uint2* qr = reinterpret_cast<uint2*>(q + row * cols);
+#pragma unroll
+  for (int it = 0; it < ITERS; ++it) {
+    const int c = it * 32 + lane;
+    if (c >= chunks) continue;
+    float y[8];
+    unpack8(raw[it], y);
+    qr[c] = quantize8(y, rq, acc);
+    codes += 8;
+  }
+  int isum = quant_sum(acc, codes);
+#pragma unroll
+  for (int o = 16; o >= 1; o >>= 1) isum += __shfl_xor_sync(0xffffffffu, isum, o);
+  if (lane == 0) {
+    scale[row] = s_h;
+    if (sum) sum[row] = __float2half_rn(__fmul_rn(s, static_cast<float>(isum)));  // |isum| < 2^24: exact
+  }
+}
+
+template <int ITERS>
+cudaError_t launch_quantize_warp(const RowParams& p, int rows, cudaStream_t stream) {
+  const int blocks = (rows + kQuantWarps - 1) / kQuantWarps;
+  return launch_kernel(quantize_warp_kernel<ITERS>, dim3(blocks), dim3(kQuantWarps * 32), 0, stream, p.a, rows, p.cols,
+                       p.q, p.scale, p.sum);
+}
+
 template <RowOp OP, int THREADS>
 cudaError_t launch_iters(const RowParams& p, int rows, cudaStream_t stream) {
   const int chunks = p.cols / 8;
   const int iters = (chunks + THREADS - 1) / THREADS;
-  if (iters <= 1) row_kernel<OP, THREADS, 1><<<rows, THREADS, 0, stream>>>(p);
-  else if (iters <= 2) row_kernel<OP, THREADS, 2><<<rows, THREADS, 0, stream>>>(p);
-  else if (iters <= 4) row_kernel<OP, THREADS, 4><<<rows, THREADS, 0, stream>>>(p);
-  else if (iters <= 8 && THREADS <= 256) row_kernel<OP, THREADS <= 256 ? THREADS : 256, 8><<<rows, THREADS, 0, stream>>>(p);
-  else return cudaErrorInvalidValue;  // 1024 threads x 8 chunks would spill
-  return cudaGetLastError();
+  const dim3 grid(rows), block(THREADS);
+  if (iters <= 1) return launch_kernel(row_kernel<OP, THREADS, 1>, grid, block, 0, stream, p);
+  if (iters <= 2) return launch_kernel(row_kernel<OP, THREADS, 2>, grid, block, 0, stream, p);
+  if (iters <= 4) return launch_kernel(row_kernel<OP, THREADS, 4>, grid, block, 0, stream, p);
+  if (iters <= 8 && THREADS <= 256) return launch_kernel(row_kernel<OP, THREADS <= 256 ? THREADS : 256, 8>, grid, block, 0, stream, p);
+  return cudaErrorInvalidValue;  // 1024 threads x 8 chunks would spill
 }
 
 template <RowOp OP>
@@ -268,6 +429,7 @@ RowParams quant_params(const Int8Rows& out) {
 }
 
 __global__ void gather_kernel(const uint4* table, int64_t vocab, const int32_t* ids, int chunks, uint4* out) {
+  pdl_wait_and_trigger();  // launch.h
   const int64_t row = blockIdx.x;
   const int32_t id = ids[row];
   const bool ok = id >= 0 && id < vocab;
@@ -321,8 +483,7 @@ cudaError_t silu_mul_quant(const uint16_t* gate, const uint16_t* up, int64_t str
   static const cudaError_t attr = cudaFuncSetAttribute(silu_mul_quant_wide_kernel,
                                                        cudaFuncAttributeMaxDynamicSharedMemorySize, kWideMaxSmem);
   if (attr != cudaSuccess) return attr;
-  silu_mul_quant_wide_kernel<<<rows, kWideThreads, smem, stream>>>(p);
-  return cudaGetLastError();
+  return launch_kernel(silu_mul_quant_wide_kernel, dim3(rows), dim3(kWideThreads), smem, stream, p);
 }
 
 cudaError_t quantize_int8(const uint16_t* x, int rows, int cols, const Int8Rows& out, cudaStream_t stream) {
@@ -330,16 +491,23 @@ cudaError_t quantize_int8(const uint16_t* x, int rows, int cols, const Int8Rows&
   p.a = reinterpret_cast<const half*>(x);
   p.stride = cols;
   p.cols = cols;
-  return launch_row<RowOp::kQuantize>(p, rows, stream);
+  if (rows <= 0) return cudaSuccess;
+  if (cols <= 0 || cols % 8 != 0) return cudaErrorInvalidValue;
+  const int lane_chunks = (cols / 8 + 31) / 32;  // chunks per lane, one warp per row
+  if (lane_chunks <= 1) return launch_quantize_warp<1>(p, rows, stream);
+  if (lane_chunks <= 2) return launch_quantize_warp<2>(p, rows, stream);
+  if (lane_chunks <= 4) return launch_quantize_warp<4>(p, rows, stream);
+  if (lane_chunks <= 8) return launch_quantize_warp<8>(p, rows, stream);
+  if (lane_chunks <= 16) return launch_quantize_warp<16>(p, rows, stream);
+  return launch_row<RowOp::kQuantize>(p, rows, stream);  // wider rows: a block per row
 }
 
 cudaError_t embedding_gather(const uint16_t* table, int64_t vocab, const int32_t* ids, int rows, int cols,
                              uint16_t* out, cudaStream_t stream) {
   if (rows <= 0) return cudaSuccess;
   if (cols % 8 != 0) return cudaErrorInvalidValue;
-  gather_kernel<<<rows, 256, 0, stream>>>(reinterpret_cast<const uint4*>(table), vocab, ids, cols / 8,
-                                          reinterpret_cast<uint4*>(out));
-  return cudaGetLastError();
+  return launch_kernel(gather_kernel, dim3(rows), dim3(256), 0, stream, reinterpret_cast<const uint4*>(table), vocab, ids,
+                       cols / 8, reinterpret_cast<uint4*>(out));
 }
 
 cudaError_t copy_bytes(void* dst, const void* src, size_t bytes, cudaStream_t stream) {

@@ -20,6 +20,7 @@
 
 #include "backend/cuda/gemm_w4a8_launch.h"
 #include "backend/cuda/kernels/mma_primitives.cuh"
+#include "backend/cuda/kernels/pdl.cuh"
 #include "quant/gemm_epilogue.h"
 
 namespace qserve::cuda::w4a8 {
@@ -91,16 +92,14 @@ struct StageLoader {
     }
   }
 
-  __device__ __forceinline__ void load(const KernelParams& p, uint8_t* stage, int kt) const {
+  // The weights (and g128 level-2 parameters) of k tile kt: data no kernel
+  // writes, so it may be loaded before the dependency wait (kernels/pdl.cuh).
+  __device__ __forceinline__ void load_w(const KernelParams& p, uint8_t* stage, int kt) const {
     const int tid = threadIdx.x;
 #pragma unroll
     for (int j = 0; j < kWIters; ++j)
       if (kWChunks % T == 0 || tid + j * T < kWChunks)
         ptx::cp_async16(stage + (tid + j * T) * 16, p.w + w_off[j] + kt * 256, (valid >> j) & 1);
-#pragma unroll
-    for (int j = 0; j < kXIters; ++j)
-      if (kXChunks % T == 0 || tid + j * T < kXChunks)
-        ptx::cp_async16(stage + Cfg::kWBytes + x_dst[j], p.x + x_off[j] + kt * 64, (valid >> (8 + j)) & 1);
     if constexpr (kG128) {
 #pragma unroll
       for (int j = 0; j < kLIters; ++j)
@@ -108,6 +107,18 @@ struct StageLoader {
           ptx::cp_async16(stage + Cfg::kWBytes + Cfg::kXBytes + (tid + j * T) * 16,
                           p.level2 + l_off[j] + (kt >> 1) * 8, (valid >> (16 + j)) & 1);
     }
+  }
+  // The activations of k tile kt (written by the previous kernel).
+  __device__ __forceinline__ void load_x(const KernelParams& p, uint8_t* stage, int kt) const {
+    const int tid = threadIdx.x;
+#pragma unroll
+    for (int j = 0; j < kXIters; ++j)
+      if (kXChunks % T == 0 || tid + j * T < kXChunks)
+        ptx::cp_async16(stage + Cfg::kWBytes + x_dst[j], p.x + x_off[j] + kt * 64, (valid >> (8 + j)) & 1);
+  }
+  __device__ __forceinline__ void load(const KernelParams& p, uint8_t* stage, int kt) const {
+    load_w(p, stage, kt);
+    load_x(p, stage, kt);
   }
 };
 
@@ -148,10 +159,18 @@ __global__ void __launch_bounds__(Cfg::kThreads) gemm_w4a8_kernel(const KernelPa
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0;
 
+  // Prologue: the weights of the first STAGES - 1 k tiles before the
+  // dependency wait (they join the first commit group), the activations
+  // after it: with programmatic dependent launch the weight stream starts
+  // while the previous kernel finishes (kernels/pdl.cuh).
   const StageLoader<Cfg, kG128> loader(p, n16_base, m_base);
 #pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s)
+    if (s < kt_count) loader.load_w(p, smem + s * Cfg::kStageBytes, kt_begin + s);
+  ptx::pdl_wait();
+#pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < kt_count) loader.load(p, smem + s * Cfg::kStageBytes, kt_begin + s);
+    if (s < kt_count) loader.load_x(p, smem + s * Cfg::kStageBytes, kt_begin + s);
     ptx::cp_async_commit();
   }
 
@@ -200,6 +219,10 @@ __global__ void __launch_bounds__(Cfg::kThreads) gemm_w4a8_kernel(const KernelPa
     }
   }
   ptx::cp_async_wait<0>();
+  // Dependents may be scheduled once every CTA is past its main loop. Not at
+  // the start: several of these CTAs fit on an SM, so dependents (and theirs)
+  // would become resident early and hold SM slots while they wait.
+  ptx::pdl_trigger();
 
   // Fragment coordinates: acc[mi][ni][2h + e] is channel (.. + g + 8h), token (.. + 2q + e).
   const int g = lane >> 2, q = lane & 3;
@@ -245,17 +268,42 @@ __global__ void __launch_bounds__(Cfg::kThreads) gemm_w4a8_kernel(const KernelPa
     }
   }
 
+  if (p.acc_out) {  // exact accumulators (tests)
 #pragma unroll
-  for (int ni = 0; ni < NI; ++ni)
+    for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int o = o_base + mi * 16 + 8 * (e >> 1), t = t_base + ni * 8 + (e & 1);
+          if (o < p.n && t < p.m) p.acc_out[static_cast<size_t>(t) * p.n + o] = acc[mi][ni][e];
+        }
+    return;
+  }
+  // Every factor is loaded before the first store (y may alias them as far
+  // as the compiler knows: loads between stores would wait one by one).
+  float scale[MI][2], szero[MI][2];
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int o = min(o_base + mi * 16 + 8 * h, p.n16 * 16 - 1);
+      scale[mi][h] = p.ch_scale[o];
+      szero[mi][h] = kG128 ? 0.0f : p.ch_szero[o];
+    }
+#pragma unroll
+  for (int ni = 0; ni < NI; ++ni) {
+    float sx[2], asum[2];  // this column tile's token factors, loaded before its stores
+#pragma unroll
+    for (int e1 = 0; e1 < 2; ++e1) {
+      const int t = min(t_base + ni * 8 + e1, p.m - 1);
+      sx[e1] = __half2float(p.s_x[t]);
+      asum[e1] = kG128 ? 0.0f : __half2float(p.a_sum[t]);
+    }
 #pragma unroll
     for (int e1 = 0; e1 < 2; ++e1) {
       const int t = t_base + ni * 8 + e1;
       if (t >= p.m) continue;
-      float s_x = 0.0f, a_sum = 0.0f;
-      if (!p.acc_out) {
-        s_x = __half2float(p.s_x[t]);
-        if constexpr (!kG128) a_sum = __half2float(p.a_sum[t]);
-      }
 #pragma unroll
       for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
@@ -263,16 +311,12 @@ __global__ void __launch_bounds__(Cfg::kThreads) gemm_w4a8_kernel(const KernelPa
           const int o = o_base + mi * 16 + 8 * h;
           if (o >= p.n) continue;
           const int32_t v = acc[mi][ni][2 * h + e1];
-          const size_t idx = static_cast<size_t>(t) * p.n + o;
-          if (p.acc_out) {
-            p.acc_out[idx] = v;
-          } else if constexpr (kG128) {
-            p.y[idx] = __float2half_rn(quant::epilogue_g128(v, s_x, p.ch_scale[o]));
-          } else {
-            p.y[idx] = __float2half_rn(quant::epilogue_per_channel(v, s_x, p.ch_scale[o], p.ch_szero[o], a_sum));
-          }
+          p.y[static_cast<size_t>(t) * p.n + o] =
+              __float2half_rn(kG128 ? quant::epilogue_g128(v, sx[e1], scale[mi][h])
+                                    : quant::epilogue_per_channel(v, sx[e1], scale[mi][h], szero[mi][h], asum[e1]));
         }
     }
+  }
 }
 
 }  // namespace qserve::cuda::w4a8

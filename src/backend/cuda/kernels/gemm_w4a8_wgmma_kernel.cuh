@@ -17,6 +17,9 @@
 //     wgmma m64nBMk32; two stages in flight (the dequantization of stage
 //     k + 1 overlaps the wgmmas of stage k), a stage released with one
 //     arrival per warp on `empty` once its wgmmas have completed.
+// Programmatic dependent launch (kernels/pdl.cuh): the producer issues the
+// first STAGES stages' weights before the dependency wait, their activations
+// after it; the consumers wait before the epilogue's reads and writes.
 // Work units (n block, m block, k split) are strided over the persistent
 // CTAs, m fastest (the CTAs running together share weight blocks in L2).
 // Split-K: each split stores INT32 partials; the last CTA of a tile to arrive
@@ -35,6 +38,7 @@
 #include "backend/cuda/gemm_w4a8_wgmma_launch.h"
 #include "backend/cuda/kernels/gemm_hopper_primitives.cuh"
 #include "backend/cuda/kernels/gemm_wgmma_s8.cuh"
+#include "backend/cuda/kernels/pdl.cuh"
 #include "quant/gemm_epilogue.h"
 #include "quant/w4a8_repack.h"
 
@@ -135,6 +139,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   uint64_t* full = reinterpret_cast<uint64_t*>(ws + STAGES * kWBytes);
   uint64_t* empty = full + STAGES;
   int* s_is_last = reinterpret_cast<int*>(empty + STAGES);
+  uint8_t* epi = reinterpret_cast<uint8_t*>(s_is_last) + 16;  // [2 warpgroups][kEpiChunk][64 * MT * 2 + 16 B]
 
   const int k64_total = p.k >> 6;
   const int kt_total = (k64_total + 1) >> 1;  // 128-wide stages (the last may be half)
@@ -147,36 +152,64 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   __syncthreads();
 
+  // Dependents (the next kernel of the stream) may be scheduled once every
+  // CTA is running: they start as this grid's CTAs exit (kernels/pdl.cuh).
+  ptx::pdl_trigger();
+
   const int wg = threadIdx.x >> 7;
   if (wg == 0) {
     // ---------------- producer ----------------
     ptx::setmaxnreg_dec<40>();
     if (threadIdx.x == 0) {
       ptx::tma_prefetch_map(&x_map);
+      // The first STAGES stages are issued before the dependency wait with
+      // their weights only (no kernel writes the weights); their activations,
+      // which the previous kernel may still be writing, follow the wait.
+      // Each stage's `full` barrier expects both from the start.
+      auto issue_x = [&](int count) {
+        int i = 0;
+        for (int u = blockIdx.x; u < p.units && i < count; u += gridDim.x) {
+          const int m_blk = u % p.grid_m, split = u / p.grid_m / p.grid_n;
+          const int kb = split * p.kt_per_split, ke = min(kt_total, kb + p.kt_per_split);
+          for (int kt = kb; kt < ke && i < count; ++kt, ++i)
+            ptx::tma_load_2d(xs + (i % STAGES) * kXBytes, &x_map, kt * 128, m_blk * BM, &full[i % STAGES]);
+        }
+      };
       int it = 0;
+      bool waited = false;
       for (int u = blockIdx.x; u < p.units; u += gridDim.x) {
         const int m_blk = u % p.grid_m, rest = u / p.grid_m;
         const int n_blk = rest % p.grid_n, split = rest / p.grid_n;
         const int kb = split * p.kt_per_split, ke = min(kt_total, kb + p.kt_per_split);
         for (int kt = kb; kt < ke; ++kt, ++it) {
           const int s = it % STAGES;
+          if (!waited && it == STAGES) {
+            ptx::pdl_wait();
+            waited = true;
+            issue_x(STAGES);
+          }
           ptx::mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
           const int halves = min(2, k64_total - 2 * kt);
           int blocks = 0;  // 128-channel blocks that exist (the last CTA column may have fewer)
 #pragma unroll
           for (int b = 0; b < MT; ++b) blocks += n_blk * MT + b < p.blocks128;
           ptx::mbar_arrive_expect_tx(&full[s], kXBytes + blocks * halves * 4096);
-          ptx::tma_load_2d(xs + s * kXBytes, &x_map, kt * 128, m_blk * BM, &full[s]);
+          if (waited) ptx::tma_load_2d(xs + s * kXBytes, &x_map, kt * 128, m_blk * BM, &full[s]);
           for (int b = 0; b < blocks; ++b) {
             const uint8_t* src = p.w + ((static_cast<size_t>(n_blk) * MT + b) * k64_total + 2 * kt) * 4096;
             ptx::tma_load_1d(ws + s * kWBytes + b * 8192, src, halves * 4096, &full[s]);
           }
         }
       }
+      if (!waited) {
+        ptx::pdl_wait();
+        issue_x(it);
+      }
     }
   } else {
     // ---------------- consumers ----------------
     ptx::setmaxnreg_inc<232>();
+    ptx::pdl_wait();  // before reading s_x / a_sum and writing y, partials, counters
     const int cw = wg - 1;                  // consumer warpgroup 0 / 1
     const int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
     const int g = lane >> 2, q = lane & 3;
@@ -284,43 +317,87 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
 
+      if (p.acc_out) {  // exact accumulators (tests): plain stores
+#pragma unroll
+        for (int j = 0; j < MT; ++j)
+#pragma unroll
+          for (int i = 0; i < BM / 8; ++i)
+#pragma unroll
+            for (int e4 = 0; e4 < 4; ++e4) {
+              const int o = o_base[j] + 8 * (e4 >> 1), t = t_base + 8 * i + (e4 & 1);
+              if (o < p.n && t < p.m) p.acc_out[static_cast<size_t>(t) * p.n + o] = acc[j][4 * i + e4];
+            }
+        continue;
+      }
+
+      // Every factor is loaded before the first store: y may alias them as
+      // far as the compiler knows, so loads left between stores would each
+      // wait a full memory latency.
       float scale[MT][2], szero[MT][2];
 #pragma unroll
       for (int j = 0; j < MT; ++j)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int o = min(o_base[j] + 8 * h, p.n16 * 16 - 1);
-          scale[j][h] = p.acc_out ? 0.0f : p.ch_scale[o];
-          szero[j][h] = kG128 || p.acc_out ? 0.0f : p.ch_szero[o];
+          scale[j][h] = p.ch_scale[o];
+          szero[j][h] = kG128 ? 0.0f : p.ch_szero[o];
         }
+
+      // Staged stores: per chunk of kChunk tokens, this warpgroup writes its
+      // fp16 outputs [kChunk tokens][64 * MT channels] into its shared buffer
+      // (rows padded by 16 B: the 4 token rows of one store hit distinct
+      // banks), then copies the rows out with coalesced 16-B stores.
+      constexpr int kChunk = kEpiChunk<BM>, kWgCh = 64 * MT, kRowBytes = kWgCh * 2 + 16;
+      uint8_t* ebuf = epi + cw * kChunk * kRowBytes;
+      const int wtid = threadIdx.x & 127;
+      const int o_wg = (n_blk * MT * 2 + cw * MT) * 64;  // first channel of this warpgroup
+      const bool vec_ok = (p.n & 7) == 0 && (reinterpret_cast<uintptr_t>(p.y) & 15) == 0;
 #pragma unroll
-      for (int i = 0; i < BM / 8; ++i)
+      for (int c0 = 0; c0 < BM; c0 += kChunk) {
+        float sx[kChunk / 8][2], asum[kChunk / 8][2];  // the chunk's token factors, loaded first
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int t = t_base + 8 * i + e;
-          if (t >= p.m) continue;
-          float s_x = 0.0f, a_sum = 0.0f;
-          if (!p.acc_out) {
-            s_x = __half2float(p.s_x[t]);
-            if constexpr (!kG128) a_sum = __half2float(p.a_sum[t]);
+        for (int i = 0; i < kChunk / 8; ++i)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int t = min(t_base + c0 + 8 * i + e, p.m - 1);
+            sx[i][e] = __half2float(p.s_x[t]);
+            asum[i][e] = kG128 ? 0.0f : __half2float(p.a_sum[t]);
           }
+        ptx::named_barrier(2 + cw, 128);  // the previous chunk has been copied out
 #pragma unroll
-          for (int j = 0; j < MT; ++j)
+        for (int i = c0 / 8; i < (c0 + kChunk) / 8; ++i)
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              const int o = o_base[j] + 8 * h;
-              if (o >= p.n) continue;
-              const int32_t v = acc[j][4 * i + 2 * h + e];
-              const size_t idx = static_cast<size_t>(t) * p.n + o;
-              if (p.acc_out) {
-                p.acc_out[idx] = v;
-              } else if constexpr (kG128) {
-                p.y[idx] = __float2half_rn(quant::epilogue_g128(v, s_x, scale[j][h]));
-              } else {
-                p.y[idx] = __float2half_rn(quant::epilogue_per_channel(v, s_x, scale[j][h], szero[j][h], a_sum));
+          for (int e = 0; e < 2; ++e) {
+            const int row = 8 * i - c0 + 2 * q + e;
+            const int ic = i - c0 / 8;
+#pragma unroll
+            for (int j = 0; j < MT; ++j)
+#pragma unroll
+              for (int h = 0; h < 2; ++h) {
+                const int32_t v = acc[j][4 * i + 2 * h + e];
+                const float f = kG128 ? quant::epilogue_g128(v, sx[ic][e], scale[j][h])
+                                      : quant::epilogue_per_channel(v, sx[ic][e], scale[j][h], szero[j][h], asum[ic][e]);
+                const int col = j * 64 + warp * 16 + g + 8 * h;
+                *reinterpret_cast<__half*>(ebuf + row * kRowBytes + col * 2) = __float2half_rn(f);
               }
-            }
+          }
+        ptx::named_barrier(2 + cw, 128);
+        constexpr int kPieces = kChunk * kWgCh / 8;  // 16-B pieces of the chunk
+#pragma unroll
+        for (int pc = wtid; pc < kPieces; pc += 128) {
+          const int row = pc / (kWgCh / 8), o = o_wg + (pc % (kWgCh / 8)) * 8;
+          const int t = m_blk * BM + c0 + row;
+          if (t >= p.m || o >= p.n) continue;
+          const uint4 v = *reinterpret_cast<const uint4*>(ebuf + row * kRowBytes + (o - o_wg) * 2);
+          __half* dst = p.y + static_cast<size_t>(t) * p.n + o;
+          if (vec_ok && o + 8 <= p.n) {
+            *reinterpret_cast<uint4*>(dst) = v;
+          } else {
+            const __half* hv = reinterpret_cast<const __half*>(&v);
+            for (int x = 0; x < 8 && o + x < p.n; ++x) dst[x] = hv[x];
+          }
         }
+      }
     }
   }
 #else

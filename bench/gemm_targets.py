@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Target verdicts of the W4A8 GEMM issues from a `bench_gemm --json` file.
+
+Usage: bench/gemm_targets.py GEMM.json [--column shipped|no_pdl|policy]
+
+Columns: `shipped` = the top-level plan as launched by that binary,
+`no_pdl` = the same plan without programmatic dependent launch, `policy` =
+the wgmma plans with PDL and the mma.sync plans without (what the engine
+launches from commit of round 3 on; a row whose plan the measured table
+moved to the wgmma family takes the wgmma column). Ratios are cuBLASLt INT8
+time / our time, from the same run.
+"""
+import json
+import statistics
+import sys
+
+TARGETS = [  # (issue, kind, label, predicate on m, target)
+    (8, "per_channel", "m >= 1024", lambda m: m >= 1024, 1.0),
+    (8, "per_channel", "m = 256", lambda m: m == 256, 1.3),
+    (8, "per_channel", "m <= 64", lambda m: m <= 64, 2.2),
+    (8, "g128", "m >= 1024", lambda m: m >= 1024, 0.9),
+    (8, "g128", "m = 256", lambda m: m == 256, 1.2),
+    (8, "g128", "m <= 64", lambda m: m <= 64, 2.0),
+    (4, "per_channel", "m <= 64", lambda m: m <= 64, 1.8),
+    (4, "per_channel", "m >= 1024", lambda m: m >= 1024, 0.9),
+    (4, "g128", "m <= 64", lambda m: m <= 64, 1.6),
+    (4, "g128", "m >= 1024", lambda m: m >= 1024, 0.8),
+]
+
+# Rows whose shipped plan changed after the run (measured table): (model, layer, m, kind) -> use the wgmma column.
+MOVED_TO_WGMMA = {("70b", "down", 16, "per_channel"), ("70b", "down", 32, "per_channel")}
+
+
+def time_of(row, kind, column):
+    if column == "shipped":
+        return row[f"shipped_{kind}_us"]
+    if column == "no_pdl":
+        return row[f"shipped_{kind}_no_pdl_us"]
+    if (row["model"], row["layer"], row["m"], kind) in MOVED_TO_WGMMA:
+        return row[f"wgmma_{kind}_us"]
+    wgmma = row[f"shipped_{kind}_plan"].startswith("wg")
+    return row[f"shipped_{kind}_us"] if wgmma else row[f"shipped_{kind}_no_pdl_us"]
+
+
+def main():
+    path = sys.argv[1]
+    column = sys.argv[sys.argv.index("--column") + 1] if "--column" in sys.argv else "policy"
+    rows = json.load(open(path))
+    print(f"| issue | kind | m | target | {column}: min / median / max | rows met | verdict | worst row |")
+    print("|---|---|---|---|---|---|---|---|")
+    for issue, kind, label, pred, target in TARGETS:
+        sel = [r for r in rows if pred(r["m"])]
+        ratios = [(r["cublaslt_int8_us"] / time_of(r, kind, column), r) for r in sel]
+        if not ratios:
+            continue
+        vals = [x for x, _ in ratios]
+        met = sum(x >= target for x in vals)
+        worst = min(ratios, key=lambda t: t[0])[1]
+        name = "per-channel" if kind == "per_channel" else "g128"
+        print(f"| {issue} | {name} | {label} | >= {target}x | {min(vals):.2f}x / {statistics.median(vals):.2f}x / "
+              f"{max(vals):.2f}x | {met} of {len(vals)} | {'met' if met == len(vals) else 'not met'} | "
+              f"{worst['model']} {worst['layer']} m={worst['m']} |")
+
+
+if __name__ == "__main__":
+    main()

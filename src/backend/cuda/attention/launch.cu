@@ -1,0 +1,39 @@
+// The PDL switch of launch.h; the device-side halves are in launch.cuh.
+#include "backend/cuda/attention/launch.h"
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <string_view>
+
+namespace qserve::cuda {
+
+namespace {
+// QSERVE_PDL=0 in the environment turns it off from the start, as for the
+// GEMMs (cuda_context.h pdl_enabled).
+std::atomic<bool> g_programmatic{[] {
+  const char* v = std::getenv("QSERVE_PDL");
+  return !(v && std::string_view(v) == "0");
+}()};
+
+// Compute capability major of the current device, read once per process (the
+// backend uses one device type); 0 if it cannot be read.
+int device_major() {
+  static const int major = [] {
+    int dev = 0, v = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&v, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    return v;
+  }();
+  return major;
+}
+}  // namespace
+
+void set_programmatic_launch(bool on) { g_programmatic.store(on, std::memory_order_relaxed); }
+
+bool programmatic_launch() { return g_programmatic.load(std::memory_order_relaxed) && device_major() >= 9; }
+
+}  // namespace qserve::cuda

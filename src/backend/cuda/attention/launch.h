@@ -1,0 +1,25 @@
+// Programmatic dependent launch (PDL, sm_90+) for the attention and fused
+// memory-bound kernels: they are launched with
+// cudaLaunchAttributeProgrammaticStreamSerialization, so the GPU may schedule
+// a grid while the previous kernel of the stream is still finishing (its last
+// blocks), instead of after it has drained. Each such kernel executes
+// griddepcontrol.wait before its first global memory access (so it sees
+// everything the previous kernel wrote, and writes nothing the previous kernel
+// still reads) and then griddepcontrol.launch_dependents (the next grid may be
+// scheduled once all of its blocks have started). A kernel launched without
+// the attribute, or following one that never triggers, behaves as before.
+//
+// On by default on devices of compute capability 9.0 and above; off (plain
+// launches) elsewhere, with QSERVE_PDL=0 in the environment (the switch the
+// GEMMs read too, cuda_context.h pdl_enabled), or when turned off here (tests
+// and benchmarks compare). Device side: kernels/pdl.cuh.
+#pragma once
+
+namespace qserve::cuda {
+
+// Process-wide switch (thread-safe); takes effect for launches issued after it.
+void set_programmatic_launch(bool on);
+// Whether launches issued now use the attribute (switch on and device >= sm_90).
+bool programmatic_launch();
+
+}  // namespace qserve::cuda
