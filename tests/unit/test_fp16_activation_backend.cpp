@@ -9,6 +9,10 @@
 #include "core/half.h"
 #include "backend/cpu/fp16_activation_backend.h"
 #include "engine/backend_factory.h"
+#include "engine/llama_model.h"
+#include "model/checkpoint.h"
+#include "model/llama_weights.h"
+#include "model/model_config.h"
 
 namespace qserve {
 namespace {
@@ -123,6 +127,33 @@ TEST(Fp16ActivationBackend, RoundsOnlyTheListedPoints) {
       for (int64_t j = 0; j < y.numel(); ++j) ASSERT_EQ(y.data_as<float>()[j], y_ref.data_as<float>()[j]) << i;
     }
   }
+}
+
+// In a model, the first linear made is lm_head: with only "logits" listed, the
+// logits are the plain CPU model's rounded to fp16 and nothing else moves.
+TEST(Fp16ActivationBackend, LogitsPointIsTheModelsLmHead) {
+  auto ckpt = open_checkpoint(std::string(QSERVE_SOURCE_DIR) + "/tests/data/models/tiny-llama");
+  const ModelConfig config = ModelConfig::from_json(ckpt->config());
+  const LlamaWeights weights = LlamaWeights::load(*ckpt, config);
+  auto plain = LlamaModel::create(config, weights, make_backend("cpu"));
+  auto logits16 = LlamaModel::create(config, weights, make_backend("cpu-fp16:logits"));
+  auto down16 = LlamaModel::create(config, weights, make_backend("cpu-fp16:down"));
+  Batch b;
+  b.seqs.push_back({0, {1, 7, 3, 12, 5, 9, 2}, 0});
+  b.all_logits = true;
+  Logits lp, l16, ld;
+  plain->forward(b, lp);
+  logits16->forward(b, l16);
+  down16->forward(b, ld);
+  ASSERT_EQ(lp.all.size(), l16.all.size());
+  int64_t moved = 0, moved_down = 0;
+  for (size_t i = 0; i < lp.all.size(); ++i) {
+    ASSERT_EQ(l16.all[i], round_to_half(lp.all[i])) << i;
+    moved += l16.all[i] != lp.all[i];
+    moved_down += ld.all[i] != lp.all[i];
+  }
+  EXPECT_GT(moved, 0);
+  EXPECT_GT(moved_down, 0);  // another point, another linear: the logits move, unrounded
 }
 
 TEST(Fp16ActivationBackend, MantissaRounding) {
