@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "backend/cuda/attention/decode_attention.h"
-#include "backend/cuda/attention/launch.h"
+#include "backend/cuda/launch_pdl.h"
 #include "backend/cuda/attention/prefill_attention.h"
 #include "backend/cuda/kernels/fused_ops.h"
 #include "bench_common.h"

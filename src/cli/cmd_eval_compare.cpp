@@ -1,4 +1,4 @@
-// qserve eval compare [--model M] --device cuda [--reference cpu] --text FILE
+// qserve eval compare [--model M] --device cuda [--device D2 ...] [--reference cpu] --text FILE
 //                     [--seqlen 512] [--max-windows 4] [--prompts FILE] [--max-new-tokens 64] [--json]
 //
 // One checkpoint on two backends, token by token: the device under test
@@ -25,6 +25,7 @@
 #include "cli/calibration_text.h"
 #include "cli/model_path.h"
 #include "core/error.h"
+#include "engine/backend_factory.h"
 #include "engine/llama_model.h"
 #include "engine/logprobs.h"
 #include "model/checkpoint.h"
@@ -34,7 +35,8 @@ namespace qserve::cli {
 namespace {
 
 struct CompareArgs {
-  std::string model, device = "cuda", reference = "cpu", text, prompts;
+  std::string model, reference = "cpu", text, prompts;
+  std::vector<std::string> devices = {"cuda"};
   int64_t seqlen = 512, max_windows = 4, max_new_tokens = 64;
   bool json = false;
 };
@@ -94,37 +96,38 @@ std::vector<std::string> read_prompts(const std::string& path) {
   return out;
 }
 
-int run_compare(const CompareArgs& a) {
-  if (a.seqlen < 2) fail(ErrorCode::kInvalidArgument, "--seqlen must be at least 2, not {}", a.seqlen);
-  const std::string path = resolve_model_path(a.model);
-  auto ckpt = open_checkpoint(path);
-  LlamaModelOptions ro, to;
-  ro.page_size = to.page_size = 16;
-  ro.device = a.reference;
-  to.device = a.device;
-  auto ref = LlamaModel::load(*ckpt, ro);
-  auto dut = LlamaModel::load(*ckpt, to);
-  const int64_t vocab = ref->config().vocab_size;
+// The reference's teacher-forced logits of one window ([seqlen, vocab]) and its greedy runs, computed once
+// and compared with each device under test.
+struct ReferenceRuns {
+  std::vector<std::vector<int32_t>> windows;  // token ids of each window
+  std::vector<Logits> logits;                 // all rows of each window
+  std::vector<std::vector<int32_t>> prompt_ids, greedy;
+  std::vector<std::vector<float>> margins;
+};
 
-  nlohmann::json report = {{"model", path}, {"device", a.device}, {"reference", a.reference}};
+nlohmann::json compare_one(const std::string& path, const Checkpoint& ckpt, const CompareArgs& a,
+                           const std::string& device, LlamaModel& ref, const ReferenceRuns& rr,
+                           const std::vector<std::string>& prompts) {
+  LlamaModelOptions to;
+  to.page_size = 16;
+  to.device = device;
+  auto dut = LlamaModel::load(ckpt, to);
+  const int64_t vocab = ref.config().vocab_size;
+  nlohmann::json report = {{"model", path}, {"device", device}, {"reference", a.reference}};
 
   // Teacher forcing.
-  if (!a.text.empty()) {
-    const std::vector<int32_t> ids = tokenize_text(path, read_text_file(a.text), /*add_special=*/true);
-    int64_t windows = static_cast<int64_t>(ids.size()) / a.seqlen;
-    if (a.max_windows > 0) windows = std::min(windows, a.max_windows);
-    if (windows == 0) fail(ErrorCode::kInvalidArgument, "{}: fewer tokens than one window of {}", a.text, a.seqlen);
+  if (!rr.windows.empty()) {
+    const int64_t windows = static_cast<int64_t>(rr.windows.size());
     double nll_ref = 0, nll_dut = 0, max_rel = 0;
     int64_t agree = 0, positions = 0;
     for (int64_t w = 0; w < windows; ++w) {
       Batch b;
-      b.seqs.push_back({w, std::vector<int32_t>(ids.begin() + w * a.seqlen, ids.begin() + (w + 1) * a.seqlen), 0});
+      b.seqs.push_back({w, rr.windows[w], 0});
       b.all_logits = true;
-      Logits lr, ld;
-      ref->forward(b, lr);
+      Logits ld;
       dut->forward(b, ld);
-      ref->release(w);
       dut->release(w);
+      const Logits& lr = rr.logits[w];
       for (int64_t t = 0; t < a.seqlen; ++t) {
         const auto r = lr.all_row(t), d = ld.all_row(t);
         agree += argmax(r) == argmax(d);
@@ -136,8 +139,8 @@ int run_compare(const CompareArgs& a) {
         }
         max_rel = std::max(max_rel, static_cast<double>(diff / std::max(scale, 1e-6f)));
         if (t + 1 < a.seqlen) {
-          nll_ref += token_nll(r, b.seqs[0].tokens[t + 1]);
-          nll_dut += token_nll(d, b.seqs[0].tokens[t + 1]);
+          nll_ref += token_nll(r, rr.windows[w][t + 1]);
+          nll_dut += token_nll(d, rr.windows[w][t + 1]);
         }
       }
     }
@@ -156,12 +159,9 @@ int run_compare(const CompareArgs& a) {
   // Greedy decoding.
   nlohmann::json greedy_rows = nlohmann::json::array();
   int64_t identical = 0;
-  const auto prompts = read_prompts(a.prompts);
   for (size_t p = 0; p < prompts.size(); ++p) {
-    const std::vector<int32_t> ids = tokenize_text(path, prompts[p], /*add_special=*/true);
-    std::vector<float> margins;
-    const auto r = greedy(*ref, 1000000 + p, ids, a.max_new_tokens, &margins);
-    const auto d = greedy(*dut, 1000000 + p, ids, a.max_new_tokens, nullptr);
+    const auto& r = rr.greedy[p];
+    const auto d = greedy(*dut, 1000000 + p, rr.prompt_ids[p], a.max_new_tokens, nullptr);
     int64_t first = -1;
     for (size_t i = 0; i < r.size(); ++i)
       if (r[i] != d[i]) {
@@ -172,17 +172,17 @@ int run_compare(const CompareArgs& a) {
     nlohmann::json row = {{"prompt", prompts[p]}, {"tokens", r.size()}, {"identical", first < 0}};
     if (first >= 0) {
       row["first_divergence"] = first;
-      row["reference_top2_margin_there"] = margins[first];
+      row["reference_top2_margin_there"] = rr.margins[p][first];
     }
     greedy_rows.push_back(row);
   }
   report["greedy"] = {{"prompts", prompts.size()}, {"identical", identical}, {"rows", greedy_rows}};
+  return report;
+}
 
-  if (a.json) {
-    std::printf("%s\n", report.dump().c_str());
-    return 0;
-  }
-  std::printf("%s on %s vs %s\n", path.c_str(), a.device.c_str(), a.reference.c_str());
+void print_report(const nlohmann::json& report) {
+  std::printf("%s on %s vs %s\n", report["model"].get<std::string>().c_str(),
+              report["device"].get<std::string>().c_str(), report["reference"].get<std::string>().c_str());
   if (report.contains("teacher_forced")) {
     const auto& t = report["teacher_forced"];
     std::printf("teacher forced: %lld positions, top-1 agreement %.4f, ppl %.4f (reference) vs %.4f (%+.3f%%), "
@@ -191,7 +191,7 @@ int run_compare(const CompareArgs& a) {
                 t["ppl_reference"].get<double>(), t["ppl_device"].get<double>(),
                 100 * t["ppl_rel_diff"].get<double>(), t["max_logit_diff_over_max_abs"].get<double>());
   }
-  for (const auto& row : greedy_rows) {
+  for (const auto& row : report["greedy"]["rows"]) {
     if (row["identical"].get<bool>()) {
       std::printf("greedy %3zu tokens identical   | %s\n", row["tokens"].get<size_t>(),
                   row["prompt"].get<std::string>().c_str());
@@ -200,6 +200,53 @@ int run_compare(const CompareArgs& a) {
                   static_cast<long long>(row["first_divergence"].get<int64_t>()),
                   row["reference_top2_margin_there"].get<float>(), row["prompt"].get<std::string>().c_str());
     }
+  }
+}
+
+int run_compare(const CompareArgs& a) {
+  if (a.seqlen < 2) fail(ErrorCode::kInvalidArgument, "--seqlen must be at least 2, not {}", a.seqlen);
+  if (a.devices.empty()) fail(ErrorCode::kInvalidArgument, "no --device to compare");
+  check_device_name(a.reference);
+  for (const std::string& d : a.devices) check_device_name(d);
+  const std::string path = resolve_model_path(a.model);
+  auto ckpt = open_checkpoint(path);
+  LlamaModelOptions ro;
+  ro.page_size = 16;
+  ro.device = a.reference;
+  auto ref = LlamaModel::load(*ckpt, ro);
+
+  // The reference once: teacher-forced logits of every window, greedy continuations.
+  ReferenceRuns rr;
+  if (!a.text.empty()) {
+    const std::vector<int32_t> ids = tokenize_text(path, read_text_file(a.text), /*add_special=*/true);
+    int64_t windows = static_cast<int64_t>(ids.size()) / a.seqlen;
+    if (a.max_windows > 0) windows = std::min(windows, a.max_windows);
+    if (windows == 0) fail(ErrorCode::kInvalidArgument, "{}: fewer tokens than one window of {}", a.text, a.seqlen);
+    for (int64_t w = 0; w < windows; ++w) {
+      rr.windows.emplace_back(ids.begin() + w * a.seqlen, ids.begin() + (w + 1) * a.seqlen);
+      Batch b;
+      b.seqs.push_back({w, rr.windows.back(), 0});
+      b.all_logits = true;
+      rr.logits.emplace_back();
+      ref->forward(b, rr.logits.back());
+      ref->release(w);
+    }
+  }
+  const auto prompts = read_prompts(a.prompts);
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    rr.prompt_ids.push_back(tokenize_text(path, prompts[p], /*add_special=*/true));
+    rr.margins.emplace_back();
+    rr.greedy.push_back(greedy(*ref, 1000000 + p, rr.prompt_ids.back(), a.max_new_tokens, &rr.margins.back()));
+  }
+
+  for (const std::string& device : a.devices) {
+    const nlohmann::json report = compare_one(path, *ckpt, a, device, *ref, rr, prompts);
+    if (a.json) {
+      std::printf("%s\n", report.dump().c_str());
+    } else {
+      print_report(report);
+    }
+    std::fflush(stdout);
   }
   return 0;
 }
@@ -212,7 +259,10 @@ void add_eval_compare_command(CLI::App& app) {
                                               "perplexity, greedy divergence");
   auto a = std::make_shared<CompareArgs>();
   sub->add_option("--model", a->model, "Model: Hugging Face directory (quantized or not) or .gguf")->envname("QSERVE_MODEL");
-  sub->add_option("--device", a->device, "Device under test (cpu | cpu-fp16 | cuda)")->capture_default_str();
+  sub->add_option("--device", a->devices,
+                  "Device under test (cpu | cpu-fp16 | cpu-fp16:POINTS | cuda); repeated: each against the same "
+                  "reference run, one report each")
+      ->capture_default_str();
   sub->add_option("--reference", a->reference, "Reference device (cpu: FP32 activations; cpu-fp16: the contract's FP16 activations, as the GPU stores them)")->capture_default_str();
   sub->add_option("--text", a->text, "Text for teacher forcing (skipped when absent)");
   sub->add_option("--seqlen", a->seqlen, "Tokens per teacher-forced window")->capture_default_str();

@@ -9,11 +9,25 @@
 
 namespace qserve {
 
+void check_device_name(const std::string& device) {
+  if (device == "cpu" || device == "cpu-fp16" || device == "cuda") return;
+  if (device.starts_with("cpu-fp16:")) {
+    cpu::parse_fp16_points(device.substr(9));
+    return;
+  }
+  fail(ErrorCode::kUnsupported, "unknown device '{}' (expected cpu, cpu-fp16, cpu-fp16:POINTS or cuda)", device);
+}
+
 std::unique_ptr<Backend> make_backend(const std::string& device, std::optional<KvDtype> kv) {
-  if (device == "cpu" || device == "cpu-fp16") {
+  const bool fp16 = device == "cpu-fp16" || device.starts_with("cpu-fp16:");
+  if (device == "cpu" || fp16) {
     std::unique_ptr<Backend> backend = make_cpu_backend(true);
     if (kv && *kv != KvDtype::kFp16) backend = cpu::make_kv_quant_backend(std::move(backend), *kv);
-    if (device == "cpu-fp16") backend = cpu::make_fp16_activation_backend(std::move(backend));
+    if (fp16) {
+      const cpu::Fp16Points points = device == "cpu-fp16" ? cpu::Fp16Points::all()
+                                                          : cpu::parse_fp16_points(device.substr(9));
+      backend = cpu::make_fp16_activation_backend(std::move(backend), points);
+    }
     return backend;
   }
   if (device == "cuda") {
@@ -23,7 +37,7 @@ std::unique_ptr<Backend> make_backend(const std::string& device, std::optional<K
     fail(ErrorCode::kUnsupported, "device 'cuda': this build has no CUDA backend (configure with the cuda preset)");
 #endif
   }
-  fail(ErrorCode::kUnsupported, "unknown device '{}' (expected cpu, cpu-fp16 or cuda)", device);
+  fail(ErrorCode::kUnsupported, "unknown device '{}' (expected cpu, cpu-fp16, cpu-fp16:POINTS or cuda)", device);
 }
 
 }  // namespace qserve

@@ -15,10 +15,14 @@ namespace qserve {
 
 // device: "cpu" (the FP32 reference, SIMD matmuls), "cpu-fp16" (the same with
 // the contract's FP16 activations: backend/cpu/fp16_activation_backend.h, the
-// oracle of the GPU's quantized precisions) or "cuda" (device 0).
+// oracle of the GPU's quantized precisions), "cpu-fp16:POINTS" (rounding at
+// the listed points only: cpu::parse_fp16_points) or "cuda" (device 0).
 // kv: the KV page format of the quantized-KV precisions (KV4 / KV8); nullopt
 // keeps the backend's float pages (FP32 on the CPU, FP16 on CUDA).
 // Errors: kUnsupported for an unknown device or a device this build lacks.
+// The errors of make_backend for a device name, without making a backend.
+void check_device_name(const std::string& device);
+
 std::unique_ptr<Backend> make_backend(const std::string& device, std::optional<KvDtype> kv = std::nullopt);
 
 }  // namespace qserve

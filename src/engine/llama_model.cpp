@@ -90,6 +90,8 @@ std::unique_ptr<LlamaModel> LlamaModel::create(const ModelConfig& config, const 
   Backend& b = *m->backend_;
   m->embed_ = b.upload(w.embed_tokens);
   m->final_norm_ = b.upload(w.final_norm);
+  // The making order (lm_head, then q, k, v, o, gate, up, down per layer) tells
+  // the linears apart for cpu-fp16:POINTS (backend/cpu/fp16_activation_backend.h).
   m->lm_head_ = b.make_linear(w.lm_head, {});
   for (size_t l = 0; l < w.layers.size(); ++l) {
     const LlamaLayerWeights& lw = w.layers[l];

@@ -1,6 +1,7 @@
 """`qserve eval compare`: the device-acceptance check, exercised here with the
 CPU against itself (identical by construction: agreement 1, no divergence),
-and an unknown device (one clear error line)."""
+several devices against one reference run, and unknown devices (one clear
+error line)."""
 import json
 import os
 import subprocess
@@ -36,6 +37,26 @@ def test_cpu_against_itself_agrees_everywhere():
     assert t["positions"] == 48 and t["top1_agreement"] == 1.0 and t["ppl_rel_diff"] == 0.0
     assert 1.0 < t["ppl_reference"] < 1e4
     assert j["greedy"]["prompts"] == 4 and j["greedy"]["identical"] == 4
+
+
+@pytest.mark.skipif(not WIKI.exists(), reason=f"skipped: {WIKI} absent")
+def test_several_devices_against_one_reference_run():
+    # One JSON line per --device, in order; rounding at no point is the reference itself.
+    r = compare("--device", "cpu-fp16:none", "--device", "cpu-fp16", "--text", str(WIKI), "--seqlen", "32",
+                "--max-windows", "1", "--max-new-tokens", "4", "--json")
+    assert r.returncode == 0, r.stderr
+    lines = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [j["device"] for j in lines] == ["cpu-fp16:none", "cpu-fp16"]
+    none, fp16 = lines[0]["teacher_forced"], lines[1]["teacher_forced"]
+    assert none["top1_agreement"] == 1.0 and none["max_logit_diff_over_max_abs"] == 0.0
+    assert lines[0]["greedy"]["identical"] == 4
+    assert fp16["ppl_reference"] == none["ppl_reference"] and fp16["max_logit_diff_over_max_abs"] > 0.0
+
+
+def test_unknown_rounding_point_is_one_clear_error():
+    r = compare("--device", "cpu-fp16:all,-resid", "--max-new-tokens", "1")
+    assert r.returncode != 0 and r.stdout == ""
+    assert "unknown fp16 rounding point 'resid'" in r.stderr
 
 
 def test_unknown_device_is_one_clear_error():

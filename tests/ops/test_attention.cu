@@ -9,7 +9,7 @@
 #include "attention_scenario.h"
 #include "backend/cpu/fused_ops.h"
 #include "backend/cuda/attention/decode_attention.h"
-#include "backend/cuda/attention/launch.h"
+#include "backend/cuda/launch_pdl.h"
 #include "backend/cuda/attention/prefill_attention.h"
 #include "backend/cuda/attention/rope_kv_write.h"
 #include "backend/cuda/kernels/fused_ops.h"
@@ -198,7 +198,7 @@ TEST(DecodeAttentionCuda, SplitsMergeExactly) {
   check_decode({32, 8, 128}, KvDtype::kInt4, 64, {4097}, seed++);  // automatic split at batch 1
 }
 
-// Programmatic dependent launch (attention/launch.h): decode (split, so the
+// Programmatic dependent launch (launch_pdl.h): decode (split, so the
 // merge kernel runs too) twice over one output buffer, then the o_proj input
 // quantization reading that output, back to back on one stream with no
 // synchronization: the codes are the CPU quantization of the attention

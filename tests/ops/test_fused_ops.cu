@@ -8,7 +8,7 @@
 #include <cstdlib>
 
 #include "backend/cpu/fused_ops.h"
-#include "backend/cuda/attention/launch.h"
+#include "backend/cuda/launch_pdl.h"
 #include "backend/cuda/kernels/fused_ops.h"
 #include "cuda_test_util.h"
 
@@ -165,7 +165,7 @@ TEST(FusedOpsCuda, QuantizeEdgeRowsBitExact) {
   }
 }
 
-// Programmatic dependent launch (attention/launch.h): each kernel of a chain
+// Programmatic dependent launch (launch_pdl.h): each kernel of a chain
 // on one stream reads what the previous one wrote (and rewrites the residual
 // the previous one read), with no synchronization in between; the results are
 // those of the CPU chain, and identical with plain launches.

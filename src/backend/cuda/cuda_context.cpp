@@ -1,19 +1,11 @@
 #include "backend/cuda/cuda_context.h"
 
-#include <cstdlib>
-#include <string_view>
-
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/launch_pdl.h"
 
 namespace qserve::cuda {
 
-bool pdl_enabled(const DeviceInfo& dev) {
-  static const bool allowed = [] {
-    const char* v = std::getenv("QSERVE_PDL");
-    return !(v && std::string_view(v) == "0");
-  }();
-  return allowed && dev.cc_major >= 9;
-}
+bool pdl_enabled(const DeviceInfo& dev) { return programmatic_launch() && dev.cc_major >= 9; }
 
 int device_count() {
   int n = 0;

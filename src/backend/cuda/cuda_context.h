@@ -25,9 +25,9 @@ struct DeviceInfo {
   size_t global_mem = 0;
 };
 
-// Whether kernels on this device are launched with programmatic dependent
-// launch (launch_pdl.cuh): compute capability >= 9.0, unless the environment
-// says QSERVE_PDL=0 (read once per process; for A/B measurements).
+// Whether the GEMMs on this device are launched with programmatic dependent
+// launch (launch_pdl.cuh): compute capability >= 9.0 and the process-wide
+// switch of launch_pdl.h on (QSERVE_PDL=0 turns it off).
 bool pdl_enabled(const DeviceInfo& dev);
 
 // How many CUDA devices are visible (0 when there is no driver or GPU).

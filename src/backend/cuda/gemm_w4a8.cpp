@@ -47,7 +47,8 @@ const char* w4a8_tile_name(int tile) {
   // channels x tokens; "wg" = the sm_90a wgmma family.
   static const char* names[kW4A8TileCount] = {"128x8",      "128x16",     "128x32",     "128x64",     "128x128",
                                               "256x128",    "wg256x8",    "wg256x16",   "wg256x32",   "wg256x64",
-                                              "wg256x128",  "wg128x256",  "wg128x128"};
+                                              "wg256x128",  "wg128x256",  "wg128x128",  "wg256x8a2",  "wg256x16a2",
+                                              "wg256x32a2"};
   return tile >= 0 && tile < kW4A8TileCount ? names[tile] : "?";
 }
 

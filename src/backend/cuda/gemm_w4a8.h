@@ -47,7 +47,7 @@ W4A8DeviceWeights upload_w4a8(const quant::W4G128Weights& w);
 W4A8DeviceWeights upload_w4a8(const quant::W4PerChannelWeights& w);
 
 inline constexpr int kW4A8FirstWgmmaTile = 6;  // mma.sync tiles 0..5 (any sm_80+ device)
-inline constexpr int kW4A8TileCount = 13;       // wgmma tiles 6..12 (sm_90 only)
+inline constexpr int kW4A8TileCount = 16;       // wgmma tiles 6..15 (sm_90 only)
 const char* w4a8_tile_name(int tile);
 inline bool w4a8_tile_is_wgmma(int tile) { return tile >= kW4A8FirstWgmmaTile; }
 // Whether `tile` runs on this device (the wgmma tiles need compute capability 9.0).

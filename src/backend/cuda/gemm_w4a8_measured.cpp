@@ -10,7 +10,8 @@ struct Entry {
 };
 
 // Tile ids: 0 128x8, 1 128x16, 2 128x32 (mma.sync); 6 wg256x8, 7 wg256x16,
-// 8 wg256x32, 9 wg256x64, 10 wg256x128, 11 wg128x256, 12 wg128x128 (wgmma).
+// 8 wg256x32, 9 wg256x64, 10 wg256x128, 11 wg128x256, 12 wg128x128, 13-15
+// wg256x8a2 / x16a2 / x32a2 (two accumulator sets) (wgmma).
 // From `bench_gemm --sweep --m 1,16,32,64,128,256 --graph-us 500` and
 // `bench_gemm --sweep --m 512 --graph-us 500` (wgmma tiles only) on the H200
 // (bench/results/2026-11-29-gemm-wgmma-h200-r2.md): per row the fastest of
@@ -25,19 +26,20 @@ struct Entry {
 // per-channel takes 256 x 128. Round 3 (bench/results/2026-11-29-gemm-h200-r3.md:
 // the wgmma kernels launched with programmatic dependent launch, the
 // mma.sync ones without) moved the 70B down per-channel m = 16 and 32 rows
-// to wgmma tiles.
+// to wgmma tiles; round 4's sweep (2026-11-29-gemm-h200-r4.md) gave the two
+// m = 64 rows where a two-accumulator tile won.
 constexpr Entry kTable[] = {
     {4096, 4096, 1, {6, 4}, {6, 4}, {0, 8}, {7, 8}},  // pc wg256x8/4, wg wg256x8/4; g128 128x8/8, wg wg256x16/8
     {4096, 4096, 16, {6, 4}, {6, 4}, {0, 4}, {7, 4}},  // pc wg256x8/4, wg wg256x8/4; g128 128x8/4, wg wg256x16/4
     {4096, 4096, 32, {6, 2}, {6, 2}, {1, 4}, {7, 4}},  // pc wg256x8/2, wg wg256x8/2; g128 128x16/4, wg wg256x16/4
-    {4096, 4096, 64, {7, 2}, {7, 2}, {2, 4}, {7, 2}},  // pc wg256x16/2, wg wg256x16/2; g128 128x32/4, wg wg256x16/2
+    {4096, 4096, 64, {14, 1}, {14, 1}, {2, 4}, {7, 2}},  // pc wg256x16a2/1 (r4 sweep: 10.7 us vs wg256x16/2 11.7), wg the same; g128 128x32/4, wg wg256x16/2
     {4096, 4096, 128, {7, 1}, {7, 1}, {8, 2}, {8, 2}},  // pc wg256x16/1, wg wg256x16/1; g128 wg256x32/2, wg wg256x32/2
     {4096, 4096, 256, {8, 1}, {8, 1}, {12, 2}, {12, 2}},  // pc wg256x32/1, wg wg256x32/1; g128 wg128x128/2, wg wg128x128/2
     {4096, 4096, 512, {12, 1}, {12, 1}, {12, 1}, {12, 1}},  // pc wg128x128/1; g128 wg128x128/1
     {6144, 4096, 1, {6, 3}, {6, 3}, {0, 8}, {7, 4}},  // pc wg256x8/3, wg wg256x8/3; g128 128x8/8, wg wg256x16/4
     {6144, 4096, 16, {6, 2}, {6, 2}, {1, 4}, {7, 4}},  // pc wg256x8/2, wg wg256x8/2; g128 128x16/4, wg wg256x16/4
     {6144, 4096, 32, {7, 2}, {7, 2}, {1, 4}, {7, 2}},  // pc wg256x16/2, wg wg256x16/2; g128 128x16/4, wg wg256x16/2
-    {6144, 4096, 64, {7, 1}, {7, 1}, {2, 4}, {8, 2}},  // pc wg256x16/1, wg wg256x16/1; g128 128x32/4, wg wg256x32/2
+    {6144, 4096, 64, {7, 1}, {7, 1}, {15, 2}, {15, 2}},  // pc wg256x16/1, wg wg256x16/1; g128 wg256x32a2/2 (r4 sweep: 19.1 us vs 128x32/4 19.8), wg the same
     {6144, 4096, 128, {8, 1}, {8, 1}, {12, 2}, {12, 2}},  // pc wg256x32/1, wg wg256x32/1; g128 wg128x128/2, wg wg128x128/2
     {6144, 4096, 256, {12, 1}, {12, 1}, {12, 1}, {12, 1}},  // pc wg128x128/1, wg wg128x128/1; g128 wg128x128/1, wg wg128x128/1
     {6144, 4096, 512, {10, 1}, {10, 1}, {11, 1}, {11, 1}},  // pc wg256x128/1; g128 wg128x256/1

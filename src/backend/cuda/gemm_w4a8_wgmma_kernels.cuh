@@ -18,7 +18,7 @@ namespace detail {
 template <int kTile, bool kG128>
 void launch(const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, bool pdl) {
   constexpr TileShape s = kTiles[kTile];
-  auto* kernel = &gemm_w4a8_wgmma_kernel<s.bm, s.mt, s.stages, kG128>;
+  auto* kernel = &gemm_w4a8_wgmma_kernel<s.bm, s.mt, s.stages, kG128, s.acc_sets>;
   constexpr int smem = smem_bytes(s);
   static const bool configured = [&] {
     QS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -33,7 +33,7 @@ void launch(const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t st
   template <>                                                                                               \
   void launch_kind<G128>(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, \
                          bool pdl) {                                                                      \
-    static_assert(kTileCount == 7, "add the new tile to the switch");                                      \
+    static_assert(kTileCount == 10, "add the new tile to the switch");                                      \
     switch (tile) {                                                                                         \
       case 0: detail::launch<0, G128>(x_map, p, ctas, stream, pdl); break;                                      \
       case 1: detail::launch<1, G128>(x_map, p, ctas, stream, pdl); break;                                      \
@@ -41,7 +41,10 @@ void launch(const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t st
       case 3: detail::launch<3, G128>(x_map, p, ctas, stream, pdl); break;                                      \
       case 4: detail::launch<4, G128>(x_map, p, ctas, stream, pdl); break;                                      \
       case 5: detail::launch<5, G128>(x_map, p, ctas, stream, pdl); break;                                      \
-      case 6: detail::launch<6, G128>(x_map, p, ctas, stream, pdl); break;                                      \
+      case 6: detail::launch<6, G128>(x_map, p, ctas, stream, pdl); break;\
+      case 7: detail::launch<7, G128>(x_map, p, ctas, stream, pdl); break;\
+      case 8: detail::launch<8, G128>(x_map, p, ctas, stream, pdl); break;\
+      case 9: detail::launch<9, G128>(x_map, p, ctas, stream, pdl); break;                                      \
       default: QS_CUDA_CHECK(cudaErrorInvalidValue);                                                        \
     }                                                                                                       \
   }

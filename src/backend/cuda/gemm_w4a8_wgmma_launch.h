@@ -34,11 +34,12 @@ struct TileShape {
   int bm;      // tokens per CTA tile = wgmma N (8..256)
   int mt;      // m64 wgmma tiles per consumer warpgroup (1 or 2): BN = 128 * mt
   int stages;  // TMA pipeline depth
+  int acc_sets = 1;  // accumulator sets the consumers alternate between per stage (1 or 2)
   int bn() const { return 128 * mt; }
 };
 
 // Indices are the planner's tile ids minus kFirstTile (gemm_w4a8.h).
-inline constexpr int kTileCount = 7;
+inline constexpr int kTileCount = 10;
 inline constexpr TileShape kTiles[kTileCount] = {
     {8, 2, 12},    // decode
     {16, 2, 11},
@@ -47,6 +48,9 @@ inline constexpr TileShape kTiles[kTileCount] = {
     {128, 2, 6},   // 256 x 128: large m, least L2 traffic per MAC (W is 4-bit)
     {256, 1, 5},   // 128 x 256
     {128, 1, 8},   // 128 x 128: more CTAs for mid-size problems
+    {8, 2, 12, 2},  // the decode tiles with two accumulator sets (the chain of
+    {16, 2, 11, 2}, // dependent wgmmas through the accumulators halved)
+    {32, 2, 10, 2},
 };
 inline constexpr int kThreads = 384;  // warpgroup 0: TMA producer; 1, 2: consumers
 
@@ -54,7 +58,11 @@ inline constexpr int kThreads = 384;  // warpgroup 0: TMA producer; 1, 2: consum
 // [chunk][64 * mt] fp16 outputs in shared memory, then stores 16-B pieces).
 template <int BM>
 inline constexpr int kEpiChunk = BM < 32 ? BM : 32;
-inline constexpr int epi_bytes(const TileShape& s) { return 2 * (s.bm < 32 ? s.bm : 32) * (s.mt * 128 + 16); }
+// The epilogue's shared memory: the staging buffers, then the per-token
+// factors [2 warpgroups][s_x, a_sum][bm] f32.
+inline constexpr int epi_bytes(const TileShape& s) {
+  return 2 * (s.bm < 32 ? s.bm : 32) * (s.mt * 128 + 16) + 2 * 2 * s.bm * 4;
+}
 
 // Shared memory of one CTA (+1 KB for the 1024-B alignment of the swizzled tiles):
 // stages, mbarriers and the split-K flag, the epilogue buffers.

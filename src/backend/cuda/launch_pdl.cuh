@@ -1,4 +1,9 @@
-// Kernel launch with programmatic dependent launch (PDL) optional.
+// Kernel launches with programmatic dependent launch (PDL), two ways:
+//   launch_kernel(k, ...): with the attribute when the process-wide switch of
+//     launch_pdl.h is on (the attention and fused kernels, which execute
+//     pdl_wait_and_trigger() first);
+//   launch_maybe_pdl(k, ..., pdl, ...): the caller decides (the GEMMs, whose
+//     planner asks pdl_enabled(), cuda_context.h: that switch and the device).
 //
 // With `pdl`, the kernel may begin while the previous kernel of the stream
 // finishes; it must then call ptx::pdl_wait() (kernels/pdl.cuh) before it
@@ -10,18 +15,19 @@
 
 #include <cuda_runtime.h>
 
+#include <utility>
+
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/kernels/pdl.cuh"
+#include "backend/cuda/launch_pdl.h"
 
 namespace qserve::cuda {
 
+namespace detail {
+// One launch with the programmatic-serialization attribute.
 template <typename... KArgs, typename... Args>
-void launch_maybe_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, bool pdl,
-                      Args&&... args) {
-  if (!pdl) {
-    kernel<<<grid, block, smem, stream>>>(static_cast<Args&&>(args)...);
-    QS_CUDA_CHECK_LAUNCH();
-    return;
-  }
+cudaError_t launch_with_pdl_attribute(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem,
+                                      cudaStream_t stream, Args&&... args) {
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
@@ -32,7 +38,45 @@ void launch_maybe_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t sm
   cfg.stream = stream;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  QS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, static_cast<Args&&>(args)...));
+  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+}  // namespace detail
+
+// With `pdl`, the attribute; without, an ordinary launch. Throws on a launch
+// error (QS_CUDA_CHECK).
+template <typename... KArgs, typename... Args>
+void launch_maybe_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, bool pdl,
+                      Args&&... args) {
+  if (pdl) {
+    QS_CUDA_CHECK(detail::launch_with_pdl_attribute(kernel, grid, block, smem, stream, std::forward<Args>(args)...));
+    return;
+  }
+  kernel<<<grid, block, smem, stream>>>(std::forward<Args>(args)...);
+  QS_CUDA_CHECK_LAUNCH();
+}
+
+// Waits until the previous grid of the stream has completed and its writes
+// are visible (a no-op when launched without the attribute), then lets the
+// next grid be scheduled once every block of this one has started. Call
+// before any global memory access.
+__device__ __forceinline__ void pdl_wait_and_trigger() {
+  ptx::pdl_wait();
+  ptx::pdl_trigger();
+}
+
+// kernel<<<grid, block, smem, stream>>>(args...), with the PDL attribute when
+// programmatic_launch(); a launch the attribute makes fail is retried plain.
+// Returns the launch status (the attention and fused launchers report errors).
+template <typename... Params, typename... Args>
+cudaError_t launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                          Args&&... args) {
+  if (programmatic_launch()) {
+    if (detail::launch_with_pdl_attribute(kernel, grid, block, smem, stream, args...) == cudaSuccess)
+      return cudaSuccess;
+    (void)cudaGetLastError();  // a launch-configuration error: not sticky
+  }
+  kernel<<<grid, block, smem, stream>>>(std::forward<Args>(args)...);
+  return cudaGetLastError();
 }
 
 }  // namespace qserve::cuda

@@ -15,7 +15,7 @@
 
 #include "backend/cuda/attention/decode_mma_kernel.cuh"
 #include "backend/cuda/attention/decode_simt_kernel.cuh"
-#include "backend/cuda/attention/launch.cuh"
+#include "backend/cuda/launch_pdl.cuh"
 #include "backend/cuda/attention/paged_attention_kernel.cuh"
 
 namespace qserve::cuda {

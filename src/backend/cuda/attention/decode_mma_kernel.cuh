@@ -36,7 +36,7 @@
 #include <cstdint>
 
 #include "backend/cuda/attention/cuda_utils.cuh"
-#include "backend/cuda/attention/launch.cuh"
+#include "backend/cuda/launch_pdl.cuh"
 #include "backend/cuda/attention/paged_attention_kernel.cuh"  // attn::Params, mma_16816, kv_pair_element
 
 namespace qserve::cuda::mmat {

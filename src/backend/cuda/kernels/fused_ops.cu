@@ -5,13 +5,13 @@
 // input byte is read once and each output byte written once. INT8 codes
 // without a division per element (quantize8), bit-exact with the CPU. Every
 // kernel but the copy is launched with programmatic dependent launch
-// (attention/launch.h).
+// (launch_pdl.h).
 #include "backend/cuda/kernels/fused_ops.h"
 
 #include <cuda_fp16.h>
 
 #include "backend/cuda/attention/cuda_utils.cuh"
-#include "backend/cuda/attention/launch.cuh"
+#include "backend/cuda/launch_pdl.cuh"
 #include "quant/activation_quant.h"
 
 namespace qserve::cuda {

@@ -125,7 +125,7 @@ __device__ __forceinline__ void issue_stage(int32_t (&acc)[MT][BM / 2], const ui
   ptx::wgmma_commit();
 }
 
-template <int BM, int MT, int STAGES, bool kG128>
+template <int BM, int MT, int STAGES, bool kG128, int ASETS>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_w4a8_wgmma_kernel(const __grid_constant__ CUtensorMap x_map, const Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -140,6 +140,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   uint64_t* empty = full + STAGES;
   int* s_is_last = reinterpret_cast<int*>(empty + STAGES);
   uint8_t* epi = reinterpret_cast<uint8_t*>(s_is_last) + 16;  // [2 warpgroups][kEpiChunk][64 * MT * 2 + 16 B]
+  float* fac = reinterpret_cast<float*>(epi + 2 * kEpiChunk<BM> * (MT * 128 + 16));  // [2 warpgroups][s_x, a_sum][BM]
 
   const int k64_total = p.k >> 6;
   const int kt_total = (k64_total + 1) >> 1;  // 128-wide stages (the last may be half)
@@ -232,11 +233,40 @@ __global__ void __launch_bounds__(kThreads, 1)
         w_off[j] = (mi >> 1) * 8192 + tib * 512 + lane * 16;
       }
 
-      int32_t acc[MT][BM / 2];
+      // ASETS = 2 (small token tiles): odd stages accumulate into acc_b, so
+      // that consecutive stage groups do not wait on each other through the
+      // accumulators; the two sets are added after the main loop. With
+      // ASETS = 1, acc_b is never used (and not allocated).
+      int32_t acc[MT][BM / 2], acc_b[MT][BM / 2];
 #pragma unroll
       for (int j = 0; j < MT; ++j)
 #pragma unroll
-        for (int i = 0; i < BM / 2; ++i) acc[j][i] = 0;
+        for (int i = 0; i < BM / 2; ++i) acc[j][i] = 0, acc_b[j][i] = 0;
+
+      // The epilogue's factors, loaded now so that their latency hides under
+      // the main loop: this thread's channel scales (registers) and, for the
+      // tile's tokens, one or two per-token factors per thread that the
+      // epilogue puts in shared memory (p.acc_out: unused).
+      const int wtid = threadIdx.x & 127;
+      float scale[MT][2], szero[MT][2];
+      constexpr int kTokPerThread = (BM + 127) / 128;
+      float tok_sx[kTokPerThread], tok_asum[kTokPerThread];
+      if (!p.acc_out) {
+#pragma unroll
+        for (int j = 0; j < MT; ++j)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int o = min(t16[j] * 16 + g + 8 * h, p.n16 * 16 - 1);
+            scale[j][h] = p.ch_scale[o];
+            szero[j][h] = kG128 ? 0.0f : p.ch_szero[o];
+          }
+#pragma unroll
+        for (int r = 0; r < kTokPerThread; ++r) {
+          const int t = min(m_blk * BM + wtid + 128 * r, p.m - 1);
+          tok_sx[r] = __half2float(p.s_x[t]);
+          tok_asum[r] = kG128 ? 0.0f : __half2float(p.a_sum[t]);
+        }
+      }
 
       // Two stages in flight per warpgroup: the wgmmas of stage kt run while
       // this warpgroup waits for and dequantizes stage kt + 1 into the other
@@ -260,7 +290,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (kt == ke) break;
         load_stage<MT, kG128>(p, &full[stage_of(it)], (it / STAGES) & 1, ws + stage_of(it) * kWBytes, w_off, t16, kt,
                               g, a1);
-        issue_stage<BM, MT>(acc, a1, ptx::smem_desc_sw128(xs + stage_of(it) * kXBytes));
+        if constexpr (ASETS > 1)
+          issue_stage<BM, MT>(acc_b, a1, ptx::smem_desc_sw128(xs + stage_of(it) * kXBytes));
+        else
+          issue_stage<BM, MT>(acc, a1, ptx::smem_desc_sw128(xs + stage_of(it) * kXBytes));
         ptx::wgmma_wait<1>();
         release(prev);
         prev = stage_of(it);
@@ -272,6 +305,14 @@ __global__ void __launch_bounds__(kThreads, 1)
       ptx::wgmma_wait<0>();
 #pragma unroll
       for (int j = 0; j < MT; ++j) ptx::reg_fence(acc[j]);
+      if constexpr (ASETS > 1) {
+#pragma unroll
+        for (int j = 0; j < MT; ++j) {
+          ptx::reg_fence(acc_b[j]);
+#pragma unroll
+          for (int i = 0; i < BM / 2; ++i) acc[j][i] += acc_b[j][i];
+        }
+      }
       release(prev);
 
       // ---- epilogue: acc[j][4 i + 2 h + e] = channel o_base[j] + 8 h, token t_base + 8 i + e ----
@@ -330,17 +371,17 @@ __global__ void __launch_bounds__(kThreads, 1)
         continue;
       }
 
-      // Every factor is loaded before the first store: y may alias them as
-      // far as the compiler knows, so loads left between stores would each
-      // wait a full memory latency.
-      float scale[MT][2], szero[MT][2];
+      // No global load from here on (the factors came at the tile's start):
+      // y may alias them as far as the compiler knows, so loads between the
+      // stores below would each wait a full memory latency. The per-token
+      // factors go to this warpgroup's shared arrays [2][BM] (f32), ordered
+      // before their reads by the first chunk's barrier.
+      float* s_fac = fac + cw * 2 * BM;
 #pragma unroll
-      for (int j = 0; j < MT; ++j)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int o = min(o_base[j] + 8 * h, p.n16 * 16 - 1);
-          scale[j][h] = p.ch_scale[o];
-          szero[j][h] = kG128 ? 0.0f : p.ch_szero[o];
+      for (int r = 0; r < kTokPerThread; ++r)
+        if (wtid + 128 * r < BM) {
+          s_fac[wtid + 128 * r] = tok_sx[r];
+          s_fac[BM + wtid + 128 * r] = tok_asum[r];
         }
 
       // Staged stores: per chunk of kChunk tokens, this warpgroup writes its
@@ -349,34 +390,24 @@ __global__ void __launch_bounds__(kThreads, 1)
       // banks), then copies the rows out with coalesced 16-B stores.
       constexpr int kChunk = kEpiChunk<BM>, kWgCh = 64 * MT, kRowBytes = kWgCh * 2 + 16;
       uint8_t* ebuf = epi + cw * kChunk * kRowBytes;
-      const int wtid = threadIdx.x & 127;
       const int o_wg = (n_blk * MT * 2 + cw * MT) * 64;  // first channel of this warpgroup
       const bool vec_ok = (p.n & 7) == 0 && (reinterpret_cast<uintptr_t>(p.y) & 15) == 0;
 #pragma unroll
       for (int c0 = 0; c0 < BM; c0 += kChunk) {
-        float sx[kChunk / 8][2], asum[kChunk / 8][2];  // the chunk's token factors, loaded first
-#pragma unroll
-        for (int i = 0; i < kChunk / 8; ++i)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const int t = min(t_base + c0 + 8 * i + e, p.m - 1);
-            sx[i][e] = __half2float(p.s_x[t]);
-            asum[i][e] = kG128 ? 0.0f : __half2float(p.a_sum[t]);
-          }
-        ptx::named_barrier(2 + cw, 128);  // the previous chunk has been copied out
+        ptx::named_barrier(2 + cw, 128);  // the previous chunk has been copied out (and s_fac written)
 #pragma unroll
         for (int i = c0 / 8; i < (c0 + kChunk) / 8; ++i)
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             const int row = 8 * i - c0 + 2 * q + e;
-            const int ic = i - c0 / 8;
+            const float sx = s_fac[8 * i + 2 * q + e], asum = kG128 ? 0.0f : s_fac[BM + 8 * i + 2 * q + e];
 #pragma unroll
             for (int j = 0; j < MT; ++j)
 #pragma unroll
               for (int h = 0; h < 2; ++h) {
                 const int32_t v = acc[j][4 * i + 2 * h + e];
-                const float f = kG128 ? quant::epilogue_g128(v, sx[ic][e], scale[j][h])
-                                      : quant::epilogue_per_channel(v, sx[ic][e], scale[j][h], szero[j][h], asum[ic][e]);
+                const float f = kG128 ? quant::epilogue_g128(v, sx, scale[j][h])
+                                      : quant::epilogue_per_channel(v, sx, scale[j][h], szero[j][h], asum);
                 const int col = j * 64 + warp * 16 + g + 8 * h;
                 *reinterpret_cast<__half*>(ebuf + row * kRowBytes + col * 2) = __float2half_rn(f);
               }
@@ -393,8 +424,10 @@ __global__ void __launch_bounds__(kThreads, 1)
           if (vec_ok && o + 8 <= p.n) {
             *reinterpret_cast<uint4*>(dst) = v;
           } else {
-            const __half* hv = reinterpret_cast<const __half*>(&v);
-            for (int x = 0; x < 8 && o + x < p.n; ++x) dst[x] = hv[x];
+            const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+            for (int x = 0; x < 8; ++x)  // unrolled: the word index is a constant (no local memory)
+              if (o + x < p.n) dst[x] = __ushort_as_half(static_cast<unsigned short>(words[x >> 1] >> (16 * (x & 1))));
           }
         }
       }

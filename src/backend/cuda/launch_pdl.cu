@@ -1,5 +1,5 @@
-// The PDL switch of launch.h; the device-side halves are in launch.cuh.
-#include "backend/cuda/attention/launch.h"
+// The PDL switch of launch_pdl.h; the launch helpers are in launch_pdl.cuh.
+#include "backend/cuda/launch_pdl.h"
 
 #include <cuda_runtime_api.h>
 
@@ -10,8 +10,7 @@
 namespace qserve::cuda {
 
 namespace {
-// QSERVE_PDL=0 in the environment turns it off from the start, as for the
-// GEMMs (cuda_context.h pdl_enabled).
+// QSERVE_PDL=0 in the environment turns it off from the start.
 std::atomic<bool> g_programmatic{[] {
   const char* v = std::getenv("QSERVE_PDL");
   return !(v && std::string_view(v) == "0");

@@ -1,5 +1,5 @@
-// Programmatic dependent launch (PDL, sm_90+) for the attention and fused
-// memory-bound kernels: they are launched with
+// Programmatic dependent launch (PDL, sm_90+): the process-wide switch. The
+// attention and fused memory-bound kernels are launched with
 // cudaLaunchAttributeProgrammaticStreamSerialization, so the GPU may schedule
 // a grid while the previous kernel of the stream is still finishing (its last
 // blocks), instead of after it has drained. Each such kernel executes
@@ -10,9 +10,10 @@
 // the attribute, or following one that never triggers, behaves as before.
 //
 // On by default on devices of compute capability 9.0 and above; off (plain
-// launches) elsewhere, with QSERVE_PDL=0 in the environment (the switch the
-// GEMMs read too, cuda_context.h pdl_enabled), or when turned off here (tests
-// and benchmarks compare). Device side: kernels/pdl.cuh.
+// launches) elsewhere, with QSERVE_PDL=0 in the environment, or when turned
+// off here (tests and benchmarks compare). The GEMM planners read the same
+// switch (cuda_context.h pdl_enabled). Launch helpers: launch_pdl.cuh; device
+// side: kernels/pdl.cuh.
 #pragma once
 
 namespace qserve::cuda {
