@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -28,6 +29,7 @@ struct QuantizeArgs {
   double smooth_attn_alpha = 0.5, smoothquant_alpha = 0.5;
   bool smoothquant = false, calib_random = false, gptq = false, gptq_no_act_order = false;
   bool gptq_sequential = false, gptq_fp_target = false, gptq_clip_search = false;
+  std::vector<float> gptq_clip_ratios = {1.0f, 0.95f, 0.9f, 0.85f, 0.8f};
   int64_t gptq_rows = 4096;
   double gptq_damp = 0.01, gptq_row_cap = 0;
   double smooth_alpha = 0.2;
@@ -89,6 +91,9 @@ void add_quantize_command(CLI::App& app) {
   sub->add_flag("--gptq-clip-search", a->gptq_clip_search,
                 "GPTQ-aware clipping (g128): per output row, GPTQ on the searched clip and on uniform clips "
                 "(1.0 to 0.8), the one with the least output error kept (implies --gptq)");
+  sub->add_option("--gptq-clip-ratios", a->gptq_clip_ratios, "The uniform clip ratios the clip search tries (in (0, 1])")
+      ->delimiter(',')
+      ->capture_default_str();
   sub->add_flag("--gptq-fp-target", a->gptq_fp_target,
                 "GPTQ towards the FP model's outputs on the same tokens, not the FP weights on the quantized model's "
                 "inputs (asymmetric calibration; implies --gptq)");
@@ -123,6 +128,9 @@ void add_quantize_command(CLI::App& app) {
     opt.smooth_input = a->smoothquant;
     opt.gptq = a->gptq || a->gptq_sequential || a->gptq_fp_target || a->gptq_clip_search;
     opt.gptq_clip_search = a->gptq_clip_search;
+    for (float r : a->gptq_clip_ratios)
+      if (!(r > 0 && r <= 1)) fail(ErrorCode::kInvalidArgument, "--gptq-clip-ratios: {} is not in (0, 1]", r);
+    opt.gptq_clip_ratios = a->gptq_clip_ratios;
     opt.gptq_sequential = a->gptq_sequential;
     opt.gptq_fp_target = a->gptq_fp_target;
     opt.gptq_act_order = !a->gptq_no_act_order;

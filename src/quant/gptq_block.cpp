@@ -103,7 +103,7 @@ std::vector<QuantizedLinear> quantize_block_staged(const LlamaShape& s, const Bl
         // GPTQ-aware clipping: GPTQ again on grids of uniformly clipped targets; per output row
         // (rows are independent in GPTQ), the grid whose GPTQ result has the least output error.
         std::vector<double> best = row_errors(probe, *tgt, out.back());
-        for (float r : {1.0f, 0.95f, 0.9f, 0.85f, 0.8f}) {
+        for (float r : opt.gptq_clip_ratios) {
           Matrix g = *tgt;
           clip_to_ratio(fmt, opt.group, g, r);
           QuantizedLinear cand = quantize_linear(fmt, g, opt.group);

@@ -100,6 +100,7 @@ nlohmann::json qoq_config_to_json(const QoqConfig& c) {
   t["gptq_sequential"] = c.gptq_sequential;
   t["gptq_fp_target"] = c.gptq_fp_target;
   t["gptq_clip_search"] = c.gptq_clip_search;
+  if (c.gptq_clip_search) t["gptq_clip_ratios"] = c.gptq_clip_ratios;
   t["rotate_values"] = c.rotate_values;
   t["quantized_stream"] = c.quantized_stream;
   t["stream_numerics"] = c.stream_numerics;
@@ -167,6 +168,8 @@ QoqConfig qoq_config_from_json(const nlohmann::json& j) {
     c.gptq_sequential = t.value("gptq_sequential", false);
     c.gptq_fp_target = t.value("gptq_fp_target", false);
     c.gptq_clip_search = t.value("gptq_clip_search", false);
+    if (t.contains("gptq_clip_ratios") && t["gptq_clip_ratios"].is_array())
+      c.gptq_clip_ratios = t["gptq_clip_ratios"].get<std::vector<float>>();
     c.rotate_values = t.value("rotate_values", false);
     c.quantized_stream = t.value("quantized_stream", false);
     c.stream_numerics = t.value("stream_numerics", false);

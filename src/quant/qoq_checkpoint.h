@@ -31,6 +31,7 @@ struct QoqConfig {
   bool gptq = false;  // GPTQ error compensation chose the codes (quant/gptq.h)
   bool gptq_act_order = false;  // ... in descending H[i, i] order
   bool gptq_sequential = false; // ... stage by stage inside each block on the quantized predecessors
+  std::vector<float> gptq_clip_ratios;  // ... its uniform clips
   bool gptq_clip_search = false; // ... per row on the grid (searched or uniform clip) it does best with
   bool gptq_fp_target = false;  // ... towards the FP model's outputs (asymmetric calibration)
   bool smooth_attention_mean = false;  // SmoothAttention from mean |K| (not max |K|)

@@ -383,6 +383,7 @@ QuantizeReport quantize_checkpoint(const Checkpoint& in, const std::string& out_
   qc.gptq_sequential = opt.gptq && opt.gptq_sequential && n_seq > 0;
   qc.gptq_fp_target = opt.gptq && opt.gptq_fp_target && n_seq > 0;
   qc.gptq_clip_search = opt.gptq && opt.gptq_clip_search && n_seq > 0 && fmt == WeightFormat::kW4G128;
+  if (qc.gptq_clip_search) qc.gptq_clip_ratios = opt.gptq_clip_ratios;
   qc.calibration = opt.calibration_name;
   qc.calibration_samples = n_seq;
   qc.calibration_seqlen = seqlen;

@@ -37,6 +37,7 @@ struct QuantizeOptions {
   double gptq_damp = 0.01;         // GPTQ damping, relative to mean(diag H)
   double gptq_row_cap = 0;         // GPTQ row weighting of H (GptqOptions::row_cap; 0: off)
   bool gptq_sequential = false;    // GPTQ stage by stage inside the block on the quantized predecessors (quant/gptq_block.h)
+  std::vector<float> gptq_clip_ratios = {1.0f, 0.95f, 0.9f, 0.85f, 0.8f};  // the uniform clips tried by the clip search
   bool gptq_clip_search = false;   // GPTQ-aware clipping: per row, the grid (searched or uniform clip) GPTQ does best with
   bool gptq_fp_target = false;     // GPTQ towards the FP model's outputs (asymmetric calibration, quant/gptq_block.h)
   double smooth_attention_alpha = 0.5;

@@ -125,33 +125,39 @@ TEST(QoqModel, ValueRotationAndQuantizedStreamsAreRecordedAndChangeTheCodes) {
 }
 
 TEST(QoqModel, StagedGptqSwitchesAreRecordedAndChangeTheCodes) {
-  // GPTQ stage by stage inside each block and towards the FP model's outputs
-  // (quant/gptq_block.h): a working W4A8KV4 model, recorded in the config, other codes.
+  // GPTQ stage by stage inside each block, towards the FP model's outputs, and the
+  // GPTQ-aware clip search (quant/gptq_block.h): a working W4A8KV4 model, recorded in
+  // the config, other codes.
   TempDir tmp;
   write_tiny_model(tmp.path() / "in");
   auto in = open_checkpoint((tmp.path() / "in").string());
   const std::vector<int32_t> prompt = {1, 5, 9, 2, 33, 17, 8, 8, 21, 3, 0, 39};
   const std::vector<float> ref = all_logits(*LlamaModel::load(*in), prompt);
   std::vector<std::vector<float>> logits;
-  for (int variant = 0; variant < 3; ++variant) {
+  for (int variant = 0; variant < 4; ++variant) {
     quant::QuantizeOptions o;
     o.precision = quant::Precision::kW4A8KV4;
     o.calibration = calib();
     o.gptq = true;
     o.quantized_stream = true;
-    o.gptq_sequential = variant >= 1;
+    o.gptq_sequential = variant == 1 || variant == 2;
     o.gptq_fp_target = variant == 2;
+    o.gptq_clip_search = variant == 3;
+    o.gptq_clip_ratios = {1.0f, 0.9f};
     const fs::path out = tmp.path() / ("s" + std::to_string(variant));
     quant::quantize_checkpoint(*in, out.string(), o);
     auto q = open_checkpoint(out.string());
     const auto& t = q->config()["quantization_config"]["transforms"];
-    EXPECT_EQ(t.value("gptq_sequential", false), variant >= 1);
+    EXPECT_EQ(t.value("gptq_sequential", false), variant == 1 || variant == 2);
     EXPECT_EQ(t.value("gptq_fp_target", false), variant == 2);
+    EXPECT_EQ(t.value("gptq_clip_search", false), variant == 3);
+    if (variant == 3) EXPECT_EQ(t["gptq_clip_ratios"].get<std::vector<float>>(), o.gptq_clip_ratios);
     logits.push_back(all_logits(*LlamaModel::load(*q), prompt));
     EXPECT_LT(rel_rms(ref, logits.back()), 0.3) << "variant " << variant;
   }
   EXPECT_NE(logits[0], logits[1]);
   EXPECT_NE(logits[1], logits[2]);
+  EXPECT_NE(logits[0], logits[3]);
 }
 
 }  // namespace
