@@ -1,7 +1,6 @@
 #include "quant/gptq_block.h"
 
 #include <algorithm>
-#include <memory>
 
 #include "core/error.h"
 #include "quant/f32_matmul.h"
@@ -88,7 +87,8 @@ std::vector<QuantizedLinear> quantize_block_staged(const LlamaShape& s, const Bl
       QS_CHECK(xr.rows == x->rows && xr.cols == x->cols) << "FP and quantized calibration rows differ";
       shift = gptq_ls_shift(*x, xr, f);
     }
-    const Matrix probe = every_nth_row(*x, std::max<int64_t>(1, x->rows / 2048));  // rows for the reported error
+    // Up to about 2,048 evenly spaced rows: for the reported error and the clip search.
+    const Matrix probe = every_nth_row(*x, std::max<int64_t>(1, x->rows / 2048));
     for (int i = stage.first; i < stage.last; ++i) {
       out.push_back(quantize_linear(fmt, *grid[i], opt.group));
       Matrix shifted;
