@@ -59,7 +59,6 @@ double percentile(const std::vector<double>& v, double p) {
   return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
 }
 
-// One benchmark run of `num_seqs` max_num_seqs on the loaded model.
 // The memory plan of a run's line: the (emulated) card, its budget, what the
 // weights and runtime hold, the workspace reserve, the KV pages it leaves.
 void put_memory_plan(const KvCachePlan& plan, nlohmann::json& j) {
@@ -72,6 +71,7 @@ void put_memory_plan(const KvCachePlan& plan, nlohmann::json& j) {
   j["kv_budget_pages"] = plan.budget_pages;
 }
 
+// One benchmark run of `num_seqs` max_num_seqs on the loaded model.
 nlohmann::json measure(const ThroughputOptions& o, LoadedModel& m, const KvCachePlan& plan, int num_seqs, int num_prompts,
                        int64_t max_batch_fits) {
   EngineConfig config = m.config;

@@ -28,6 +28,20 @@ struct Int8Device {
   Int8Rows rows() { return {q.get(), scale.get(), sum.get()}; }
 };
 
+// Plain INT8 quantization of fp16 rows on the GPU against the CPU: codes,
+// scales and sums bit for bit.
+void expect_quantize_int8_exact(const std::vector<uint16_t>& x, int rows, int cols) {
+  Int8Host want(rows, cols);
+  quantize_int8_cpu(x.data(), rows, cols, want.rows());
+  DeviceBuffer<uint16_t> dx(x);
+  Int8Device got(rows, cols);
+  QS_CUDA_OK(cuda::quantize_int8(dx.get(), rows, cols, got.rows(), nullptr));
+  QS_CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(got.q.download(), want.q);
+  EXPECT_EQ(got.scale.download(), want.scale);
+  EXPECT_EQ(got.sum.download(), want.sum);
+}
+
 // Returns the number of codes that differ by one (none may differ by more).
 int64_t expect_int8_close(Int8Device& got, const Int8Host& want, int rows, int cols) {
   const auto q = got.q.download();
@@ -102,17 +116,8 @@ TEST(FusedOpsCuda, SiluMulQuantAndQuantize) {
       silu_off += expect_int8_close(got, want, rows, cols);
       silu_codes += static_cast<int64_t>(rows) * cols;
 
-      const auto x = random_half(rng, static_cast<size_t>(rows) * cols, 3.f);
-      Int8Host want2(rows, cols);
-      quantize_int8_cpu(x.data(), rows, cols, want2.rows());
-      DeviceBuffer<uint16_t> dx(x);
-      Int8Device got2(rows, cols);
-      QS_CUDA_OK(cuda::quantize_int8(dx.get(), rows, cols, got2.rows(), nullptr));
-      QS_CUDA_OK(cudaDeviceSynchronize());
       // plain quantization sees identical inputs: exact
-      EXPECT_EQ(got2.q.download(), want2.q);
-      EXPECT_EQ(got2.scale.download(), want2.scale);
-      EXPECT_EQ(got2.sum.download(), want2.sum);
+      expect_quantize_int8_exact(random_half(rng, static_cast<size_t>(rows) * cols, 3.f), rows, cols);
     }
   }
   std::printf("[     INFO ] silu*mul+quant: %lld of %lld codes differ from the CPU by one\n",
@@ -151,17 +156,13 @@ TEST(FusedOpsCuda, QuantizeEdgeRowsBitExact) {
       if (r == 3) row[cols / 2] = float_to_half(127.f);   // amax 127: s = 1
       if (r == 4) row[cols - 1] = float_to_half(-31.75f); // amax 31.75: s = 0.25
     }
-    Int8Host want(rows, cols);
-    quantize_int8_cpu(x.data(), rows, cols, want.rows());
-    ASSERT_EQ(half_to_float(want.scale[3]), 1.f);
-    ASSERT_EQ(half_to_float(want.scale[4]), 0.25f);
-    DeviceBuffer<uint16_t> dx(x);
-    Int8Device got(rows, cols);
-    QS_CUDA_OK(cuda::quantize_int8(dx.get(), rows, cols, got.rows(), nullptr));
-    QS_CUDA_OK(cudaDeviceSynchronize());
-    EXPECT_EQ(got.q.download(), want.q);
-    EXPECT_EQ(got.scale.download(), want.scale);
-    EXPECT_EQ(got.sum.download(), want.sum);
+    {  // the rows hit the edges they were built for
+      Int8Host want(rows, cols);
+      quantize_int8_cpu(x.data(), rows, cols, want.rows());
+      ASSERT_EQ(half_to_float(want.scale[3]), 1.f);
+      ASSERT_EQ(half_to_float(want.scale[4]), 0.25f);
+    }
+    expect_quantize_int8_exact(x, rows, cols);
   }
 }
 

@@ -12,24 +12,18 @@
 #include "quant/gptq.h"
 #include "quant/quant_linear.h"
 #include "quant/weight_format.h"
+#include "random_matrix.h"
 
 namespace qserve::quant {
 namespace {
 
-Matrix gaussian(std::mt19937& rng, int64_t r, int64_t c, float stddev = 1.0f) {
-  std::normal_distribution<float> g(0.0f, stddev);
-  Matrix m(r, c);
-  for (auto& v : m.data) v = g(rng);
-  return m;
-}
-
 // Correlated inputs [rows, k]: Z [rows, k] mixed by a [k, k] matrix a, plus a
 // few large channels (activation outliers).
-Matrix mixing(std::mt19937& rng, int64_t k) { return gaussian(rng, k, k, 1.0f / std::sqrt(static_cast<float>(k))); }
+Matrix mixing(std::mt19937& rng, int64_t k) { return test::gaussian_matrix(rng, k, k, 1.0f / std::sqrt(static_cast<float>(k))); }
 
 Matrix correlated_inputs(std::mt19937& rng, int64_t rows, const Matrix& a) {
   const int64_t k = a.rows;
-  const Matrix z = gaussian(rng, rows, k);
+  const Matrix z = test::gaussian_matrix(rng, rows, k);
   Matrix x(rows, k);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < k; ++j) {
@@ -102,7 +96,7 @@ TEST_P(GptqFormats, LowersLayerOutputErrorOnCorrelatedInputs) {
   const int64_t n = 48, k = 320, rows = 1024;  // k = 2.5 groups of 128: a partial last group
   const Matrix a = mixing(rng, k);
   const Matrix x = correlated_inputs(rng, rows, a);
-  const Matrix w = gaussian(rng, n, k, 0.05f);
+  const Matrix w = test::gaussian_matrix(rng, n, k, 0.05f);
   const GptqFactor f = gptq_factor(x);
   const QuantizedLinear rtn = quantize_linear(GetParam(), w, 128);
   const QuantizedLinear gq = gptq_quantize_linear(GetParam(), w, w, 128, f);
@@ -121,7 +115,7 @@ TEST_P(GptqFormats, KeepsTheGridAndEqualsRoundToNearestWithoutCorrelation) {
   // x = I: H is diagonal, so no error flows between columns.
   Matrix x(k, k);
   for (int64_t i = 0; i < k; ++i) x.at(i, i) = 1.0f + 0.01f * static_cast<float>(i % 7);
-  const Matrix w = gaussian(rng, n, k, 0.1f);
+  const Matrix w = test::gaussian_matrix(rng, n, k, 0.1f);
   const QuantizedLinear rtn = quantize_linear(GetParam(), w, 128);
   const QuantizedLinear gq = gptq_quantize_linear(GetParam(), w, w, 128, gptq_factor(x));
   EXPECT_EQ(codes_of(gq), codes_of(rtn));
@@ -139,15 +133,15 @@ INSTANTIATE_TEST_SUITE_P(AllFormats, GptqFormats,
 TEST(Gptq, G128FormatStaysExactAndInsideTheProtectiveRange) {
   std::mt19937 rng(11);
   const int64_t n = 64, k = 384, rows = 256;
-  Matrix w = gaussian(rng, n, k, 0.02f);
+  Matrix w = test::gaussian_matrix(rng, n, k, 0.02f);
   std::uniform_int_distribution<int> pick(0, static_cast<int>(k) - 1);
   for (int64_t o = 0; o < n; ++o) {
     w.at(o, pick(rng)) = 1.0f;                       // the row max: 119 after level 1
     for (int j = 0; j < 3; ++j) w.at(o, pick(rng)) = -0.95f;  // groups near [-113, 119]
   }
   // Nearly collinear inputs: large off-diagonal H, large error transfers.
-  Matrix x = gaussian(rng, rows, k, 0.05f);
-  const Matrix common = gaussian(rng, rows, 1);
+  Matrix x = test::gaussian_matrix(rng, rows, k, 0.05f);
+  const Matrix common = test::gaussian_matrix(rng, rows, 1);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t i = 0; i < k; ++i) x.at(r, i) += common.at(r, 0) * ((i % 3) ? 1.0f : -1.0f);
   Matrix grid = w;  // a clipped grid, as the clipping search would set it
@@ -179,7 +173,7 @@ TEST(Gptq, RowCapBoundsTheDominantRows) {
   // the same rows with those two scaled down to a squared norm of C x the median.
   std::mt19937 rng(6);
   const int64_t k = 48, rows = 160;
-  Matrix x = gaussian(rng, rows, k);
+  Matrix x = test::gaussian_matrix(rng, rows, k);
   for (int64_t i = 0; i < k; ++i) x.at(0, i) *= 100.0f, x.at(77, i) *= 100.0f;
   std::vector<double> n2(rows);
   for (int64_t r = 0; r < rows; ++r)
@@ -212,14 +206,14 @@ TEST(Gptq, RowCapBoundsTheDominantRows) {
 TEST(Gptq, DeadChannelsAndShapeChecks) {
   std::mt19937 rng(5);
   const int64_t n = 8, k = 64;
-  Matrix x = gaussian(rng, 100, k);
+  Matrix x = test::gaussian_matrix(rng, 100, k);
   for (int64_t r = 0; r < x.rows; ++r) x.at(r, 10) = 0.0f;  // never active
   const GptqFactor f = gptq_factor(x);
   for (float v : f.u) ASSERT_TRUE(std::isfinite(v));
-  const Matrix w = gaussian(rng, n, k, 0.1f);
+  const Matrix w = test::gaussian_matrix(rng, n, k, 0.1f);
   const QuantizedLinear q = gptq_quantize_linear(WeightFormat::kW4PerChannel, w, w, 128, f);
   EXPECT_EQ(q.n, n);
-  QuantizedLinear wrong = quantize_linear(WeightFormat::kW4PerChannel, gaussian(rng, n, 32), 128);
+  QuantizedLinear wrong = quantize_linear(WeightFormat::kW4PerChannel, test::gaussian_matrix(rng, n, 32), 128);
   EXPECT_DEATH_IF_SUPPORTED(gptq_requantize(wrong, w, f), "GPTQ");
 }
 

@@ -15,16 +15,10 @@
 #include "quant/gptq_block.h"
 #include "quant/quantizer.h"
 #include "quant/weight_clip.h"
+#include "random_matrix.h"
 
 namespace qserve::quant {
 namespace {
-
-Matrix gaussian(std::mt19937& rng, int64_t r, int64_t c, float stddev = 1.0f) {
-  std::normal_distribution<float> g(0.0f, stddev);
-  Matrix m(r, c);
-  for (auto& v : m.data) v = g(rng);
-  return m;
-}
 
 // sum_t || a_t wa^T - b_t wb^T ||^2 / t
 double output_gap(const Matrix& a, const Matrix& wa, const Matrix& b, const Matrix& wb) {
@@ -41,16 +35,16 @@ double output_gap(const Matrix& a, const Matrix& wa, const Matrix& b, const Matr
 TEST(GptqLsTarget, EqualStreamsGiveTheWeightsAndAShiftIsUndone) {
   std::mt19937 rng(7);
   const int64_t k = 48, n = 12, t = 400;
-  Matrix xq = gaussian(rng, t, k);
+  Matrix xq = test::gaussian_matrix(rng, t, k);
   for (int64_t r = 0; r < t; ++r) xq.at(r, 5) *= 8.0f;  // an outlier channel: H far from identity
-  const Matrix w = gaussian(rng, n, k, 0.2f);
+  const Matrix w = test::gaussian_matrix(rng, n, k, 0.2f);
   const GptqFactor f = gptq_factor(xq, {.damp = 1e-4, .act_order = true});
   // The same stream: W* = W.
   const Matrix same = gptq_ls_target(w, xq, xq, f);
   for (size_t i = 0; i < w.data.size(); ++i) ASSERT_NEAR(same.data[i], w.data[i], 1e-5);
   // A reference stream that is a linear function of the quantized one, x_ref = x_q A:
   // W* = W A^T reproduces x_ref W^T from x_q almost exactly (the damping aside).
-  Matrix a = gaussian(rng, k, k, 0.1f / std::sqrt(static_cast<float>(k)));
+  Matrix a = test::gaussian_matrix(rng, k, k, 0.1f / std::sqrt(static_cast<float>(k)));
   for (int64_t i = 0; i < k; ++i) a.at(i, i) += 1.0f;
   Matrix xr(t, k);
   for (int64_t r = 0; r < t; ++r)
@@ -87,13 +81,13 @@ TinyBlock tiny_block(uint32_t seed) {
   b.s.vocab = 10;
   b.s.n_layers = 1;
   const float ws = 1.0f / std::sqrt(128.0f);
-  b.w.q = gaussian(rng, b.s.q_dim(), 128, ws);
-  b.w.k = gaussian(rng, b.s.kv_dim(), 128, ws);
-  b.w.v = gaussian(rng, b.s.kv_dim(), 128, ws);
-  b.w.o = gaussian(rng, 128, b.s.q_dim(), 0.1f);
-  b.w.gate = gaussian(rng, 256, 128, ws);
-  b.w.up = gaussian(rng, 256, 128, ws);
-  b.w.down = gaussian(rng, 128, 256, 0.06f);
+  b.w.q = test::gaussian_matrix(rng, b.s.q_dim(), 128, ws);
+  b.w.k = test::gaussian_matrix(rng, b.s.kv_dim(), 128, ws);
+  b.w.v = test::gaussian_matrix(rng, b.s.kv_dim(), 128, ws);
+  b.w.o = test::gaussian_matrix(rng, 128, b.s.q_dim(), 0.1f);
+  b.w.gate = test::gaussian_matrix(rng, 256, 128, ws);
+  b.w.up = test::gaussian_matrix(rng, 256, 128, ws);
+  b.w.down = test::gaussian_matrix(rng, 128, 256, 0.06f);
   b.w.attn_norm.assign(128, 1.0f);
   b.w.mlp_norm.assign(128, 1.0f);
   return b;
@@ -113,7 +107,7 @@ TEST(GptqBlock, SequentialAndFpTargetPickOtherCodesAndTheFpTargetTracksTheFpBloc
   std::mt19937 rng(11);
   // The FP stream, and a "quantized" stream that carries upstream error (noise correlated
   // with the signal, as a quantized previous block's output would).
-  Matrix h_fp = gaussian(rng, n_seq * seqlen, hid);
+  Matrix h_fp = test::gaussian_matrix(rng, n_seq * seqlen, hid);
   for (int64_t r = 0; r < h_fp.rows; ++r) h_fp.at(r, 9) *= 6.0f;
   std::vector<float> h_q = h_fp.data;
   std::normal_distribution<float> noise(0.0f, 0.3f);
@@ -174,7 +168,7 @@ TEST(GptqBlock, ClipSearchNeverLosesToTheSearchedGridAndWinsSomewhere) {
   const TinyBlock b = tiny_block(5);
   const int64_t n_seq = 3, seqlen = 64;
   std::mt19937 rng(13);
-  Matrix h = gaussian(rng, n_seq * seqlen, b.s.hidden);
+  Matrix h = test::gaussian_matrix(rng, n_seq * seqlen, b.s.hidden);
   for (int64_t r = 0; r < h.rows; ++r) h.at(r, 17) *= 5.0f;
   QuantizeOptions opt;
   opt.precision = Precision::kW4A8KV4;

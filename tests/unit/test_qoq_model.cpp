@@ -91,69 +91,77 @@ TEST(QoqModel, RotationAloneKeepsTheModelAtW8A8) {
   EXPECT_LT(rel_rms(ref, all_logits(*LlamaModel::load(*q), prompt)), 0.1);
 }
 
-TEST(QoqModel, ValueRotationAndQuantizedStreamsAreRecordedAndChangeTheCodes) {
-  // Value rotation (exact in FP) and calibration on the quantized stream (later blocks see
-  // the quantized earlier ones) both give a working W4A8KV4 model, recorded in the config,
-  // and both change the checkpoint (the switches are wired).
-  TempDir tmp;
-  write_tiny_model(tmp.path() / "in");
-  auto in = open_checkpoint((tmp.path() / "in").string());
-  const std::vector<int32_t> prompt = {1, 5, 9, 2, 33, 17, 8, 8, 21, 3, 0, 39};
-  const std::vector<float> ref = all_logits(*LlamaModel::load(*in), prompt);
-  std::vector<std::vector<float>> logits;
-  for (int variant = 0; variant < 4; ++variant) {
+// The switch tests below: the tiny model quantized to W4A8KV4 with GPTQ under
+// option variants, each checked to be recorded and to give a working model.
+class QoqSwitches : public testing::Test {
+ protected:
+  void SetUp() override {
+    write_tiny_model(tmp_.path() / "in");
+    in_ = open_checkpoint((tmp_.path() / "in").string());
+    ref_ = all_logits(*LlamaModel::load(*in_), kPrompt);
+  }
+  // Quantizes with `o` into `name`; returns the recorded transforms and the
+  // logits of the quantized model (checked to stay near the FP model's).
+  std::pair<nlohmann::json, std::vector<float>> quantize(const quant::QuantizeOptions& o, const std::string& name) {
+    const fs::path out = tmp_.path() / name;
+    quant::quantize_checkpoint(*in_, out.string(), o);
+    auto q = open_checkpoint(out.string());
+    std::vector<float> logits = all_logits(*LlamaModel::load(*q), kPrompt);
+    EXPECT_LT(rel_rms(ref_, logits), 0.3) << name;
+    return {q->config()["quantization_config"]["transforms"], std::move(logits)};
+  }
+  static quant::QuantizeOptions gptq_options() {
     quant::QuantizeOptions o;
     o.precision = quant::Precision::kW4A8KV4;
     o.calibration = calib();
     o.gptq = true;
+    return o;
+  }
+  static inline const std::vector<int32_t> kPrompt = {1, 5, 9, 2, 33, 17, 8, 8, 21, 3, 0, 39};
+  TempDir tmp_;
+  std::shared_ptr<Checkpoint> in_;
+  std::vector<float> ref_;
+};
+
+TEST_F(QoqSwitches, ValueRotationAndQuantizedStreamsAreRecordedAndChangeTheCodes) {
+  // Value rotation (exact in FP) and calibration on the quantized stream (later blocks see
+  // the quantized earlier ones) both give a working W4A8KV4 model, recorded in the config,
+  // and both change the checkpoint (the switches are wired).
+  std::vector<std::vector<float>> logits;
+  for (int variant = 0; variant < 4; ++variant) {
+    quant::QuantizeOptions o = gptq_options();
     o.rotate_values = variant == 1;
     o.quantized_stream = variant >= 2;
     o.stream_numerics = variant == 3;
-    const fs::path out = tmp.path() / ("v" + std::to_string(variant));
-    quant::quantize_checkpoint(*in, out.string(), o);
-    auto q = open_checkpoint(out.string());
-    const auto& t = q->config()["quantization_config"]["transforms"];
+    auto [t, l] = quantize(o, "v" + std::to_string(variant));
     EXPECT_EQ(t.value("rotate_values", false), variant == 1);
     EXPECT_EQ(t.value("quantized_stream", false), variant >= 2);
     EXPECT_EQ(t.value("stream_numerics", false), variant == 3);
-    logits.push_back(all_logits(*LlamaModel::load(*q), prompt));
-    EXPECT_LT(rel_rms(ref, logits.back()), 0.3) << "variant " << variant;
+    logits.push_back(std::move(l));
   }
   EXPECT_NE(logits[0], logits[1]);
   EXPECT_NE(logits[0], logits[2]);
   EXPECT_NE(logits[2], logits[3]);
 }
 
-TEST(QoqModel, StagedGptqSwitchesAreRecordedAndChangeTheCodes) {
+TEST_F(QoqSwitches, StagedGptqSwitchesAreRecordedAndChangeTheCodes) {
   // GPTQ stage by stage inside each block, towards the FP model's outputs, and the
   // GPTQ-aware clip search (quant/gptq_block.h): a working W4A8KV4 model, recorded in
   // the config, other codes.
-  TempDir tmp;
-  write_tiny_model(tmp.path() / "in");
-  auto in = open_checkpoint((tmp.path() / "in").string());
-  const std::vector<int32_t> prompt = {1, 5, 9, 2, 33, 17, 8, 8, 21, 3, 0, 39};
-  const std::vector<float> ref = all_logits(*LlamaModel::load(*in), prompt);
   std::vector<std::vector<float>> logits;
   for (int variant = 0; variant < 4; ++variant) {
-    quant::QuantizeOptions o;
-    o.precision = quant::Precision::kW4A8KV4;
-    o.calibration = calib();
-    o.gptq = true;
+    quant::QuantizeOptions o = gptq_options();
     o.quantized_stream = true;
     o.gptq_sequential = variant == 1 || variant == 2;
     o.gptq_fp_target = variant == 2;
     o.gptq_clip_search = variant == 3;
     o.gptq_clip_ratios = {1.0f, 0.9f};
-    const fs::path out = tmp.path() / ("s" + std::to_string(variant));
-    quant::quantize_checkpoint(*in, out.string(), o);
-    auto q = open_checkpoint(out.string());
-    const auto& t = q->config()["quantization_config"]["transforms"];
+    auto [t, l] = quantize(o, "s" + std::to_string(variant));
     EXPECT_EQ(t.value("gptq_sequential", false), variant == 1 || variant == 2);
     EXPECT_EQ(t.value("gptq_fp_target", false), variant == 2);
     EXPECT_EQ(t.value("gptq_clip_search", false), variant == 3);
     if (variant == 3) EXPECT_EQ(t["gptq_clip_ratios"].get<std::vector<float>>(), o.gptq_clip_ratios);
-    logits.push_back(all_logits(*LlamaModel::load(*q), prompt));
-    EXPECT_LT(rel_rms(ref, logits.back()), 0.3) << "variant " << variant;
+    logits.push_back(std::move(l));
   }
   EXPECT_NE(logits[0], logits[1]);
   EXPECT_NE(logits[1], logits[2]);

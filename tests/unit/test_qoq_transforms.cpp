@@ -17,6 +17,8 @@
 #include "quant/smooth_attention.h"
 #include "quant/smooth_output.h"
 
+#include "random_matrix.h"
+
 namespace qserve::quant {
 namespace {
 
@@ -25,13 +27,6 @@ struct TinyModel {
   OuterWeights outer;
   std::vector<BlockWeights> blocks;
 };
-
-Matrix random_matrix(std::mt19937& rng, int64_t r, int64_t c, float stddev) {
-  std::normal_distribution<float> g(0.0f, stddev);
-  Matrix m(r, c);
-  for (auto& v : m.data) v = g(rng);
-  return m;
-}
 
 std::vector<float> random_gain(std::mt19937& rng, int64_t n) {
   std::uniform_real_distribution<float> u(0.5f, 1.5f);
@@ -53,21 +48,21 @@ TinyModel make_model(int64_t hidden, bool interleaved, uint32_t seed) {
   s.n_layers = 2;
   s.rope_interleaved = interleaved;
   const float ws = 1.0f / std::sqrt(static_cast<float>(hidden));
-  m.outer.embed = random_matrix(rng, s.vocab, hidden, 1.0f);
+  m.outer.embed = test::gaussian_matrix(rng, s.vocab, hidden, 1.0f);
   // A few outlier channels in the stream, as real models have.
   for (int64_t r = 0; r < s.vocab; ++r) m.outer.embed.at(r, 3) *= 8.0f;
   m.outer.final_norm = random_gain(rng, hidden);
   m.outer.lm_head = m.outer.embed;  // tied
   for (int l = 0; l < s.n_layers; ++l) {
     BlockWeights b;
-    b.q = random_matrix(rng, s.q_dim(), hidden, ws);
-    b.k = random_matrix(rng, s.kv_dim(), hidden, ws);
+    b.q = test::gaussian_matrix(rng, s.q_dim(), hidden, ws);
+    b.k = test::gaussian_matrix(rng, s.kv_dim(), hidden, ws);
     for (int64_t c = 0; c < hidden; ++c) b.k.at(5, c) *= 6.0f;  // a key outlier channel
-    b.v = random_matrix(rng, s.kv_dim(), hidden, ws);
-    b.o = random_matrix(rng, hidden, s.q_dim(), 0.25f);
-    b.gate = random_matrix(rng, s.intermediate, hidden, ws);
-    b.up = random_matrix(rng, s.intermediate, hidden, ws);
-    b.down = random_matrix(rng, hidden, s.intermediate, 0.1f);
+    b.v = test::gaussian_matrix(rng, s.kv_dim(), hidden, ws);
+    b.o = test::gaussian_matrix(rng, hidden, s.q_dim(), 0.25f);
+    b.gate = test::gaussian_matrix(rng, s.intermediate, hidden, ws);
+    b.up = test::gaussian_matrix(rng, s.intermediate, hidden, ws);
+    b.down = test::gaussian_matrix(rng, hidden, s.intermediate, 0.1f);
     b.attn_norm = random_gain(rng, hidden);
     b.mlp_norm = random_gain(rng, hidden);
     m.blocks.push_back(std::move(b));
@@ -142,7 +137,7 @@ TEST(Hadamard, LeftTransposedMatchesDense) {
   Rotation r(n, 3);
   const std::vector<float> q = r.dense();
   std::mt19937 rng(1);
-  Matrix w = random_matrix(rng, n, cols, 1.0f);
+  Matrix w = test::gaussian_matrix(rng, n, cols, 1.0f);
   Matrix want(n, cols);
   for (int64_t i = 0; i < n; ++i)
     for (int64_t c = 0; c < cols; ++c) {

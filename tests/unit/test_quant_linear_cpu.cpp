@@ -12,6 +12,8 @@
 #include "core/half.h"
 #include "quant/quant_linear.h"
 
+#include "random_matrix.h"
+
 namespace qserve {
 namespace {
 
@@ -20,9 +22,7 @@ using quant::QuantizedLinear;
 using quant::WeightFormat;
 
 Matrix random_matrix(std::mt19937& rng, int64_t r, int64_t c) {
-  std::normal_distribution<float> g(0.0f, 0.05f);
-  Matrix m(r, c);
-  for (auto& v : m.data) v = g(rng);
+  Matrix m = test::gaussian_matrix(rng, r, c, 0.05f);
   m.at(0, 1) = 0.9f;  // an outlier
   return m;
 }

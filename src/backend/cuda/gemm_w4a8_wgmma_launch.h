@@ -54,15 +54,14 @@ inline constexpr TileShape kTiles[kTileCount] = {
 };
 inline constexpr int kThreads = 384;  // warpgroup 0: TMA producer; 1, 2: consumers
 
-// Tokens per chunk of the staged epilogue (each consumer warpgroup stages
-// [chunk][64 * mt] fp16 outputs in shared memory, then stores 16-B pieces).
-template <int BM>
-inline constexpr int kEpiChunk = BM < 32 ? BM : 32;
-// The epilogue's shared memory: the staging buffers, then the per-token
-// factors [2 warpgroups][s_x, a_sum][bm] f32.
-inline constexpr int epi_bytes(const TileShape& s) {
-  return 2 * (s.bm < 32 ? s.bm : 32) * (s.mt * 128 + 16) + 2 * 2 * s.bm * 4;
-}
+// The staged epilogue (kernels/gemm_w4a8_wgmma_kernel.cuh): each consumer
+// warpgroup stages [epi_chunk(bm) tokens][64 mt channels] fp16 outputs in a
+// shared buffer with rows padded by 16 B, then stores 16-B pieces; after the
+// two buffers, the per-token factors [2 warpgroups][s_x, a_sum][bm] f32.
+inline constexpr int epi_chunk(int bm) { return bm < 32 ? bm : 32; }
+inline constexpr int epi_row_bytes(int mt) { return mt * 128 + 16; }
+inline constexpr int epi_staging_bytes(int bm, int mt) { return 2 * epi_chunk(bm) * epi_row_bytes(mt); }
+inline constexpr int epi_bytes(const TileShape& s) { return epi_staging_bytes(s.bm, s.mt) + 2 * 2 * s.bm * 4; }
 
 // Shared memory of one CTA (+1 KB for the 1024-B alignment of the swizzled tiles):
 // stages, mbarriers and the split-K flag, the epilogue buffers.

@@ -229,10 +229,8 @@ __global__ void __launch_bounds__(Cfg::kThreads) gemm_w4a8_kernel(const KernelPa
   const int o_base = n16_base * 16 + warp_n * (Cfg::BN / Cfg::WARPS_N) + g;
   const int t_base = m_base + warp_m * (Cfg::BM / Cfg::WARPS_M) + 2 * q;
 
-  if (p.splits > 1) {
-    // Split-K fix-up: every split stores its partial sums; the last CTA of the
-    // tile to arrive adds the others' and runs the epilogue.
-    int32_t* mine = p.partials + static_cast<size_t>(split) * p.m * p.n;
+  // Visits this thread's accumulators inside the output: f(value, index in [m, n]).
+  auto for_each_output = [&](auto&& f) {
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
@@ -240,8 +238,15 @@ __global__ void __launch_bounds__(Cfg::kThreads) gemm_w4a8_kernel(const KernelPa
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int o = o_base + mi * 16 + 8 * (e >> 1), t = t_base + ni * 8 + (e & 1);
-          if (o < p.n && t < p.m) __stcg(mine + static_cast<size_t>(t) * p.n + o, acc[mi][ni][e]);
+          if (o < p.n && t < p.m) f(acc[mi][ni][e], static_cast<size_t>(t) * p.n + o);
         }
+  };
+
+  if (p.splits > 1) {
+    // Split-K fix-up: every split stores its partial sums; the last CTA of the
+    // tile to arrive adds the others' and runs the epilogue.
+    int32_t* mine = p.partials + static_cast<size_t>(split) * p.m * p.n;
+    for_each_output([&](int32_t& v, size_t idx) { __stcg(mine + idx, v); });
     __threadfence();
     __syncthreads();
     if (tid == 0) {
@@ -256,28 +261,12 @@ __global__ void __launch_bounds__(Cfg::kThreads) gemm_w4a8_kernel(const KernelPa
     for (int z = 0; z < p.splits; ++z) {
       if (z == split) continue;
       const int32_t* other = p.partials + static_cast<size_t>(z) * p.m * p.n;
-#pragma unroll
-      for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-        for (int ni = 0; ni < NI; ++ni)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int o = o_base + mi * 16 + 8 * (e >> 1), t = t_base + ni * 8 + (e & 1);
-            if (o < p.n && t < p.m) acc[mi][ni][e] += __ldcg(other + static_cast<size_t>(t) * p.n + o);
-          }
+      for_each_output([&](int32_t& v, size_t idx) { v += __ldcg(other + idx); });
     }
   }
 
   if (p.acc_out) {  // exact accumulators (tests)
-#pragma unroll
-    for (int ni = 0; ni < NI; ++ni)
-#pragma unroll
-      for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int o = o_base + mi * 16 + 8 * (e >> 1), t = t_base + ni * 8 + (e & 1);
-          if (o < p.n && t < p.m) p.acc_out[static_cast<size_t>(t) * p.n + o] = acc[mi][ni][e];
-        }
+    for_each_output([&](int32_t& v, size_t idx) { p.acc_out[idx] = v; });
     return;
   }
   // Every factor is loaded before the first store (y may alias them as far

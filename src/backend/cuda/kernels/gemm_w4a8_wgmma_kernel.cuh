@@ -139,8 +139,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   uint64_t* full = reinterpret_cast<uint64_t*>(ws + STAGES * kWBytes);
   uint64_t* empty = full + STAGES;
   int* s_is_last = reinterpret_cast<int*>(empty + STAGES);
-  uint8_t* epi = reinterpret_cast<uint8_t*>(s_is_last) + 16;  // [2 warpgroups][kEpiChunk][64 * MT * 2 + 16 B]
-  float* fac = reinterpret_cast<float*>(epi + 2 * kEpiChunk<BM> * (MT * 128 + 16));  // [2 warpgroups][s_x, a_sum][BM]
+  uint8_t* epi = reinterpret_cast<uint8_t*>(s_is_last) + 16;     // [2 warpgroups][epi_chunk][epi_row_bytes]
+  float* fac = reinterpret_cast<float*>(epi + epi_staging_bytes(BM, MT));  // [2 warpgroups][s_x, a_sum][BM]
 
   const int k64_total = p.k >> 6;
   const int kt_total = (k64_total + 1) >> 1;  // 128-wide stages (the last may be half)
@@ -321,8 +321,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int j = 0; j < MT; ++j) o_base[j] = t16[j] * 16 + g;
 
-      if (p.splits > 1) {
-        int32_t* mine = p.partials + static_cast<size_t>(split) * p.m * p.n;
+      // Visits this thread's accumulators inside the output: f(value, index in [m, n]).
+      auto for_each_output = [&](auto&& f) {
 #pragma unroll
         for (int j = 0; j < MT; ++j)
 #pragma unroll
@@ -330,8 +330,13 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
             for (int e4 = 0; e4 < 4; ++e4) {
               const int o = o_base[j] + 8 * (e4 >> 1), t = t_base + 8 * i + (e4 & 1);
-              if (o < p.n && t < p.m) __stcg(mine + static_cast<size_t>(t) * p.n + o, acc[j][4 * i + e4]);
+              if (o < p.n && t < p.m) f(acc[j][4 * i + e4], static_cast<size_t>(t) * p.n + o);
             }
+      };
+
+      if (p.splits > 1) {
+        int32_t* mine = p.partials + static_cast<size_t>(split) * p.m * p.n;
+        for_each_output([&](int32_t& v, size_t idx) { __stcg(mine + idx, v); });
         __threadfence();
         ptx::named_barrier(1, 256);
         if (ctid == 0) {
@@ -346,28 +351,12 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int z = 0; z < p.splits; ++z) {
           if (z == split) continue;
           const int32_t* other = p.partials + static_cast<size_t>(z) * p.m * p.n;
-#pragma unroll
-          for (int j = 0; j < MT; ++j)
-#pragma unroll
-            for (int i = 0; i < BM / 8; ++i)
-#pragma unroll
-              for (int e4 = 0; e4 < 4; ++e4) {
-                const int o = o_base[j] + 8 * (e4 >> 1), t = t_base + 8 * i + (e4 & 1);
-                if (o < p.n && t < p.m) acc[j][4 * i + e4] += __ldcg(other + static_cast<size_t>(t) * p.n + o);
-              }
+          for_each_output([&](int32_t& v, size_t idx) { v += __ldcg(other + idx); });
         }
       }
 
       if (p.acc_out) {  // exact accumulators (tests): plain stores
-#pragma unroll
-        for (int j = 0; j < MT; ++j)
-#pragma unroll
-          for (int i = 0; i < BM / 8; ++i)
-#pragma unroll
-            for (int e4 = 0; e4 < 4; ++e4) {
-              const int o = o_base[j] + 8 * (e4 >> 1), t = t_base + 8 * i + (e4 & 1);
-              if (o < p.n && t < p.m) p.acc_out[static_cast<size_t>(t) * p.n + o] = acc[j][4 * i + e4];
-            }
+        for_each_output([&](int32_t& v, size_t idx) { p.acc_out[idx] = v; });
         continue;
       }
 
@@ -388,7 +377,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       // fp16 outputs [kChunk tokens][64 * MT channels] into its shared buffer
       // (rows padded by 16 B: the 4 token rows of one store hit distinct
       // banks), then copies the rows out with coalesced 16-B stores.
-      constexpr int kChunk = kEpiChunk<BM>, kWgCh = 64 * MT, kRowBytes = kWgCh * 2 + 16;
+      constexpr int kChunk = epi_chunk(BM), kWgCh = 64 * MT, kRowBytes = epi_row_bytes(MT);
       uint8_t* ebuf = epi + cw * kChunk * kRowBytes;
       const int o_wg = (n_blk * MT * 2 + cw * MT) * 64;  // first channel of this warpgroup
       const bool vec_ok = (p.n & 7) == 0 && (reinterpret_cast<uintptr_t>(p.y) & 15) == 0;
