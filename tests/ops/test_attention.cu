@@ -249,7 +249,7 @@ TEST(DecodeAttentionCuda, PersistentGridSmall) {
 // decode launched after it must see only the new bytes.
 TEST(DecodeAttentionCuda, StagesOnlyOldKeysBeforeTheWait) {
   QS_SKIP_WITHOUT_CUDA();
-  const AttentionShape shape{32, 8, 128};
+  const AttentionShape shape{8, 2, 128};  // few KV heads: the late kernel copies byte by byte
   uint32_t seed = 450;
   for (KvDtype dtype : {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16})
     for (int page : {16, 64})
@@ -257,7 +257,7 @@ TEST(DecodeAttentionCuda, StagesOnlyOldKeysBeforeTheWait) {
         SCOPED_TRACE(std::string(dtype_name(dtype)) + ", page " + std::to_string(page) +
                      (persistent ? ", persistent on 1 SM" : ""));
         std::mt19937 rng(seed++);
-        const std::vector<int32_t> ctx{1, 2, 33, 64, 65, 300, 1000, 129};
+        const std::vector<int32_t> ctx{1, 2, 33, 65, 300, 129};
         AttentionScenario s = make_scenario(shape, dtype, page, RopeStyle::kRotateHalf, ctx, rng);
         const int B = static_cast<int>(ctx.size()), cols = shape.num_q_heads * shape.head_dim;
         std::vector<uint16_t> q(static_cast<size_t>(B) * cols);
@@ -292,7 +292,7 @@ TEST(DecodeAttentionCuda, StagesOnlyOldKeysBeforeTheWait) {
         DeviceBuffer<uint16_t> dq_new(q), dq_live(q_stale), dout(q.size());  // poisoned
         DeviceBuffer<int32_t> dctx(ctx), dpt(s.page_table);
         const PagedKvCache cache{dlive.get(), dlive.get() + s.k_pool.size(), s.num_pages, s.layout};
-        cuda::DecodePlan plan = cuda::plan_decode_attention(shape, dtype, B, 1000, num_sms());
+        cuda::DecodePlan plan = cuda::plan_decode_attention(shape, dtype, B, 300, num_sms());
         plan.persistent = persistent;
         if (persistent) plan.num_sms = 1;
         DeviceBuffer<uint8_t> ws(plan.workspace_bytes);
