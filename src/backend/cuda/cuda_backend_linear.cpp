@@ -11,6 +11,7 @@
 #include "backend/cuda/gemm_w4a8.h"
 #include "backend/cuda/gemm_w8a8_epilogue.h"
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "core/half.h"
 
 namespace qserve::cuda {
@@ -176,10 +177,20 @@ std::unique_ptr<Linear> make_quantized_linear(const std::shared_ptr<CudaBackendS
       return std::make_unique<W8A8Linear>(state, w.n, w.k, device_copy(state, q), device_copy(state, st));
     }
     case WeightFormat::kW4A16: {
-      // Weight-only W4: dequantized once to fp16, then the float path.
-      const std::vector<float> deq = quant::dequantize(layer.w4a16);
-      std::vector<uint16_t> bits(deq.size());
-      for (size_t i = 0; i < deq.size(); ++i) bits[i] = float_to_half(deq[i]);
+      // Weight-only W4: dequantized once to fp16 (rows over the thread pool:
+      // single-threaded this took tens of seconds for a 7B model), then the
+      // float path.
+      const quant::W4A16Weights& w = layer.w4a16;
+      std::vector<uint16_t> bits(static_cast<size_t>(w.n * w.k));
+      ThreadPool::global().parallel_for(
+          w.n,
+          [&](int64_t begin, int64_t end) {
+            for (int64_t o = begin; o < end; ++o) {
+              const std::vector<float> row = quant::dequantize_w4a16_row(w, o);
+              for (int64_t i = 0; i < w.k; ++i) bits[o * w.k + i] = float_to_half(row[i]);
+            }
+          },
+          16);
       auto linear = std::make_unique<F16Linear>(state, device_copy(state, host_f16(std::move(bits), {layer.n, layer.k})),
                                                 Tensor(), "w4a16 (dequantized to fp16)");
       return linear;
