@@ -18,7 +18,7 @@ int64_t linear_bytes(quant::WeightFormat f, int64_t n, int64_t k, int64_t group)
     case quant::WeightFormat::kW8PerChannel: return n * k + n * 2;                  // q + fp16 scale
     case quant::WeightFormat::kW4PerChannel: return n * k / 2 + n * 3;              // + fp16 scale, zero
     case quant::WeightFormat::kW4G128: return n * k / 2 + n * 2 + n * groups * 2;  // + s1, s2 / zero per group
-    case quant::WeightFormat::kW4A16: return n * k / 2 + n * groups * 4;           // + fp16 scale, zero per group (CUDA: 2 x fp16)
+    case quant::WeightFormat::kW4A16: return n * k / 2 + n * groups * 3;           // + fp16 scale, zero per group
   }
   return n * k * 2;
 }
