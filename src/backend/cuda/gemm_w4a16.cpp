@@ -54,9 +54,12 @@ W4A16DeviceWeights upload_w4a16(const quant::W4A16Weights& w) {
   return d;
 }
 
+// From the H200 sweep (bench/results/2026-11-30-w4a16-h200.md): at m <= 8 one
+// row tile per warp except on the widest layers; above, two row tiles x two
+// token tiles, which up to m = 64 still beats dequantize + cuBLAS by 1.7-2x.
 int w4a16_stream_tile(int64_t m, int64_t n) {
-  if (m <= 8) return n <= 6144 ? 0 : 1;
-  if (m <= 16) return n <= 6144 ? 2 : n <= 16384 ? 3 : 4;
+  if (m <= 8) return n >= 16384 ? 1 : 0;
+  if (m <= kW4A16StreamMaxM) return 3;
   return -1;
 }
 

@@ -1,6 +1,6 @@
 // W4A16 (weight-only, g128, AWQ-style: w = (q - z) * s per group) on the GPU,
 // with the weights kept at 4 bits in device memory:
-//  - m <= 16 (decode): a weight-streaming kernel on fp16 tensor cores
+//  - m <= 64 (decode): a weight-streaming kernel on fp16 tensor cores
 //    (mma.sync m16n8k16, f32 accumulation): each warp streams one 16-channel
 //    row tile's k range straight from global memory into registers, one
 //    128-bit load per lane per 16 x 64 tile (quant/w4a16_repack.h), dequantizes
@@ -52,7 +52,7 @@ inline constexpr W4A16StreamTile kW4A16StreamTiles[kW4A16StreamTileCount] = {
     {2, 2, 8, 2},   // 3: m <= 16
     {4, 2, 8, 2},   // 4: m <= 16, wide: fewer activation re-reads
 };
-inline constexpr int64_t kW4A16StreamMaxM = 16;
+inline constexpr int64_t kW4A16StreamMaxM = 64;
 // The streaming tile the planner picks for (m, n); -1 when m > kW4A16StreamMaxM.
 int w4a16_stream_tile(int64_t m, int64_t n);
 
@@ -62,7 +62,7 @@ int64_t w4a16_slice_rows(int64_t n, int64_t k, size_t scratch_bytes);
 inline constexpr size_t kW4A16ScratchBytes = size_t{64} << 20;
 
 // Y[m, n] fp16 = X[m, k] fp16 * W^T. stream_tile >= 0 forces the streaming
-// kernel with that tile (tests, benchmarks; m <= 8 * NT), -1 picks: the
+// kernel with that tile (tests, benchmarks; any m), -1 picks: the
 // streaming kernel up to kW4A16StreamMaxM, else dequantize + cuBLAS through
 // `scratch` (kW4A16ScratchBytes, or any size holding 16 rows of k).
 void gemm_w4a16(const W4A16DeviceWeights& w, const __half* x, int64_t m, __half* y, void* scratch,
