@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "backend/cuda/gemm_w4a8_dequant.h"
 #include "backend/cuda/gemm_w4a8_measured.h"
 #include "backend/cuda/gemm_w4a8_wgmma_launch.h"
 #include "core/error.h"
@@ -15,6 +16,8 @@ namespace {
 
 using w4a8::wgmma::kTiles;
 using w4a8::wgmma::TileShape;
+static_assert(kW4A8FirstS8Tile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstS8Tile);
+static_assert(kW4A8TileCount - kW4A8FirstWgmmaTile == w4a8::wgmma::kTileCount);
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -111,41 +114,68 @@ W4A8Plan plan_w4a8_wgmma(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k,
   const int64_t units = int64_t{plan.grid_n} * plan.grid_m * plan.splits;
   plan.ctas = static_cast<int>(std::min<int64_t>(units, sms));
   plan.workspace_bytes = plan.workspace_bytes_for(m, n);
+  if (s.s8) {
+    plan.scratch_bytes = static_cast<size_t>(n) * k;
+    plan.workspace_bytes = plan.scratch_offset(m, n) + plan.scratch_bytes;
+  }
   plan.pdl = pdl_enabled(dev);  // measured: 5-25% faster at m <= 256 (bench/results/2026-11-29-gemm-h200-r3.md)
   return plan;
 }
 
-void gemm_w4a8_wgmma(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A8Plan& plan, void* workspace,
-                     cudaStream_t stream) {
+w4a8::wgmma::Params wgmma_params(const W4A8Args& args, const W4A8Plan& plan, void* workspace, int64_t n, int64_t k) {
   const int local = plan.tile - kW4A8FirstWgmmaTile;
   QS_CHECK(local >= 0 && local < w4a8::wgmma::kTileCount);
   const TileShape& s = kTiles[local];
-  QS_CHECK(plan.grid_n == cdiv(w.n, s.bn()) && plan.grid_m == cdiv(args.m, s.bm)) << "plan made for another shape";
+  QS_CHECK(plan.grid_n == cdiv(n, s.bn()) && plan.grid_m == cdiv(args.m, s.bm)) << "plan made for another shape";
+  QS_CHECK(args.m > 0 && args.x && (args.y || args.acc_out));
+  QS_CHECK(args.acc_out || args.s_x) << "the fp16 epilogue needs s_x";
   QS_CHECK(reinterpret_cast<uintptr_t>(args.x) % 16 == 0) << "TMA needs 16-byte aligned activations";
-  QS_CHECK(plan.ctas > 0);
+  QS_CHECK(plan.ctas > 0 && (workspace || plan.workspace_bytes == 0));
+  QS_CHECK(args.m * n < (int64_t{1} << 31) && args.m * k < (int64_t{1} << 31))
+      << "m * n or m * k too large for 32-bit indexing";
   w4a8::wgmma::Params p{};
-  p.w = w.qweight.as<const uint8_t>();
-  p.level2 = w.level2.as<const uint32_t>();
   p.x = args.x;
   p.s_x = args.s_x;
   p.a_sum = args.a_sum;
-  p.ch_scale = w.ch_scale.as<const float>();
-  p.ch_szero = w.ch_szero.as<const float>();
   p.y = args.y;
   p.acc_out = args.acc_out;
   p.counters = static_cast<int*>(workspace);
   p.partials = reinterpret_cast<int32_t*>(static_cast<char*>(workspace) + plan.counter_bytes());
   p.m = static_cast<int>(args.m);
-  p.n = static_cast<int>(w.n);
-  p.k = static_cast<int>(w.k);
-  p.n16 = static_cast<int>(w.n16);
-  p.groups = static_cast<int>(w.groups);
-  p.blocks128 = static_cast<int>(cdiv(w.n, 128));
+  p.n = static_cast<int>(n);
+  p.k = static_cast<int>(k);
+  p.n16 = static_cast<int>(cdiv(n, 16));
+  p.blocks128 = static_cast<int>(cdiv(n, 128));
   p.grid_n = plan.grid_n;
   p.grid_m = plan.grid_m;
   p.splits = plan.splits;
   p.kt_per_split = plan.kt_per_split;
   p.units = plan.grid_n * plan.grid_m * plan.splits;
+  return p;
+}
+
+void gemm_w4a8_wgmma(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A8Plan& plan, void* workspace,
+                     cudaStream_t stream) {
+  const int local = plan.tile - kW4A8FirstWgmmaTile;
+  const TileShape& s = kTiles[local];
+  QS_CHECK(w.kind == W4A8Kind::kG128 || args.acc_out || args.a_sum) << "per-channel W4A8 needs a_sum";
+  w4a8::wgmma::Params p = wgmma_params(args, plan, workspace, w.n, w.k);
+  p.w = w.qweight.as<const uint8_t>();
+  p.level2 = w.level2.as<const uint32_t>();
+  p.ch_scale = w.ch_scale.as<const float>();
+  p.ch_szero = w.ch_szero.as<const float>();
+  p.n16 = static_cast<int>(w.n16);
+  p.groups = static_cast<int>(w.groups);
+  if (s.s8) {
+    // The dequantization pass writes the INT8 copy (launched without PDL: the
+    // previous GEMM may still read the scratch), then the INT8-weight kernel.
+    QS_CHECK(plan.scratch_bytes == static_cast<size_t>(w.n * w.k)) << "plan made for another shape";
+    int8_t* w8 = reinterpret_cast<int8_t*>(static_cast<char*>(workspace) + plan.scratch_offset(args.m, w.n));
+    launch_w4_dequant(p.w, p.level2, w.n, w.k, w.n16, w.groups, w.kind == W4A8Kind::kG128, w8, stream);
+    p.w_after_wait = 1;
+    w4a8::wgmma::launch_kernel_s8(local, w.kind == W4A8Kind::kG128, w8, p, plan.ctas, stream, plan.pdl);
+    return;
+  }
   w4a8::wgmma::launch_kernel(local, w.kind == W4A8Kind::kG128, p, plan.ctas, stream, plan.pdl);
 }
 

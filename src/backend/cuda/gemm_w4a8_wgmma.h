@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "backend/cuda/gemm_w4a8.h"
+#include "backend/cuda/gemm_w4a8_wgmma_launch.h"
 
 namespace qserve::cuda {
 
@@ -14,5 +15,9 @@ bool use_wgmma(int64_t m, int64_t n, int64_t k, bool g128);
 // Runs a plan of a wgmma tile (plan.tile >= kW4A8FirstWgmmaTile).
 void gemm_w4a8_wgmma(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A8Plan& plan, void* workspace,
                      cudaStream_t stream);
+
+// The kernel parameters common to every wgmma launch (activations, outputs,
+// the plan's grid and workspace) for an n x k weight; checks the plan.
+w4a8::wgmma::Params wgmma_params(const W4A8Args& args, const W4A8Plan& plan, void* workspace, int64_t n, int64_t k);
 
 }  // namespace qserve::cuda
