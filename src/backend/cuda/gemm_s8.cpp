@@ -10,6 +10,11 @@ namespace qserve::cuda {
 
 bool s8_wgmma_supported(const DeviceInfo& dev, int64_t k) { return w4a8_wgmma_supported(dev) && k % 64 == 0; }
 
+bool use_s8_w8a8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k) {
+  (void)n;
+  return s8_wgmma_supported(dev, k) && m >= 256;
+}
+
 W4A8Plan plan_s8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile, int force_splits) {
   QS_CHECK(force_tile < 0 || w4a8_tile_is_s8(force_tile)) << "not an INT8-weight tile: " << force_tile;
   W4A8Plan best;

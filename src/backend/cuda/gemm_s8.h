@@ -15,6 +15,10 @@ namespace qserve::cuda {
 // (TMA rows of 16-B multiples; the pipeline's 64-wide k granule).
 bool s8_wgmma_supported(const DeviceInfo& dev, int64_t k);
 
+// Whether the W8A8 layer runs this problem on the INT8-weight kernels rather
+// than cuBLASLt INT8 + the separate epilogue (measured: gemm_s8.cpp).
+bool use_s8_w8a8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k);
+
 // A plan on one of the INT8-weight tiles (force_tile: one of them or -1 for
 // the cost model's pick; force_splits as in plan_w4a8). No weight scratch.
 W4A8Plan plan_s8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile = -1, int force_splits = 0);
