@@ -158,6 +158,46 @@ TEST_F(GemmS8, DequantizationPassIsExact) {
   }
 }
 
+// The planner needs no GPU: g128 takes the pass + INT8 path from m = 1024 on
+// sm_90 (per-channel and smaller m keep the W4 tiles), with the weight copy in
+// the workspace; W8A8 takes the INT8-weight kernel from m = 256.
+TEST(GemmS8Planner, WhereTheInt8PathRuns) {
+  cuda::DeviceInfo a100, h200;
+  a100.cc_major = 8, a100.sm_count = 108;
+  h200.cc_major = 9, h200.sm_count = 132;
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{6144, 4096}, {28672, 4096}, {4096, 14336}, {8192, 28672},
+                      {200, 448}, {1408, 2880}})
+    for (int64_t m : {1, 64, 512, 1023, 1024, 4097, 8192})
+      for (bool g : {false, true}) {
+        SCOPED_TRACE("n " + std::to_string(n) + " k " + std::to_string(k) + " m " + std::to_string(m));
+        const cuda::W4A8Plan p = cuda::plan_w4a8(h200, m, n, k, -1, 0, g);
+        EXPECT_EQ(cuda::w4a8_tile_is_s8(p.tile), g && m >= 1024) << cuda::w4a8_tile_name(p.tile);
+        EXPECT_EQ(cuda::w4a8_tile_is_s8(cuda::plan_w4a8_wgmma(h200, m, n, k, -1, 0, g).tile), g && m >= 1024);
+        EXPECT_FALSE(cuda::w4a8_tile_is_wgmma(cuda::plan_w4a8(a100, m, n, k, -1, 0, g).tile));
+        if (cuda::w4a8_tile_is_s8(p.tile)) {
+          EXPECT_EQ(p.scratch_bytes, static_cast<size_t>(n * k));
+          EXPECT_EQ(p.scratch_offset(m, n) % 256, 0u);
+          EXPECT_GE(p.scratch_offset(m, n), p.workspace_bytes_for(m, n));
+          EXPECT_EQ(p.workspace_bytes, p.scratch_offset(m, n) + p.scratch_bytes);
+        } else {
+          EXPECT_EQ(p.scratch_bytes, 0u);
+        }
+        EXPECT_EQ(cuda::use_s8_w8a8(h200, m, n, k), m >= 256);
+        EXPECT_FALSE(cuda::use_s8_w8a8(a100, m, n, k));
+        const cuda::W4A8Plan w8 = cuda::plan_s8(h200, m, n, k);
+        EXPECT_TRUE(cuda::w4a8_tile_is_s8(w8.tile));
+        EXPECT_EQ(w8.scratch_bytes, 0u);
+        EXPECT_EQ(w8.workspace_bytes, w8.workspace_bytes_for(m, n));
+      }
+  EXPECT_FALSE(cuda::use_s8_w8a8(h200, 1024, 4096, 4000));  // k % 64 != 0: cuBLASLt
+  // Measured: Llama-3-8B qkv at m = 1024 on 128 x 128 (48.3 us against 57.4 on
+  // 256 x 128: 1.45 rounds of units), gate_up on 256 x 128; W8A8 below m =
+  // 1024 on 128 x 128.
+  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 1024, 6144, 4096, -1, 0, true).tile), "s8_128x128");
+  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 1024, 28672, 4096, -1, 0, true).tile), "s8_256x128");
+  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_s8(h200, 256, 8192, 28672).tile), "s8_128x128");
+}
+
 #else
 TEST(GemmS8, W8A8MatchesCpuReference) { GTEST_SKIP() << "skipped: no CUDA device (CPU-only build)"; }
 #endif

@@ -10,6 +10,10 @@ namespace qserve::cuda {
 
 bool s8_wgmma_supported(const DeviceInfo& dev, int64_t k) { return w4a8_wgmma_supported(dev) && k % 64 == 0; }
 
+// Measured on the H200 (bench/results/2026-11-30-gemm-s8-h200.md), the 9
+// benchmark layers at m = 256, 1024, 4096, 8192: the fused kernel 1.00-1.61x
+// faster than cuBLASLt INT8 + the epilogue kernel on every row (on the
+// planner's tile). Smaller m was not measured: cuBLASLt stays there.
 bool use_s8_w8a8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k) {
   (void)n;
   return s8_wgmma_supported(dev, k) && m >= 256;
@@ -17,13 +21,8 @@ bool use_s8_w8a8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k) {
 
 W4A8Plan plan_s8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile, int force_splits) {
   QS_CHECK(force_tile < 0 || w4a8_tile_is_s8(force_tile)) << "not an INT8-weight tile: " << force_tile;
-  W4A8Plan best;
-  if (force_tile >= 0) {
-    best = plan_w4a8_wgmma(dev, m, n, k, force_tile, force_splits, true);
-  } else {
-    // Until measured: 256 x 128 above 64 tokens, 256 x 64 below.
-    best = plan_w4a8_wgmma(dev, m, n, k, m <= 64 ? kW4A8FirstS8Tile + 3 : kW4A8FirstS8Tile, force_splits, true);
-  }
+  W4A8Plan best = force_tile >= 0 ? plan_w4a8_wgmma(dev, m, n, k, force_tile, force_splits, true)
+                                  : plan_w4a8_wgmma_s8(dev, m, n, k, force_splits);
   best.scratch_bytes = 0;  // the weights are INT8 already
   best.workspace_bytes = best.workspace_bytes_for(m, n);
   return best;

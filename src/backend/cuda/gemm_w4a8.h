@@ -15,6 +15,8 @@
 // activations through TMA, warp-specialized and persistent. It reads the same
 // repacked weights. The planner picks the family and tile per problem size;
 // tile ids < kW4A8FirstWgmmaTile are mma.sync tiles, the others wgmma tiles.
+// For g128 at large m the wgmma family also runs INT8-weight tiles after a
+// pass that dequantizes the weights into the workspace (plan.scratch_bytes).
 #pragma once
 
 #include <cstddef>

@@ -71,11 +71,25 @@ bool use_wgmma(int64_t m, int64_t n, int64_t k, bool g128) {
 // wgmma N that holds m up to 64 tokens (decode: memory-bound, 256 channels
 // per CTA to move more weight bytes per stage); above, the cheapest of the
 // large tiles by the model above. Split-K when the units would leave SMs idle.
-W4A8Plan plan_w4a8_wgmma(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile, int force_splits,
-                         bool g128) {
+//
+// g128 at m >= kS8MinTokens: the dequantization pass + the cheapest
+// INT8-weight tile by the same model (docs/gemm-hopper.md). Measured on the
+// H200 (bench/results/2026-11-30-gemm-s8-h200.md), at m >= 1024 on the 9
+// benchmark layers: 0.78-1.15x of cuBLASLt INT8 (median 0.93) against
+// 0.64-0.94x (0.81) for the in-loop dequantization, faster or equal on every
+// row; at m = 256 the pass (28-51% of the time) makes it slower everywhere.
+// The model's tile is the measured fastest of the three on 25 of 27 rows and
+// within 4.3% on the other two. Per-channel keeps the W4 tiles (through the
+// pass it measured 1-3% faster on three rows at m = 4096, up to 1.36x slower
+// on the others: the W4 kernel's per-channel unpacking is nearly free).
+namespace {
+constexpr int64_t kS8MinTokens = 1024;
+
+W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile, int force_splits, bool g128,
+                   bool any_s8) {
   QS_CHECK(m > 0 && n > 0 && k > 0 && k % quant::kMmaTileK == 0);
   QS_CHECK(force_tile < 0 || w4a8_tile_is_wgmma(force_tile)) << "not a wgmma tile: " << force_tile;
-  if (force_tile < 0 && force_splits <= 0) {
+  if (force_tile < 0 && force_splits <= 0 && !any_s8) {
     if (const auto c = measured_w4a8_plan(m, n, k, g128, true)) force_tile = c->tile, force_splits = c->splits;
   }
   const int sms = std::max(1, dev.sm_count);
@@ -91,11 +105,20 @@ W4A8Plan plan_w4a8_wgmma(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k,
       if (best < 0 || c < best * 0.999) best = c, local = t, splits = sp;
     }
   };
+  constexpr int s8 = w4a8::wgmma::kFirstS8Tile;
   if (force_tile >= 0) {
     local = force_tile - kW4A8FirstWgmmaTile;
     QS_CHECK(local < w4a8::wgmma::kTileCount);
     if (force_splits > 0) splits = force_splits;
     else consider(local, 1.0);
+  } else if (any_s8 && m < kS8MinTokens) {
+    // W8A8 at 256 <= m < 1024: the large tiles' split-K measured 1.2-2.3x
+    // slower than 128 x 128, which the model does not see.
+    consider(s8 + 2, 0.85);
+  } else if (any_s8) {
+    consider(s8, 1.0);         // 256 x 128
+    consider(s8 + 1, 1.0);     // 128 x 256
+    consider(s8 + 2, 0.85);    // 128 x 128
   } else if (m <= 64) {
     consider(m <= 8 ? 0 : m <= 16 ? 1 : m <= 32 ? 2 : 3, 1.0);
   } else {
@@ -120,6 +143,16 @@ W4A8Plan plan_w4a8_wgmma(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k,
   }
   plan.pdl = pdl_enabled(dev);  // measured: 5-25% faster at m <= 256 (bench/results/2026-11-29-gemm-h200-r3.md)
   return plan;
+}
+}  // namespace
+
+W4A8Plan plan_w4a8_wgmma(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile, int force_splits,
+                         bool g128) {
+  return plan_impl(dev, m, n, k, force_tile, force_splits, g128, force_tile < 0 && g128 && m >= kS8MinTokens);
+}
+
+W4A8Plan plan_w4a8_wgmma_s8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_splits) {
+  return plan_impl(dev, m, n, k, -1, force_splits, true, true);
 }
 
 w4a8::wgmma::Params wgmma_params(const W4A8Args& args, const W4A8Plan& plan, void* workspace, int64_t n, int64_t k) {
