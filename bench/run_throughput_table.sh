@@ -25,8 +25,7 @@
 #   CELL_TIMEOUT=300 (seconds per process)  EXTRA_ARGS="" (to every qserve run)
 #   QSERVE_LIBS=DIR: shared libraries for the qserve binary only (a bundled
 #   libstdc++ must not reach the peer's Python / torch)
-#   SKIP="llama-2-70b:w4a16" (arch:precision pairs not run: the CUDA backend runs
-#   W4A16 as FP16 weights dequantized at load, 138 GB for a 70B model)
+#   SKIP="" (arch:precision pairs not run, e.g. "llama-2-70b:fp16")
 set -uo pipefail
 
 DRY=0
@@ -57,7 +56,7 @@ PEER_ARGS=${PEER_ARGS:-}
 PYTHON=${PYTHON:-python3}
 CELL_TIMEOUT=${CELL_TIMEOUT:-300}
 EXTRA_ARGS=${EXTRA_ARGS:-}
-SKIP=${SKIP-llama-2-70b:w4a16 llama-3-70b:w4a16}
+SKIP=${SKIP-}
 QSERVE_LIBS=${QSERVE_LIBS:-}
 QS=("$QSERVE")
 if [[ -n $QSERVE_LIBS ]]; then

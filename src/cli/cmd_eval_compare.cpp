@@ -1,4 +1,5 @@
 // qserve eval compare [--model M] --device cuda [--device D2 ...] [--reference cpu] --text FILE
+//                     [--control D ...] [--strict]
 //                     [--seqlen 512] [--max-windows 4] [--prompts FILE] [--max-new-tokens 64] [--json]
 //
 // One checkpoint on two backends, token by token: the device under test
@@ -9,8 +10,12 @@
 //  - Greedy decoding of each prompt on both: the first position where the
 //    outputs differ, with the reference's top-2 logit margin there (a
 //    divergence where the margin is within FP16 noise is a tie, not a bug).
+//  - A verdict per device (cli/compare_verdict.h): against the fixed
+//    thresholds (top-1 >= 99%, ppl within 0.5%), or, with --control runs
+//    (the reference perturbed, e.g. cpu-fp16:all,mantissa=22), against the
+//    spread those controls show, which is what a quantized checkpoint allows.
 // This is the acceptance check of a device backend on a real model
-// (docs/serving-benchmark.md).
+// (docs/serving-benchmark.md, docs/cuda-backend.md).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -23,6 +28,7 @@
 
 #include "cli/app.h"
 #include "cli/calibration_text.h"
+#include "cli/compare_verdict.h"
 #include "cli/model_path.h"
 #include "core/error.h"
 #include "engine/backend_factory.h"
@@ -37,8 +43,9 @@ namespace {
 struct CompareArgs {
   std::string model, reference = "cpu", text, prompts;
   std::vector<std::string> devices = {"cuda"};
+  std::vector<std::string> controls;  // perturbed references: the spread the verdict allows
   int64_t seqlen = 512, max_windows = 4, max_new_tokens = 64;
-  bool json = false;
+  bool json = false, strict = false;
 };
 
 const std::vector<std::string> kDefaultPrompts = {
@@ -181,8 +188,9 @@ nlohmann::json compare_one(const std::string& path, const Checkpoint& ckpt, cons
 }
 
 void print_report(const nlohmann::json& report) {
-  std::printf("%s on %s vs %s\n", report["model"].get<std::string>().c_str(),
-              report["device"].get<std::string>().c_str(), report["reference"].get<std::string>().c_str());
+  std::printf("%s on %s vs %s%s\n", report["model"].get<std::string>().c_str(),
+              report["device"].get<std::string>().c_str(), report["reference"].get<std::string>().c_str(),
+              report.contains("role") ? " (control)" : "");
   if (report.contains("teacher_forced")) {
     const auto& t = report["teacher_forced"];
     std::printf("teacher forced: %lld positions, top-1 agreement %.4f, ppl %.4f (reference) vs %.4f (%+.3f%%), "
@@ -190,6 +198,13 @@ void print_report(const nlohmann::json& report) {
                 static_cast<long long>(t["positions"].get<int64_t>()), t["top1_agreement"].get<double>(),
                 t["ppl_reference"].get<double>(), t["ppl_device"].get<double>(),
                 100 * t["ppl_rel_diff"].get<double>(), t["max_logit_diff_over_max_abs"].get<double>());
+  }
+  if (report.contains("verdict")) {
+    const auto& v = report["verdict"];
+    std::printf("verdict (%s): %s; top-1 %s (floor %.4f), ppl %s (limit %.2f%%)\n",
+                v["basis"].get<std::string>().c_str(), v["pass"].get<bool>() ? "PASS" : "FAIL",
+                v["top1_pass"].get<bool>() ? "ok" : "below", v["top1_floor"].get<double>(),
+                v["ppl_pass"].get<bool>() ? "ok" : "outside", 100 * v["ppl_limit"].get<double>());
   }
   for (const auto& row : report["greedy"]["rows"]) {
     if (row["identical"].get<bool>()) {
@@ -208,6 +223,9 @@ int run_compare(const CompareArgs& a) {
   if (a.devices.empty()) fail(ErrorCode::kInvalidArgument, "no --device to compare");
   check_device_name(a.reference);
   for (const std::string& d : a.devices) check_device_name(d);
+  for (const std::string& d : a.controls) check_device_name(d);
+  if (!a.controls.empty() && a.text.empty())
+    fail(ErrorCode::kInvalidArgument, "--control needs --text: the verdict compares teacher-forced figures");
   const std::string path = resolve_model_path(a.model);
   auto ckpt = open_checkpoint(path);
   LlamaModelOptions ro;
@@ -239,15 +257,45 @@ int run_compare(const CompareArgs& a) {
     rr.greedy.push_back(greedy(*ref, 1000000 + p, rr.prompt_ids.back(), a.max_new_tokens, &rr.margins.back()));
   }
 
-  for (const std::string& device : a.devices) {
-    const nlohmann::json report = compare_one(path, *ckpt, a, device, *ref, rr, prompts);
+  auto emit = [&](const nlohmann::json& report) {
     if (a.json) {
       std::printf("%s\n", report.dump().c_str());
     } else {
       print_report(report);
     }
     std::fflush(stdout);
+  };
+  auto figures = [](const nlohmann::json& report) {
+    AgreementFigures f;
+    f.device = report["device"].get<std::string>();
+    if (report.contains("teacher_forced")) {
+      const auto& t = report["teacher_forced"];
+      f.positions = t["positions"].get<int64_t>();
+      f.top1 = t["top1_agreement"].get<double>();
+      f.ppl_rel_diff = t["ppl_rel_diff"].get<double>();
+    }
+    return f;
+  };
+  // Controls first: the devices' verdicts need their spread.
+  std::vector<AgreementFigures> controls;
+  for (const std::string& control : a.controls) {
+    nlohmann::json report = compare_one(path, *ckpt, a, control, *ref, rr, prompts);
+    report["role"] = "control";
+    controls.push_back(figures(report));
+    emit(report);
   }
+  bool all_pass = true;
+  for (const std::string& device : a.devices) {
+    nlohmann::json report = compare_one(path, *ckpt, a, device, *ref, rr, prompts);
+    if (report.contains("teacher_forced")) {
+      const CompareVerdict v = judge_agreement(figures(report), controls);
+      report["verdict"] = {{"pass", v.pass},          {"basis", v.basis},         {"top1_pass", v.top1_pass},
+                           {"top1_floor", v.top1_floor}, {"ppl_pass", v.ppl_pass}, {"ppl_limit", v.ppl_limit}};
+      all_pass = all_pass && v.pass;
+    }
+    emit(report);
+  }
+  if (a.strict && !all_pass) return 1;
   return 0;
 }
 
@@ -263,13 +311,17 @@ void add_eval_compare_command(CLI::App& app) {
                   "Device under test (cpu | cpu-fp16 | cpu-fp16:POINTS | cuda); repeated: each against the same "
                   "reference run, one report each")
       ->capture_default_str();
+  sub->add_option("--control", a->controls,
+                  "Control run (repeatable): the reference perturbed, e.g. cpu-fp16 or cpu-fp16:all,mantissa=22; the "
+                  "verdict then allows the spread the controls show instead of the fixed 99% / 0.5%");
+  sub->add_flag("--strict", a->strict, "Exit with status 1 when a device's verdict fails");
   sub->add_option("--reference", a->reference, "Reference device (cpu: FP32 activations; cpu-fp16: the contract's FP16 activations, as the GPU stores them)")->capture_default_str();
   sub->add_option("--text", a->text, "Text for teacher forcing (skipped when absent)");
   sub->add_option("--seqlen", a->seqlen, "Tokens per teacher-forced window")->capture_default_str();
   sub->add_option("--max-windows", a->max_windows, "Teacher-forced windows (0: all)")->capture_default_str();
   sub->add_option("--prompts", a->prompts, "File with one prompt per line (default: four built-in prompts)");
   sub->add_option("--max-new-tokens", a->max_new_tokens, "Greedy tokens per prompt")->capture_default_str();
-  sub->add_flag("--json", a->json, "One JSON line");
+  sub->add_flag("--json", a->json, "One JSON line per device (and per control)");
   set_command_body(sub, [a]() -> int { return run_compare(*a); });
 }
 

@@ -53,6 +53,31 @@ def test_several_devices_against_one_reference_run():
     assert fp16["ppl_reference"] == none["ppl_reference"] and fp16["max_logit_diff_over_max_abs"] > 0.0
 
 
+@pytest.mark.skipif(not WIKI.exists(), reason=f"skipped: {WIKI} absent")
+def test_controls_set_the_verdict_and_strict_fails_on_it():
+    # Controls come first (role "control"); each device then carries a verdict against their spread.
+    # Rounding to 3 mantissa bits is far outside what fp16 rounding (the control) moves: FAIL, exit 1.
+    args = ["--control", "cpu-fp16", "--device", "cpu-fp16:none", "--device", "cpu-fp16:all,mantissa=3",
+            "--text", str(WIKI), "--seqlen", "32", "--max-windows", "1", "--max-new-tokens", "2", "--json"]
+    r = compare(*args)
+    assert r.returncode == 0, r.stderr
+    lines = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [j["device"] for j in lines] == ["cpu-fp16", "cpu-fp16:none", "cpu-fp16:all,mantissa=3"]
+    assert lines[0]["role"] == "control" and "verdict" not in lines[0]
+    same, coarse = lines[1]["verdict"], lines[2]["verdict"]
+    assert same["basis"] == "controls" and same["pass"] and same["ppl_limit"] >= 0.005
+    assert not coarse["pass"] and not coarse["top1_pass"]
+    assert compare(*args, "--strict").returncode == 1
+    assert compare("--device", "cpu-fp16:none", "--text", str(WIKI), "--seqlen", "32", "--max-windows", "1",
+                   "--max-new-tokens", "2", "--strict").returncode == 0
+
+
+def test_control_without_text_is_one_clear_error():
+    r = compare("--control", "cpu-fp16", "--device", "cpu", "--max-new-tokens", "1")
+    assert r.returncode != 0 and r.stdout == ""
+    assert "--control needs --text" in r.stderr
+
+
 def test_unknown_rounding_point_is_one_clear_error():
     r = compare("--device", "cpu-fp16:all,-resid", "--max-new-tokens", "1")
     assert r.returncode != 0 and r.stdout == ""

@@ -9,6 +9,7 @@
 #include "backend/cuda/cuda_backend_kernels.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/gemm_s8.h"
+#include "backend/cuda/gemm_w4a16.h"
 #include "backend/cuda/gemm_w4a8.h"
 #include "backend/cuda/gemm_w8a8_epilogue.h"
 #include "core/error.h"
@@ -62,6 +63,32 @@ class F16Linear final : public Linear {
   Tensor weight_;  // [n, k] fp16, device
   Tensor bias_;    // [n] fp16, device, or empty
   std::string origin_;
+};
+
+// Weight-only W4 (g128): 4-bit weights in device memory, fp16 activations
+// (gemm_w4a16.h: a weight-streaming kernel for decode, dequantize + cuBLAS
+// slices through the state's scratch for larger m).
+class W4A16Linear final : public Linear {
+ public:
+  W4A16Linear(std::shared_ptr<CudaBackendState> state, W4A16DeviceWeights w) : state_(std::move(state)), w_(std::move(w)) {
+    scratch_ = state_->w4a16_scratch(kW4A16ScratchBytes);
+  }
+  int64_t in_features() const override { return w_.k; }
+  int64_t out_features() const override { return w_.n; }
+  ActFormat input_format() const override { return ActFormat::kFloat; }
+  void forward(const Activations& x, Tensor& y) const override {
+    check_io(*this, x, y, ActFormat::kFloat);
+    gemm_w4a16(w_, static_cast<const __half*>(x.values.data()), x.tokens(), y.data_as<__half>(), scratch_,
+               kW4A16ScratchBytes, state_->ctx.cublas(), state_->stream());
+  }
+  std::string describe() const override {
+    return fmt::format("w4a16 g{} [{} -> {}] (4-bit weights, fp16 tensor cores)", w_.group, in_features(), out_features());
+  }
+
+ private:
+  std::shared_ptr<CudaBackendState> state_;
+  W4A16DeviceWeights w_;
+  void* scratch_ = nullptr;  // kW4A16ScratchBytes, owned by the state
 };
 
 class W4A8Linear final : public Linear {
@@ -193,13 +220,14 @@ std::unique_ptr<Linear> make_quantized_linear(const std::shared_ptr<CudaBackendS
       return std::make_unique<W8A8Linear>(state, w.n, w.k, device_copy(state, q), device_copy(state, st));
     }
     case WeightFormat::kW4A16: {
-      // Weight-only W4: dequantized once to fp16, then the float path.
-      const std::vector<float> deq = quant::dequantize(layer.w4a16);
+      const quant::W4A16Weights& w = layer.w4a16;
+      if (w4a16_layout_supported(w.k, w.group)) return std::make_unique<W4A16Linear>(state, upload_w4a16(w));
+      // Other shapes: dequantized once to fp16, then the float path.
+      const std::vector<float> deq = quant::dequantize(w);
       std::vector<uint16_t> bits(deq.size());
       for (size_t i = 0; i < deq.size(); ++i) bits[i] = float_to_half(deq[i]);
-      auto linear = std::make_unique<F16Linear>(state, device_copy(state, host_f16(std::move(bits), {layer.n, layer.k})),
-                                                Tensor(), "w4a16 (dequantized to fp16)");
-      return linear;
+      return std::make_unique<F16Linear>(state, device_copy(state, host_f16(std::move(bits), {layer.n, layer.k})),
+                                         Tensor(), "w4a16 (dequantized to fp16: k or group not a multiple of 64)");
     }
   }
   fail(ErrorCode::kUnsupported, "CUDA backend: unknown weight format");

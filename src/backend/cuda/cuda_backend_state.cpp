@@ -43,6 +43,12 @@ int8_t* CudaBackendState::w8a8_input(size_t elements) {
   return w8a8_in_.as<int8_t>();
 }
 
+void* CudaBackendState::w4a16_scratch(size_t bytes) {
+  if (w4a16_scratch_.size() < bytes) QS_CHECK(!capturing) << "W4A16 scratch growth while capturing a step graph";
+  if (w4a16_scratch_.size() < bytes) ++epoch, w4a16_scratch_ = ctx.pool().allocate(bytes);
+  return w4a16_scratch_.data();
+}
+
 Tensor device_tensor(const std::shared_ptr<CudaBackendState>& state, DType dtype, std::vector<int64_t> shape,
                      bool zero) {
   int64_t numel = 1;

@@ -29,6 +29,9 @@ struct CudaBackendState {
   int32_t* w8a8_accumulators(size_t elements);
   // INT8 input of the W8A8 GEMM padded to its m bucket, [m_bucket, k].
   int8_t* w8a8_input(size_t elements);
+  // The fp16 scratch of the W4A16 GEMM's large-m path (gemm_w4a16.h), made
+  // once at load time by the first W4A16 layer, so the memory plan sees it.
+  void* w4a16_scratch(size_t bytes);
 
   cudaStream_t stream() const { return ctx.stream(); }
   // Bumped by every reallocation of a workspace above (CUDA graphs reference them).
@@ -39,6 +42,7 @@ struct CudaBackendState {
   DeviceBuffer w4a8_ws_;
   DeviceBuffer w8a8_acc_;
   DeviceBuffer w8a8_in_;
+  DeviceBuffer w4a16_scratch_;
 };
 
 // A tensor in device memory (zeroed when `zero`), kept alive (with the
