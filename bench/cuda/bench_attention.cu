@@ -11,6 +11,8 @@
 //              (comma-separated; NAME a model's name below)
 //   --no-pdl   plain launches instead of programmatic dependent launch
 //              (cuda::set_programmatic_launch; the copy reference is always plain)
+//   --persistent, --late-staging, --splits N: decode plan variants
+//              (DecodePlan::persistent, stage_before_wait = false, forced splits)
 // Inputs are random (never zeros); small problems rotate over disjoint pages
 // so that repeated launches do not measure the L2 cache.
 #include <cuda_fp16.h>
@@ -68,6 +70,8 @@ struct Model {
 struct DecodeGrid {
   std::vector<int> batches, contexts;  // empty: the default grid
   std::string model;                   // empty: every model
+  bool persistent = false, late_staging = false;
+  int splits = 0;  // > 0: forced
 };
 
 std::vector<int> parse_list(const std::string& s) {
@@ -93,8 +97,15 @@ void bench_decode(bool quick, cuda::DecodeKernel kernel, const DecodeGrid& grid,
   const int sms = bench::num_sms();
   const size_t pool_cap = size_t{40} << 30;   // per pool (K or V)
   const size_t min_span = size_t{512} << 20;  // rotate over at least this many bytes
-  std::printf("\n## Decode attention (page size %d, fp16 out, kernel %s, PDL %s)\n\n", page_size,
-              cuda::decode_kernel_name(kernel), cuda::programmatic_launch() ? "on" : "off");
+  std::string variant = cuda::decode_kernel_name(kernel);
+  if (grid.persistent) variant += "+persistent";
+  if (grid.late_staging) variant += "+late-staging";
+  if (grid.splits > 0) variant += "+splits" + std::to_string(grid.splits);
+  std::printf("\n## Decode attention (page size %d, fp16 out, kernel %s, PDL %s)\n\n", page_size, variant.c_str(),
+              cuda::programmatic_launch() ? "on" : "off");
+  std::printf("resident blocks per SM (keys-in-M kernel, d = 128): KV4 %d, KV8 %d, FP16 %d\n\n",
+              cuda::decode_blocks_per_sm(KvDtype::kInt4, 128), cuda::decode_blocks_per_sm(KvDtype::kInt8, 128),
+              cuda::decode_blocks_per_sm(KvDtype::kFp16, 128));
   std::printf("| model | batch | context | KV4 us | KV4 TB/s | KV8 us | KV8 TB/s | FP16 us | FP16 TB/s | FP16/KV4 | FP16/KV8 |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Model& m : models) {
@@ -122,8 +133,10 @@ void bench_decode(bool quick, cuda::DecodeKernel kernel, const DecodeGrid& grid,
           std::vector<int32_t> ctxs(batch, ctx);
           cudaMemcpy(dctx.ptr, ctxs.data(), batch * 4, cudaMemcpyHostToDevice);
           bench::fill_random_half(dq.as<uint16_t>(), static_cast<size_t>(batch) * m.hq * m.d, 3);
-          cuda::DecodePlan plan = cuda::plan_decode_attention(shape, dtypes[di], batch, ctx, sms);
+          cuda::DecodePlan plan = cuda::plan_decode_attention(shape, dtypes[di], batch, ctx, sms, grid.splits);
           plan.kernel = kernel;
+          plan.persistent = grid.persistent;
+          plan.stage_before_wait = !grid.late_staging;
           bench::DeviceMem ws(plan.workspace_bytes);
           const PagedKvCache cache{k.as<uint8_t>(), v.as<uint8_t>(), static_cast<int32_t>(num_pages), layout};
           int iter = 0;
@@ -137,8 +150,7 @@ void bench_decode(bool quick, cuda::DecodeKernel kernel, const DecodeGrid& grid,
           us[di] = bench::time_us(run);
           const double kv_bytes = 2.0 * batch * ctx * m.hkv * (layout.token_value_bytes() + (kv_has_params(dtypes[di]) ? 4 : 0));
           tbs[di] = kv_bytes / (us[di] * 1e-6) / 1e12;
-          report.add_decode(m.name, batch, ctx, dtypes[di], plan.num_splits, us[di], tbs[di],
-                            cuda::decode_kernel_name(kernel));
+          report.add_decode(m.name, batch, ctx, dtypes[di], plan.num_splits, us[di], tbs[di], variant.c_str());
         }
         auto cell = [](double v, const char* fmt) {
           static char buf[8][32];
@@ -231,6 +243,9 @@ int main(int argc, char** argv) {
     else if (a == "--fused") fused = true;
     else if (a == "--quick") quick = true;
     else if (a == "--no-pdl") cuda::set_programmatic_launch(false);
+    else if (a == "--persistent") grid.persistent = true;
+    else if (a == "--late-staging") grid.late_staging = true;
+    else if (a == "--splits" && i + 1 < argc) grid.splits = std::atoi(argv[++i]);
     else if (a == "--batches" && i + 1 < argc) grid.batches = parse_list(argv[++i]);
     else if (a == "--contexts" && i + 1 < argc) grid.contexts = parse_list(argv[++i]);
     else if (a == "--model" && i + 1 < argc) grid.model = argv[++i];
@@ -241,7 +256,7 @@ int main(int argc, char** argv) {
              : k == "mma-rows" ? cuda::DecodeKernel::kMmaRows : cuda::DecodeKernel::kAuto;
     }
     else {
-      std::fprintf(stderr, "usage: %s [--decode] [--prefill] [--fused] [--quick] [--kernel auto|mma|simt|mma-rows] [--no-pdl] [--batches L] [--contexts L] [--model NAME] [--json FILE]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--decode] [--prefill] [--fused] [--quick] [--kernel auto|mma|simt|mma-rows] [--no-pdl] [--persistent] [--late-staging] [--splits N] [--batches L] [--contexts L] [--model NAME] [--json FILE]\n", argv[0]);
       return 2;
     }
   }

@@ -14,6 +14,7 @@
 #include "backend/cuda/attention/rope_kv_write.h"
 #include "backend/cuda/kernels/fused_ops.h"
 #include "cuda_test_util.h"
+#include "pdl_late_kernel.h"
 
 namespace qserve::test {
 namespace {
@@ -101,10 +102,20 @@ TEST(RopeKvWriteCuda, PagesMatchCpuByteForByte) {
 
 // ---- decode attention -------------------------------------------------------
 
+// Plan variants of the keys-in-M kernel: a persistent grid (with num_sms
+// overridden, so that small problems get several units per block), the first
+// stages after the programmatic-launch wait.
+struct DecodeVariant {
+  bool persistent = false;
+  int num_sms = 0;  // > 0: instead of the device's
+  bool stage_before_wait = true;
+};
+
 void check_decode(AttentionShape shape, KvDtype dtype, int page_size, std::vector<int32_t> ctx, uint32_t seed,
-                  int force_splits = 0, cuda::DecodeKernel kernel = cuda::DecodeKernel::kAuto) {
+                  int force_splits = 0, cuda::DecodeKernel kernel = cuda::DecodeKernel::kAuto, DecodeVariant var = {}) {
   SCOPED_TRACE(describe(shape, dtype, page_size, ctx) + ", splits " + std::to_string(force_splits) + ", kernel " +
-               cuda::decode_kernel_name(kernel));
+               cuda::decode_kernel_name(kernel) + (var.persistent ? ", persistent on " + std::to_string(var.num_sms) + " SMs" : "") +
+               (var.stage_before_wait ? "" : ", late staging"));
   std::mt19937 rng(seed);
   const RopeStyle style = seed % 2 ? RopeStyle::kInterleaved : RopeStyle::kRotateHalf;
   AttentionScenario s = make_scenario(shape, dtype, page_size, style, ctx, rng);
@@ -126,6 +137,9 @@ void check_decode(AttentionShape shape, KvDtype dtype, int page_size, std::vecto
   const int max_ctx = *std::max_element(ctx.begin(), ctx.end());
   cuda::DecodePlan plan = cuda::plan_decode_attention(shape, dtype, B, max_ctx, num_sms(), force_splits);
   plan.kernel = kernel;
+  plan.persistent = var.persistent;
+  plan.stage_before_wait = var.stage_before_wait;
+  if (var.num_sms > 0) plan.num_sms = var.num_sms;
   DeviceBuffer<uint8_t> ws(plan.workspace_bytes);
   const PagedKvCache cache{dk.get(), dv.get(), s.num_pages, s.layout};
   const cuda::DecodeArgs args{dq.get(), dout.get(), dctx.get(), dpt.get(), s.stride, B, scale};
@@ -196,6 +210,106 @@ TEST(DecodeAttentionCuda, SplitsMergeExactly) {
   for (KvDtype dtype : {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16})
     for (int splits : {1, 2, 7, 40}) check_decode({32, 8, 128}, dtype, 64, {1000, 130, 1}, seed++, splits);
   check_decode({32, 8, 128}, KvDtype::kInt4, 64, {4097}, seed++);  // automatic split at batch 1
+}
+
+// The persistent grid: blocks serve several (sequence, KV head, split) units
+// in turn (num_sms 1-3: up to kMaxUnits units per block), staging the next
+// unit's first keys during the current one; empty splits among
+// the units, every group it serves (1-4; 8 falls back to one unit per block),
+// both head dims, page sizes 1, 16, 24 (per-key staging) and 64.
+TEST(DecodeAttentionCuda, PersistentGrid) {
+  QS_SKIP_WITHOUT_CUDA();
+  uint32_t seed = 400;
+  std::vector<int32_t> ctx17;
+  for (int i = 0; i < 17; ++i) ctx17.push_back(1 + (i * 97) % 300);
+  for (KvDtype dtype : {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16})
+    for (int group : {1, 2, 4, 8}) {
+      const int d = group == 2 ? 64 : 128;
+      const AttentionShape shape{2 * group, 2, d};
+      check_decode(shape, dtype, 16, {1, 63, 64, 65, 1000}, seed++, 0, cuda::DecodeKernel::kAuto, {true, 1});
+      check_decode(shape, dtype, 64, ctx17, seed++, 0, cuda::DecodeKernel::kAuto, {true, 2});
+      check_decode(shape, dtype, 1, {3, 1000, 64}, seed++, 3, cuda::DecodeKernel::kAuto, {true, 1});
+      check_decode(shape, dtype, 24, {130, 1, 2049}, seed++, 5, cuda::DecodeKernel::kAuto, {true, 3, false});
+    }
+  check_decode({32, 8, 128}, KvDtype::kInt4, 64, {1500, 700, 3, 2048, 64, 1, 999}, seed++, 0,
+               cuda::DecodeKernel::kAuto, {true, 1});
+}
+
+// Two cases of the above, small enough for the sanitizers (memcheck, racecheck).
+TEST(DecodeAttentionCuda, PersistentGridSmall) {
+  QS_SKIP_WITHOUT_CUDA();
+  check_decode({16, 4, 128}, KvDtype::kInt4, 64, {65, 1000, 3}, 480, 0, cuda::DecodeKernel::kAuto, {true, 1});
+  check_decode({8, 4, 64}, KvDtype::kFp16, 16, {300, 1, 64}, 481, 3, cuda::DecodeKernel::kAuto, {true, 1});
+}
+
+// The staging before the programmatic-launch wait reads only keys and values
+// below position ctx - 1: a kernel before it lets dependents launch at once,
+// sleeps, then writes what rope_kv_write writes (the new token's K/V at
+// position ctx - 1 of each sequence, stale bytes until then, and q). The
+// decode launched after it must see only the new bytes.
+TEST(DecodeAttentionCuda, StagesOnlyOldKeysBeforeTheWait) {
+  QS_SKIP_WITHOUT_CUDA();
+  const AttentionShape shape{8, 2, 128};  // few KV heads: the late kernel copies byte by byte
+  uint32_t seed = 450;
+  for (KvDtype dtype : {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16})
+    for (int page : {16, 64})
+      for (bool persistent : {false, true}) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + ", page " + std::to_string(page) +
+                     (persistent ? ", persistent on 1 SM" : ""));
+        std::mt19937 rng(seed++);
+        const std::vector<int32_t> ctx{1, 2, 33, 65, 300, 129};
+        AttentionScenario s = make_scenario(shape, dtype, page, RopeStyle::kRotateHalf, ctx, rng);
+        const int B = static_cast<int>(ctx.size()), cols = shape.num_q_heads * shape.head_dim;
+        std::vector<uint16_t> q(static_cast<size_t>(B) * cols);
+        for (int b = 0; b < B; ++b)
+          std::copy_n(s.q_all.begin() + static_cast<int64_t>(s.seq_start[b + 1] - 1) * cols, cols, q.begin() + b * cols);
+        std::vector<int32_t> starts(B + 1);
+        std::iota(starts.begin(), starts.end(), 0);
+        const float scale = 1.f / std::sqrt(128.f);
+        std::vector<uint16_t> want(q.size());
+        paged_attention_cpu(q.data(), shape, s.host_cache(), {B, starts.data(), ctx.data(), s.page_table.data(), s.stride},
+                            scale, want.data());
+        // [K pool | V pool], then the same with position ctx - 1 stale
+        std::vector<uint8_t> pools(s.k_pool);
+        pools.insert(pools.end(), s.v_pool.begin(), s.v_pool.end());
+        std::vector<uint8_t> stale = pools;
+        const KvPageLayout& L = s.layout;
+        for (int b = 0; b < B; ++b) {
+          const int pos = ctx[b] - 1;
+          const int64_t page0 = static_cast<int64_t>(s.page_table[b * s.stride + pos / page]) * L.page_bytes();
+          for (int64_t pool : {int64_t{0}, static_cast<int64_t>(s.k_pool.size())})
+            for (int h = 0; h < shape.num_kv_heads; ++h) {
+              for (int64_t i = 0; i < L.token_value_bytes(); ++i)
+                stale[pool + page0 + L.value_offset(h, pos % page) + i] = static_cast<uint8_t>(rng());
+              if (kv_has_params(dtype))
+                for (int64_t i = 0; i < 4; ++i)
+                  stale[pool + page0 + L.scale_offset(h, pos % page) + i] = static_cast<uint8_t>(rng());
+            }
+        }
+        ASSERT_NE(stale, pools);
+        const std::vector<uint16_t> q_stale = random_half(rng, q.size());
+        DeviceBuffer<uint8_t> dnew(pools), dlive(stale);
+        DeviceBuffer<uint16_t> dq_new(q), dq_live(q_stale), dout(q.size());  // poisoned
+        DeviceBuffer<int32_t> dctx(ctx), dpt(s.page_table);
+        const PagedKvCache cache{dlive.get(), dlive.get() + s.k_pool.size(), s.num_pages, s.layout};
+        cuda::DecodePlan plan = cuda::plan_decode_attention(shape, dtype, B, 300, num_sms());
+        plan.persistent = persistent;
+        if (persistent) plan.num_sms = 1;
+        DeviceBuffer<uint8_t> ws(plan.workspace_bytes);
+        cudaStream_t stream;
+        QS_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+        QS_CUDA_OK(cudaDeviceSynchronize());  // uploads and poison ran on the legacy stream
+        test::launch_late_copies(dnew.get(), dlive.get(), pools.size(), dq_new.get(), dq_live.get(), q.size() * 2, 200,
+                                 stream);
+        const cuda::DecodeArgs args{dq_live.get(), dout.get(), dctx.get(), dpt.get(), s.stride, B, scale};
+        QS_CUDA_OK(cuda::decode_attention(args, shape, cache, plan, ws.get(), stream));
+        QS_CUDA_OK(cudaStreamSynchronize(stream));
+        cudaStreamDestroy(stream);
+        const Fp16Diff diff = compare_half(dout.download(), want, 2e-2, 2e-2);
+        EXPECT_EQ(diff.nan, 0) << "unwritten or NaN outputs";
+        EXPECT_EQ(diff.bad, 0) << "max abs error " << diff.max_abs << ", first bad element " << diff.first_bad;
+        EXPECT_LT(diff.rel_l2, 5e-3) << "relative L2 error";
+      }
 }
 
 // Programmatic dependent launch (launch_pdl.h): decode (split, so the

@@ -70,15 +70,47 @@ cudaError_t launch_simt(const attn::Params& p, int batch, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
+// Resident blocks per SM of the keys-in-M kernel (its shared memory set up
+// first; 0 if the attribute or the query fails).
 template <KvDtype DT, int D>
-cudaError_t launch_mma(const attn::Params& p, int batch, cudaStream_t stream) {
+int mma_blocks_per_sm() {
+  static const int n = [] {
+    constexpr int kSmem = mmat::smem_bytes<DT, D>();
+    auto kernel = mmat::decode_mma_kernel<DT, D>;
+    int blocks = 0;
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, attn::kThreads, kSmem) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    return blocks;
+  }();
+  return n;
+}
+
+template <KvDtype DT, int D>
+cudaError_t launch_mma(const attn::Params& p, int batch, int num_sms, bool persistent, cudaStream_t stream) {
   constexpr int kSmem = mmat::smem_bytes<DT, D>();
   auto kernel = mmat::decode_mma_kernel<DT, D>;
-  static const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
-  if (attr != cudaSuccess) return attr;
-  // programmatic dependent launch (launch.h): the kernel waits before its
-  // first global access
-  return launch_kernel(kernel, dim3(p.num_kv_heads, batch, p.num_splits), dim3(attn::kThreads), kSmem, stream, p);
+  const int per_sm = mma_blocks_per_sm<DT, D>();
+  if (per_sm == 0) return cudaErrorInvalidValue;
+  // one block per unit (sequence, KV head, split), or a persistent grid of the
+  // resident blocks (at most kMaxUnits units each; the merge of a block's
+  // other units needs group <= 4)
+  const int64_t units = static_cast<int64_t>(p.num_kv_heads) * batch * p.num_splits;
+  int64_t blocks = units;
+  if (persistent && p.group <= 4 && num_sms > 0) {
+    // as many units per block as the resident blocks need, spread evenly
+    // (1024 units on 528 slots: 512 blocks of 2, not 528 of which 32 idle
+    // half the time)
+    const int64_t slots = static_cast<int64_t>(per_sm) * num_sms;
+    const int64_t per_block = std::min<int64_t>((units + slots - 1) / slots, mmat::kMaxUnits);
+    blocks = (units + per_block - 1) / per_block;
+  }
+  if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
+  // programmatic dependent launch (launch_pdl.h): the kernel waits before it
+  // reads what the previous kernel may write
+  return launch_kernel(kernel, dim3(static_cast<unsigned>(blocks)), dim3(attn::kThreads), kSmem, stream, p);
 }
 
 // kAuto: the keys-in-M tensor-core kernel for every group.
@@ -89,31 +121,44 @@ DecodeKernel choose_kernel(DecodeKernel asked, int group) {
 }
 
 template <KvDtype DT, int D>
-cudaError_t dispatch_group(const attn::Params& p, int batch, DecodeKernel kernel, cudaStream_t stream) {
+cudaError_t dispatch_group(const attn::Params& p, int batch, const DecodePlan& plan, cudaStream_t stream) {
+  const DecodeKernel kernel = plan.kernel;
   if (p.group < 1 || p.group > 8) return cudaErrorInvalidValue;
   switch (choose_kernel(kernel, p.group)) {
     case DecodeKernel::kSimt:
       return p.group == 1 ? launch_simt<DT, D, 1>(p, batch, stream) : launch_simt<DT, D, 2>(p, batch, stream);
     case DecodeKernel::kMmaRows:
       return p.group <= 4 ? launch_decode<DT, D, 4>(p, batch, stream) : launch_decode<DT, D, 8>(p, batch, stream);
-    default: return launch_mma<DT, D>(p, batch, stream);
+    default: return launch_mma<DT, D>(p, batch, plan.num_sms, plan.persistent, stream);
   }
 }
 
 template <KvDtype DT>
-cudaError_t dispatch_head_dim(const attn::Params& p, int head_dim, int batch, DecodeKernel kernel,
+cudaError_t dispatch_head_dim(const attn::Params& p, int head_dim, int batch, const DecodePlan& plan,
                               cudaStream_t stream) {
-  if (head_dim == 64) return dispatch_group<DT, 64>(p, batch, kernel, stream);
-  if (head_dim == 128) return dispatch_group<DT, 128>(p, batch, kernel, stream);
+  if (head_dim == 64) return dispatch_group<DT, 64>(p, batch, plan, stream);
+  if (head_dim == 128) return dispatch_group<DT, 128>(p, batch, plan, stream);
   return cudaErrorInvalidValue;
 }
 
 }  // namespace
 
+int decode_blocks_per_sm(KvDtype dtype, int head_dim) {
+  const bool d128 = head_dim == 128;
+  if (!d128 && head_dim != 64) return 0;
+  switch (dtype) {
+    case KvDtype::kInt4: return d128 ? mma_blocks_per_sm<KvDtype::kInt4, 128>() : mma_blocks_per_sm<KvDtype::kInt4, 64>();
+    case KvDtype::kInt8: return d128 ? mma_blocks_per_sm<KvDtype::kInt8, 128>() : mma_blocks_per_sm<KvDtype::kInt8, 64>();
+    case KvDtype::kFp16: return d128 ? mma_blocks_per_sm<KvDtype::kFp16, 128>() : mma_blocks_per_sm<KvDtype::kFp16, 64>();
+    default: return 0;
+  }
+}
+
 DecodePlan plan_decode_attention(const AttentionShape& shape, KvDtype dtype, int batch, int max_context, int num_sms,
                                  int force_splits) {
   (void)dtype;
   DecodePlan plan;
+  plan.num_sms = num_sms;
   const int max_chunks = std::max(1, (max_context + kChunk - 1) / kChunk);
   const int work = std::max(1, batch * shape.num_kv_heads);
   const int target = num_sms * 3;  // about the number of resident blocks
@@ -138,15 +183,17 @@ cudaError_t decode_attention(const DecodeArgs& args, const AttentionShape& shape
                                      args.page_table_stride, shape.num_q_heads, args.softmax_scale);
   p.split_tokens = plan.split_tokens;
   p.num_splits = plan.num_splits;
+  p.stage_before_wait = plan.stage_before_wait ? 1 : 0;
+  p.batch = args.batch;
   if (plan.num_splits > 1) {
     p.part_o = static_cast<float*>(workspace);
     p.part_ml = p.part_o + static_cast<size_t>(args.batch) * shape.num_q_heads * plan.num_splits * shape.head_dim;
   }
   cudaError_t st;
   switch (cache.layout.dtype) {
-    case KvDtype::kInt4: st = dispatch_head_dim<KvDtype::kInt4>(p, shape.head_dim, args.batch, plan.kernel, stream); break;
-    case KvDtype::kInt8: st = dispatch_head_dim<KvDtype::kInt8>(p, shape.head_dim, args.batch, plan.kernel, stream); break;
-    case KvDtype::kFp16: st = dispatch_head_dim<KvDtype::kFp16>(p, shape.head_dim, args.batch, plan.kernel, stream); break;
+    case KvDtype::kInt4: st = dispatch_head_dim<KvDtype::kInt4>(p, shape.head_dim, args.batch, plan, stream); break;
+    case KvDtype::kInt8: st = dispatch_head_dim<KvDtype::kInt8>(p, shape.head_dim, args.batch, plan, stream); break;
+    case KvDtype::kFp16: st = dispatch_head_dim<KvDtype::kFp16>(p, shape.head_dim, args.batch, plan, stream); break;
     default: return cudaErrorInvalidValue;
   }
   if (st != cudaSuccess || plan.num_splits == 1) return st;

@@ -43,6 +43,16 @@ struct DecodePlan {
   int32_t split_tokens = 0;  // tokens per split, a multiple of the chunk size
   size_t workspace_bytes = 0;
   DecodeKernel kernel = DecodeKernel::kAuto;
+  // kMma under programmatic launch: stage the first keys of each warp before
+  // waiting for the previous kernel (see decode_attention below); false for
+  // comparisons.
+  bool stage_before_wait = true;
+  // kMma, groups <= 4: a persistent grid of at most the resident blocks
+  // (num_sms x blocks per SM), each serving several (sequence, KV head, split)
+  // units in turn, the next unit's first keys staged while the current one
+  // finishes; false: one block per unit (waves).
+  bool persistent = false;
+  int32_t num_sms = 0;  // from plan_decode_attention
 };
 
 // num_sms: the device's multiprocessor count (cudaDevAttrMultiProcessorCount).
@@ -50,6 +60,10 @@ struct DecodePlan {
 // force_splits > 0 overrides the heuristic (tests).
 DecodePlan plan_decode_attention(const AttentionShape& shape, KvDtype dtype, int batch, int max_context, int num_sms,
                                  int force_splits = 0);
+
+// Resident blocks per SM of the keys-in-M decode kernel for this format
+// (an occupancy query, cached; 0 for an unsupported head_dim).
+int decode_blocks_per_sm(KvDtype dtype, int head_dim);
 
 struct DecodeArgs {
   const uint16_t* q = nullptr;             // [batch, Hq, D] fp16 (after RoPE)
@@ -64,6 +78,11 @@ struct DecodeArgs {
 // Returns cudaErrorInvalidValue for an unsupported shape (head_dim other than
 // 64 / 128, group above 8) and the launch status otherwise. No allocation,
 // no synchronization: safe to capture in a CUDA graph.
+// Under programmatic dependent launch (launch_pdl.h) the kernel may read
+// context_lens, page_table and the keys and values of positions below
+// context_len - 1 while the previous kernel of the stream still runs: that
+// kernel may write q (RoPE) and the new token's position context_len - 1
+// (rope_kv_write), not those.
 cudaError_t decode_attention(const DecodeArgs& args, const AttentionShape& shape, const PagedKvCache& cache,
                              const DecodePlan& plan, void* workspace, cudaStream_t stream);
 

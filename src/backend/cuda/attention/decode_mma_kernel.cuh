@@ -5,12 +5,16 @@
 // so no row of a tile is wasted and each KV byte is dequantized once for all
 // the heads of its group (columns of the n8 tiles past the group are zero).
 //
-// One block of 4 warps per (KV head, sequence, split). Each warp streams its
-// own warp-chunks of kWK keys (warp w takes chunks w, w + 4, ...) through a
-// private cp.async ring of kStages stages (K values, K {scale, zero}, V
-// values, V {scale, zero}), so the main loop has no block barrier; the warps
-// keep separate online-softmax states and merge once at the end (shared
-// memory), like the splits of flash-decoding.
+// A block of 4 warps serves one (KV head, sequence, split) unit, or, in the
+// persistent grid (DecodePlan::persistent), several in turn. Each warp streams
+// its own warp-chunks of kWK keys (warp w takes chunks w, w + 4, ... of each
+// unit) through a private cp.async ring of kStages stages (K values, K {scale,
+// zero}, V values, V {scale, zero}), so the main loop has no block barrier;
+// the ring runs on across a block's units (the next unit's first chunks load
+// while the current one finishes). The warps keep separate online-softmax
+// states and merge at the end of each unit (shared memory), like the splits
+// of flash-decoding. Under programmatic launch the first stages may be issued
+// before the wait (decode_attention.h says what may be read then).
 //
 // Per warp-chunk:
 //  1. K rows g8, g8 + 8 of each 16-key tile, a thread's kVB/4 bytes (column
@@ -44,6 +48,11 @@ namespace qserve::cuda::mmat {
 using attn::kThreads;
 using attn::kWarps;
 
+// The most units (sequence, KV head, split) one block serves (the table in
+// shared memory): block x serves units x, x + gridDim.x, ... (one each when the
+// grid covers every unit; several in the persistent grid of DecodePlan).
+constexpr int kMaxUnits = 8;
+
 template <KvDtype DT, int D>
 struct MmaTraits {
   static constexpr int kBits = kv_bits(DT);
@@ -62,8 +71,13 @@ struct MmaTraits {
   static constexpr int kPRow = kWK + 8;                  // halves per head row of the P buffer
   static constexpr int kPBytes = 8 * kPRow * 2;          // per warp
   static constexpr int kPipeBytes = kWarps * (kWarpRing + kPBytes);
-  static constexpr int kMergeBytes = kWarps * 8 * (D + 1) * 4 + kWarps * 8 * 2 * 4;
-  static constexpr int kSmemBytes = kPipeBytes > kMergeBytes ? kPipeBytes : kMergeBytes;
+  static constexpr int kMergeBytes = kWarps * 8 * (D + 1) * 4 + kWarps * 8 * 2 * 4;  // the last unit's merge
+  // after the rings: the unit table, then the merge area of the other units
+  // (groups <= 4: [2 kKSteps][16 lanes] float2, then {m, l} [kWarps][8])
+  static constexpr int kUnitBytes = kMaxUnits * 16;
+  static constexpr int kSmallMergeBytes = 2 * (D / 16) * 16 * 8 + kWarps * 8 * 2 * 4;
+  static constexpr int kTailBytes = kPipeBytes + kUnitBytes + kSmallMergeBytes;
+  static constexpr int kSmemBytes = kTailBytes > kMergeBytes ? kTailBytes : kMergeBytes;
   static constexpr int kPiecesPerKey = kVB / 16;
   static constexpr int kPieceIters = kWK * kPiecesPerKey / 32;
   static_assert(kStageBytes % 16 == 0 && kWarpRing % 16 == 0 && kPBytes % 16 == 0);
@@ -187,84 +201,98 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
   constexpr int kKSteps = D / 16;  // k-steps of S^T, m-tiles of O^T
   extern __shared__ __align__(16) uint8_t smem[];
 
-  pdl_wait_and_trigger();  // launch.h: before any global memory access
-  const int kvh = blockIdx.x, b = blockIdx.y, split = blockIdx.z;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int g8 = lane / 4, c = lane % 4;
   const int group = p.group;
   const int hq = p.num_kv_heads * group;
-  const int begin = split * p.split_tokens;
-  // The three loads of the prologue do not depend on each other: the context
-  // length, the page-table entry of this lane's first key (index clamped into
-  // the row: it is used only if the key is below the context length, where it
-  // is in range) and the queries, so their latencies overlap (the first KV
-  // copies wait for one global round trip less than when the entry waited for
-  // the length).
-  const int ctx = p.context_lens[b];
-  const int32_t* pages = p.page_table + static_cast<int64_t>(b) * p.page_table_stride;
-  const int first_pos = begin + warp * MmaTraits<DT, D>::kWK + lane;  // local chunk 0
+  // This block's units u = blockIdx.x + k gridDim.x, k < nu <= kMaxUnits
+  // (decode_attention.cu sizes the grid so), u = KV head + heads (sequence +
+  // batch split); nu > 1 only for groups <= 4 (the merge of all but the last).
+  const int num_units = p.num_kv_heads * p.batch * p.num_splits;
+  const int nu = (num_units - static_cast<int>(blockIdx.x) + static_cast<int>(gridDim.x) - 1) / static_cast<int>(gridDim.x);
+  int4* s_unit = reinterpret_cast<int4*>(smem + T::kPipeBytes);  // [kMaxUnits] {sequence, KV head, split, context}
+  float2* s_acc = reinterpret_cast<float2*>(smem + T::kPipeBytes + T::kUnitBytes);  // [2 kKSteps][16 lanes]
+  float* s_wml = reinterpret_cast<float*>(s_acc + 2 * kKSteps * 16);                 // [kWarps][8 heads] {m, l}
   // logical page of a position: a shift for power-of-two page sizes (a run-time
   // integer division costs ~30 instructions per warp-chunk otherwise)
   auto page_of = [&](int pos) { return p.page_shift >= 0 ? pos >> p.page_shift : pos / p.page_size; };
-  const int first_page = pages[max(0, min(page_of(first_pos), p.page_table_stride - 1))];
-
-  // ---- Q as B fragments: head g8 (zero past the group), pre-scaled fp16 ------
-  // The group's queries (head g8 of the B fragments) are loaded first and
-  // converted after the first stages are issued: their latency overlaps the
-  // page-table lookups and the first KV copies.
-  half qraw[kKSteps][2][2];
+  // Before the programmatic-launch wait (launch_pdl.cuh) this kernel reads
+  // only what the previous kernel of the stream does not write (the contract
+  // of decode_attention.h): the context lengths, the page table and the keys
+  // and values of positions below ctx - 1. The queries, the new token's K/V
+  // (position ctx - 1) and every store wait. The context lengths of the
+  // table and the page-table entry of this lane's first key in unit 0 (index
+  // clamped into the row: used only below the context length, where it is in
+  // range) load in parallel.
+  if (tid < nu) {
+    const int u = blockIdx.x + tid * gridDim.x, r = u / p.num_kv_heads;
+    s_unit[tid] = make_int4(r % p.batch, u % p.num_kv_heads, r / p.batch, p.context_lens[r % p.batch]);
+  }
+  int first_page, first_pos;
   {
-    const bool ok = g8 < group;
-    const half* qrow = p.q + (static_cast<int64_t>(b) * hq + kvh * group + (ok ? g8 : 0)) * D;
-#pragma unroll
-    for (int kk = 0; kk < kKSteps; ++kk)
-#pragma unroll
-      for (int j = 0; j < 2; ++j)
-#pragma unroll
-        for (int hi = 0; hi < 2; ++hi)
-          qraw[kk][j][hi] = ok ? qrow[attn::kv_pair_element<DT, D>(c, 2 * kk + j, hi)] : __ushort_as_half(0);
+    const int r = blockIdx.x / p.num_kv_heads;
+    first_pos = (r / p.batch) * p.split_tokens + warp * T::kWK + lane;  // unit 0, local chunk 0
+    first_page = p.page_table[static_cast<int64_t>(r % p.batch) * p.page_table_stride +
+                              max(0, min(page_of(first_pos), p.page_table_stride - 1))];
   }
-  const int end = min(ctx, begin + p.split_tokens);
-  if (begin >= end) {  // an empty split (short sequence) or an empty context
-    attn::write_empty_split<D>(p, b, kvh, split, tid);
-    return;
-  }
+  __syncthreads();  // the unit table
+  // unit k of the table: sequence, KV head, split, its keys [begin, end), this warp's warp-chunks
+  auto load_unit = [&](int k, int& ub, int& ukvh, int& usplit, int& ubegin, int& uend, int& un_mine) {
+    const int4 e = s_unit[k];
+    ub = e.x, ukvh = e.y, usplit = e.z;
+    ubegin = e.z * p.split_tokens;
+    uend = min(e.w, ubegin + p.split_tokens);
+    const int nw = uend > ubegin ? (uend - ubegin + T::kWK - 1) / T::kWK : 0;
+    un_mine = nw > warp ? (nw - warp + kWarps - 1) / kWarps : 0;
+  };
 
   // ---- this warp's ring and P buffer -----------------------------------------
   uint8_t* ring = smem + warp * (T::kWarpRing + T::kPBytes);
   half* s_p = reinterpret_cast<half*>(ring + T::kWarpRing);  // [8 heads][kPRow]
-  const int n_wchunks = (end - begin + T::kWK - 1) / T::kWK;
-  const int n_mine = n_wchunks > warp ? (n_wchunks - warp + kWarps - 1) / kWarps : 0;
-  const int64_t head_off = static_cast<int64_t>(kvh) * p.head_block_bytes;
 
-  // Page entry and slot of this lane's key in local chunk `it` (page -1: past
-  // the end), looked up one issue ahead so that the page-table load is hidden.
+  // The staging cursor walks this warp's warp-chunks of unit 0, then of unit
+  // 1, ... (local chunk iit of unit iu; iu == nu: done), kStages - 1 chunks
+  // ahead of the compute, across unit boundaries: the next unit's first keys
+  // load while this one finishes and merges.
+  int iu = 0, iit = 0, ib, ikvh, isplit, ibegin, iend, in_mine;
+  load_unit(0, ib, ikvh, isplit, ibegin, iend, in_mine);
+  auto settle = [&] {
+    while (iu < nu && iit >= in_mine) {
+      if (++iu < nu) load_unit(iu, ib, ikvh, isplit, ibegin, iend, in_mine);
+      iit = 0;
+    }
+  };
+  settle();
+  // Page entry and slot of this lane's key at the cursor (page -1: past the
+  // end), looked up one issue ahead so that the page-table load is hidden.
   struct KeyLoc {
     int page, slot;
   };
-  auto locate = [&](int it) -> KeyLoc {
-    const int pos = begin + (warp + it * kWarps) * T::kWK + lane;
-    if (it >= n_mine || lane >= T::kWK || pos >= end) return {-1, 0};
+  auto locate = [&]() -> KeyLoc {
+    const int pos = ibegin + (warp + iit * kWarps) * T::kWK + lane;
+    if (iu >= nu || lane >= T::kWK || pos >= iend) return {-1, 0};
     const int idx = page_of(pos);
-    return {pages[idx], pos - idx * p.page_size};
+    return {p.page_table[static_cast<int64_t>(ib) * p.page_table_stride + idx], pos - idx * p.page_size};
   };
   // A warp-chunk inside one page (page_size a multiple of kWK; chunks start at
   // multiples of kWK): its values are one contiguous run, no per-key offsets.
   const bool contiguous = p.page_size % T::kWK == 0;
-  KeyLoc next{-1, 0};  // locate(0), from the entry loaded in the prologue
-  if (n_mine > 0 && lane < T::kWK && first_pos < end) {
-    const int idx = page_of(first_pos);
-    next = {first_page, first_pos - idx * p.page_size};
+  KeyLoc next{-1, 0};
+  if (iu == 0) {  // from the entry loaded with the table
+    if (lane < T::kWK && first_pos < iend) next = {first_page, first_pos - page_of(first_pos) * p.page_size};
+  } else {
+    next = locate();
   }
-  // Stages local chunk `it` whose keys are at `loc`.
+  // Stages the chunk at the cursor (keys at `loc`) into `st`.
   // piece i * 32 + lane of a warp-chunk: key i * (32 / kPiecesPerKey) + lane / kPiecesPerKey
   constexpr int kKeysPerIter = 32 / T::kPiecesPerKey;
   const int lane_key = lane / T::kPiecesPerKey, lane_piece = lane % T::kPiecesPerKey;
-  auto issue = [&](uint8_t* st, int it, KeyLoc loc) {
+  auto issue = [&](uint8_t* st, KeyLoc loc) {
+    const int64_t head_off = static_cast<int64_t>(ikvh) * p.head_block_bytes;
     const int64_t base = loc.page < 0 ? -1 : loc.page * p.page_bytes + head_off;
     if (contiguous) {
       // every key of the chunk lies in its page (valid or not): addresses in bounds
-      const int n_valid = end - (begin + (warp + it * kWarps) * T::kWK);  // >= 1
+      const int n_valid = iend - (ibegin + (warp + iit * kWarps) * T::kWK);  // >= 1
       const int page0 = __shfl_sync(0xffffffffu, loc.page, 0), slot0 = __shfl_sync(0xffffffffu, loc.slot, 0);
       const int64_t run = page0 * p.page_bytes + head_off + static_cast<int64_t>(slot0) * T::kVB + lane * 16;
       const uint8_t* ksrc = p.k_pages + run;
@@ -298,247 +326,357 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
       }
     }
   };
-#pragma unroll
-  for (int s = 0; s < T::kStages - 1; ++s) {
-    const KeyLoc loc = next;
-    next = locate(s + 1);
-    if (s < n_mine) issue(ring + s * T::kStageBytes, s, loc);
-    cp_async_commit();
-  }
-  int read_stage = 0, write_stage = T::kStages - 1;  // it % kStages, (it + kStages - 1) % kStages
-
-  // KV4 keys come out as 1024 + 16 t at the odd pairs of a word (dequant_key):
-  // their q is divided by 16 (fp16, exact but for subnormals). sq sums the
-  // effective q (16 x the operand there), sb the operands themselves:
-  // acc = 1024 sb + sum q_eff t, so q . (t - z) = acc - 1024 sb - z sq.
-  uint32_t qb[kKSteps][2];
-  float sq = 0.f, sb = 0.f;
-  {
-#pragma unroll
-    for (int kk = 0; kk < kKSteps; ++kk)
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const int i = 2 * kk + j;  // the kb index of this pair
-        const bool by16 = DT == KvDtype::kInt4 && (i & 1);
-        float v[2];
-#pragma unroll
-        for (int hi = 0; hi < 2; ++hi) {
-          const float qs = __half2float(__float2half_rn(__half2float(qraw[kk][j][hi]) * p.scale_log2));
-          v[hi] = by16 ? __half2float(__float2half_rn(qs * 0.0625f)) : qs;
-        }
-        qb[kk][j] = attn::pack_half2(v[0], v[1]);
-        sb += v[0] + v[1];
-        sq += by16 ? 16.f * (v[0] + v[1]) : v[0] + v[1];
-      }
-#pragma unroll
-    for (int o = 1; o <= 2; o <<= 1) {
-      sq += __shfl_xor_sync(0xffffffffu, sq, o);
-      sb += __shfl_xor_sync(0xffffffffu, sb, o);
+  // stages the chunk at the cursor (if any) and moves the cursor on
+  auto issue_next = [&](uint8_t* st) {
+    if (iu < nu) {
+      issue(st, next);
+      ++iit;
+      settle();
+      next = locate();
     }
+  };
+  // The first kStages - 1 stages: before the wait when they all lie in unit 0
+  // and every key they read (positions [c0, min(end, c0 + kWK)) of each chunk)
+  // is below ctx - 1, so that they load while the previous kernel drains;
+  // else after it.
+  bool early = p.stage_before_wait != 0;
+  if (iu < nu) {
+    const int last_end = min(iend, ibegin + (warp + (T::kStages - 2) * kWarps) * T::kWK + T::kWK);
+    early = early && iu == 0 && in_mine >= T::kStages - 1 && last_end <= s_unit[0].w - 1;
   }
-  // for the heads 2c, 2c + 1 of this thread's C fragments: sum q, 1024 x sum operand
-  const float sumq[2] = {__shfl_sync(0xffffffffu, sq, 8 * c), __shfl_sync(0xffffffffu, sq, 8 * c + 4)};
-  const float bias[2] = {1024.f * __shfl_sync(0xffffffffu, sb, 8 * c), 1024.f * __shfl_sync(0xffffffffu, sb, 8 * c + 4)};
-
-  // ---- online softmax state of the heads 2c, 2c + 1 --------------------------
-  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, corr[2] = {0.f, 0.f};
-  float o[kKSteps][4];
+  auto prologue_stages = [&] {
 #pragma unroll
-  for (int e = 0; e < kKSteps; ++e) o[e][0] = o[e][1] = o[e][2] = o[e][3] = 0.f;
-  const int pidx = 2 * (g8 & 3) + (g8 >> 2);  // P buffer index of key g8 (key g8 + 8: + 8)
-
-  for (int it = 0; it < n_mine; ++it) {
-    cp_async_wait<T::kStages - 2>();
-    __syncwarp();
-    {
-      const int nx = it + T::kStages - 1;
-      const KeyLoc loc = next;
-      next = locate(nx + 1);
-      if (nx < n_mine) issue(ring + write_stage * T::kStageBytes, nx, loc);
+    for (int s = 0; s < T::kStages - 1; ++s) {
+      issue_next(ring + s * T::kStageBytes);
       cp_async_commit();
     }
-    const uint8_t* kst = ring + read_stage * T::kStageBytes;
-    read_stage = read_stage == T::kStages - 1 ? 0 : read_stage + 1;
-    write_stage = write_stage == T::kStages - 1 ? 0 : write_stage + 1;
-    const uint8_t* vst = kst + T::kHalf;
-    const int c0 = begin + (warp + it * kWarps) * T::kWK;
+  };
+  if (early) prologue_stages();
+  pdl_wait_and_trigger();  // launch_pdl.cuh: the previous kernel's writes are visible from here
+  if (!early) prologue_stages();
+  int read_stage = 0, write_stage = T::kStages - 1;  // it % kStages, (it + kStages - 1) % kStages
+  const int pidx = 2 * (g8 & 3) + (g8 >> 2);  // P buffer index of key g8 (key g8 + 8: + 8)
 
-    // 1. scores S^T for kTiles tiles of 16 keys
-    float s[T::kTiles][4];
-#pragma unroll
-    for (int t = 0; t < T::kTiles; ++t) {
-      s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.f;
-      uint32_t klo[D / 8], khi[D / 8];
-      {
-        const int r0 = 16 * t + g8, r1 = r0 + 8;
-        uint32_t w0[T::kKB / 4], w1[T::kKB / 4];
-        read_slice<T::kKB>(kst + r0 * T::kVB, c, kv_swizzle<T::kKB, false>(r0), w0);
-        read_slice<T::kKB>(kst + r1 * T::kVB, c, kv_swizzle<T::kKB, false>(r1), w1);
-        dequant_key<DT, T::kKB / 4>(w0, klo);
-        dequant_key<DT, T::kKB / 4>(w1, khi);
-      }
-#pragma unroll
-      for (int kk = 0; kk < kKSteps; ++kk) {
-        const uint32_t a[4] = {klo[2 * kk], khi[2 * kk], klo[2 * kk + 1], khi[2 * kk + 1]};
-        attn::mma_16816(s[t], a, qb[kk][0], qb[kk][1]);
-      }
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const int key = 16 * t + g8 + 8 * r;
-        float sc = 1.f, z = 0.f;
-        if constexpr (T::kParams) {
-          const half2 sz = *reinterpret_cast<const half2*>(kst + T::kValBytes + key * 4);
-          sc = __low2float(sz);
-          z = __high2float(sz);
-        }
-#pragma unroll
-        for (int k = 0; k < 2; ++k) {
-          if constexpr (T::kParams) s[t][2 * r + k] = sc * ((s[t][2 * r + k] - bias[k]) - z * sumq[k]);
-        }
-      }
+  for (int ui = 0; ui < nu; ++ui) {
+    int b, kvh, split, begin, end, n_mine;
+    load_unit(ui, b, kvh, split, begin, end, n_mine);
+    if (begin >= end) {  // an empty split (short sequence) or an empty context
+      attn::write_empty_split<D>(p, b, kvh, split, tid);
+      continue;
     }
-    if (c0 + T::kWK > end) {  // the last warp-chunk: mask the keys past the end
-#pragma unroll
-      for (int t = 0; t < T::kTiles; ++t)
-#pragma unroll
-        for (int r = 0; r < 2; ++r)
-          if (c0 + 16 * t + g8 + 8 * r >= end) s[t][2 * r] = s[t][2 * r + 1] = -INFINITY;
-    }
-    // 2. online softmax per head (column): max over the column's 8 threads
-    float mu[2];
+    // ---- Q as B fragments: head g8 (zero past the group), pre-scaled fp16 ----
+    half qraw[kKSteps][2][2];
     {
-      float mx[2] = {-INFINITY, -INFINITY};
+      const bool ok = g8 < group;
+      const half* qrow = p.q + (static_cast<int64_t>(b) * hq + kvh * group + (ok ? g8 : 0)) * D;
+#pragma unroll
+      for (int kk = 0; kk < kKSteps; ++kk)
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+#pragma unroll
+          for (int hi = 0; hi < 2; ++hi)
+            qraw[kk][j][hi] = ok ? qrow[attn::kv_pair_element<DT, D>(c, 2 * kk + j, hi)] : __ushort_as_half(0);
+    }
+    // KV4 keys come out as 1024 + 16 t at the odd pairs of a word (dequant_key):
+    // their q is divided by 16 (fp16, exact but for subnormals). sq sums the
+    // effective q (16 x the operand there), sb the operands themselves:
+    // acc = 1024 sb + sum q_eff t, so q . (t - z) = acc - 1024 sb - z sq.
+    uint32_t qb[kKSteps][2];
+    float sq = 0.f, sb = 0.f;
+    {
+#pragma unroll
+      for (int kk = 0; kk < kKSteps; ++kk)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          const int i = 2 * kk + j;  // the kb index of this pair
+          const bool by16 = DT == KvDtype::kInt4 && (i & 1);
+          float v[2];
+#pragma unroll
+          for (int hi = 0; hi < 2; ++hi) {
+            const float qs = __half2float(__float2half_rn(__half2float(qraw[kk][j][hi]) * p.scale_log2));
+            v[hi] = by16 ? __half2float(__float2half_rn(qs * 0.0625f)) : qs;
+          }
+          qb[kk][j] = attn::pack_half2(v[0], v[1]);
+          sb += v[0] + v[1];
+          sq += by16 ? 16.f * (v[0] + v[1]) : v[0] + v[1];
+        }
+#pragma unroll
+      for (int o = 1; o <= 2; o <<= 1) {
+        sq += __shfl_xor_sync(0xffffffffu, sq, o);
+        sb += __shfl_xor_sync(0xffffffffu, sb, o);
+      }
+    }
+    // for the heads 2c, 2c + 1 of this thread's C fragments: sum q, 1024 x sum operand
+    const float sumq[2] = {__shfl_sync(0xffffffffu, sq, 8 * c), __shfl_sync(0xffffffffu, sq, 8 * c + 4)};
+    const float bias[2] = {1024.f * __shfl_sync(0xffffffffu, sb, 8 * c), 1024.f * __shfl_sync(0xffffffffu, sb, 8 * c + 4)};
+
+    // ---- online softmax state of the heads 2c, 2c + 1 ------------------------
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, corr[2] = {0.f, 0.f};
+    float o[kKSteps][4];
+#pragma unroll
+    for (int e = 0; e < kKSteps; ++e) o[e][0] = o[e][1] = o[e][2] = o[e][3] = 0.f;
+
+    for (int it = 0; it < n_mine; ++it) {
+      cp_async_wait<T::kStages - 2>();
+      __syncwarp();
+      issue_next(ring + write_stage * T::kStageBytes);
+      cp_async_commit();
+      const uint8_t* kst = ring + read_stage * T::kStageBytes;
+      read_stage = read_stage == T::kStages - 1 ? 0 : read_stage + 1;
+      write_stage = write_stage == T::kStages - 1 ? 0 : write_stage + 1;
+      const uint8_t* vst = kst + T::kHalf;
+      const int c0 = begin + (warp + it * kWarps) * T::kWK;
+
+      // 1. scores S^T for kTiles tiles of 16 keys
+      float s[T::kTiles][4];
+#pragma unroll
+      for (int t = 0; t < T::kTiles; ++t) {
+        s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.f;
+        uint32_t klo[D / 8], khi[D / 8];
+        {
+          const int r0 = 16 * t + g8, r1 = r0 + 8;
+          uint32_t w0[T::kKB / 4], w1[T::kKB / 4];
+          read_slice<T::kKB>(kst + r0 * T::kVB, c, kv_swizzle<T::kKB, false>(r0), w0);
+          read_slice<T::kKB>(kst + r1 * T::kVB, c, kv_swizzle<T::kKB, false>(r1), w1);
+          dequant_key<DT, T::kKB / 4>(w0, klo);
+          dequant_key<DT, T::kKB / 4>(w1, khi);
+        }
+#pragma unroll
+        for (int kk = 0; kk < kKSteps; ++kk) {
+          const uint32_t a[4] = {klo[2 * kk], khi[2 * kk], klo[2 * kk + 1], khi[2 * kk + 1]};
+          attn::mma_16816(s[t], a, qb[kk][0], qb[kk][1]);
+        }
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int key = 16 * t + g8 + 8 * r;
+          float sc = 1.f, z = 0.f;
+          if constexpr (T::kParams) {
+            const half2 sz = *reinterpret_cast<const half2*>(kst + T::kValBytes + key * 4);
+            sc = __low2float(sz);
+            z = __high2float(sz);
+          }
+#pragma unroll
+          for (int k = 0; k < 2; ++k) {
+            if constexpr (T::kParams) s[t][2 * r + k] = sc * ((s[t][2 * r + k] - bias[k]) - z * sumq[k]);
+          }
+        }
+      }
+      if (c0 + T::kWK > end) {  // the last warp-chunk: mask the keys past the end
+#pragma unroll
+        for (int t = 0; t < T::kTiles; ++t)
+#pragma unroll
+          for (int r = 0; r < 2; ++r)
+            if (c0 + 16 * t + g8 + 8 * r >= end) s[t][2 * r] = s[t][2 * r + 1] = -INFINITY;
+      }
+      // 2. online softmax per head (column): max over the column's 8 threads
+      float mu[2];
+      {
+        float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+        for (int t = 0; t < T::kTiles; ++t)
+#pragma unroll
+          for (int k = 0; k < 2; ++k) mx[k] = fmaxf(mx[k], fmaxf(s[t][k], s[t][2 + k]));
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+          mx[k] = fmaxf(mx[k], __shfl_xor_sync(0xffffffffu, mx[k], 4));
+          mx[k] = fmaxf(mx[k], __shfl_xor_sync(0xffffffffu, mx[k], 8));
+          mx[k] = fmaxf(mx[k], __shfl_xor_sync(0xffffffffu, mx[k], 16));
+        }
+        const bool grew = mx[0] > m[0] || mx[1] > m[1];
+        if (__any_sync(0xffffffffu, grew)) {  // rescale only when a max grew
+          float alpha[2];
+#pragma unroll
+          for (int k = 0; k < 2; ++k) {
+            const float m_new = fmaxf(m[k], mx[k]);
+            alpha[k] = fast_exp2(m[k] - (m_new == -INFINITY ? 0.f : m_new));
+            m[k] = m_new;
+            l[k] *= alpha[k];
+            corr[k] *= alpha[k];
+          }
+#pragma unroll
+          for (int e = 0; e < kKSteps; ++e) {
+            o[e][0] *= alpha[0];
+            o[e][1] *= alpha[1];
+            o[e][2] *= alpha[0];
+            o[e][3] *= alpha[1];
+          }
+        }
+        mu[0] = m[0] == -INFINITY ? 0.f : m[0];
+        mu[1] = m[1] == -INFINITY ? 0.f : m[1];
+      }
+      // 3. P' = p s_v -> the P buffer (B layout), corr += P' z
 #pragma unroll
       for (int t = 0; t < T::kTiles; ++t)
 #pragma unroll
-        for (int k = 0; k < 2; ++k) mx[k] = fmaxf(mx[k], fmaxf(s[t][k], s[t][2 + k]));
+        for (int r = 0; r < 2; ++r) {
+          const int key = 16 * t + g8 + 8 * r;
+          float sv = 1.f, zv = 0.f;
+          if constexpr (T::kParams) {
+            const half2 sz = *reinterpret_cast<const half2*>(vst + T::kValBytes + key * 4);
+            sv = __low2float(sz);
+            zv = __high2float(sz);
+          }
 #pragma unroll
-      for (int k = 0; k < 2; ++k) {
-        mx[k] = fmaxf(mx[k], __shfl_xor_sync(0xffffffffu, mx[k], 4));
-        mx[k] = fmaxf(mx[k], __shfl_xor_sync(0xffffffffu, mx[k], 8));
-        mx[k] = fmaxf(mx[k], __shfl_xor_sync(0xffffffffu, mx[k], 16));
-      }
-      const bool grew = mx[0] > m[0] || mx[1] > m[1];
-      if (__any_sync(0xffffffffu, grew)) {  // rescale only when a max grew
-        float alpha[2];
+          for (int k = 0; k < 2; ++k) {
+            const float pr = fast_exp2(s[t][2 * r + k] - mu[k]);
+            l[k] += pr;
+            const half ph = __float2half_rn(pr * sv);
+            if constexpr (T::kParams) corr[k] += __half2float(ph) * zv;
+            s_p[(2 * c + k) * T::kPRow + 16 * t + 8 * r + pidx] = ph;
+          }
+        }
+      __syncwarp();
+      // 4. O^T += V^T P'^T, one k-step per 16 keys
 #pragma unroll
-        for (int k = 0; k < 2; ++k) {
-          const float m_new = fmaxf(m[k], mx[k]);
-          alpha[k] = fast_exp2(m[k] - (m_new == -INFINITY ? 0.f : m_new));
-          m[k] = m_new;
-          l[k] *= alpha[k];
-          corr[k] *= alpha[k];
+      for (int ks = 0; ks < T::kTiles; ++ks) {
+        const uint32_t b0 = *reinterpret_cast<const uint32_t*>(s_p + g8 * T::kPRow + 16 * ks + 2 * c);
+        const uint32_t b1 = *reinterpret_cast<const uint32_t*>(s_p + g8 * T::kPRow + 16 * ks + 2 * c + 8);
+        uint32_t va[D / 8], vc[D / 8];
+        {
+          uint32_t w[4][T::kVT / 4];
+#pragma unroll
+          for (int x = 0; x < 4; ++x) {
+            const int r = 16 * ks + c + 4 * x;
+            read_slice<T::kVT>(vst + r * T::kVB, g8, kv_swizzle<T::kVT, true>(r), w[x]);
+          }
+          dequant_value_pair<DT, T::kVT / 4>(w[0], w[1], va);  // keys c, c + 4
+          dequant_value_pair<DT, T::kVT / 4>(w[2], w[3], vc);  // keys c + 8, c + 12
         }
 #pragma unroll
         for (int e = 0; e < kKSteps; ++e) {
-          o[e][0] *= alpha[0];
-          o[e][1] *= alpha[1];
-          o[e][2] *= alpha[0];
-          o[e][3] *= alpha[1];
+          const uint32_t a[4] = {va[2 * e], va[2 * e + 1], vc[2 * e], vc[2 * e + 1]};
+          attn::mma_16816(o[e], a, b0, b1);
         }
       }
-      mu[0] = m[0] == -INFINITY ? 0.f : m[0];
-      mu[1] = m[1] == -INFINITY ? 0.f : m[1];
     }
-    // 3. P' = p s_v -> the P buffer (B layout), corr += P' z
+
+    // ---- merge the 4 warps' states -------------------------------------------
+    // (the unit's sequence, head and split reloaded from the table: fewer
+    // registers live through the loop)
+    {
+      const int4 e = s_unit[ui];
+      b = e.x, kvh = e.y, split = e.z;
+    }
 #pragma unroll
-    for (int t = 0; t < T::kTiles; ++t)
+    for (int k = 0; k < 2; ++k) {
+      l[k] += __shfl_xor_sync(0xffffffffu, l[k], 4);
+      l[k] += __shfl_xor_sync(0xffffffffu, l[k], 8);
+      l[k] += __shfl_xor_sync(0xffffffffu, l[k], 16);
+      corr[k] += __shfl_xor_sync(0xffffffffu, corr[k], 4);
+      corr[k] += __shfl_xor_sync(0xffffffffu, corr[k], 8);
+      corr[k] += __shfl_xor_sync(0xffffffffu, corr[k], 16);
+    }
+    if (ui + 1 < nu) {
+      // Not the block's last unit: the rings hold the next unit's first
+      // stages, so the merge stays in the small area after them: {m, l} per
+      // warp and head, then the warps add their weighted O in turn into one
+      // accumulator (groups <= 4: the heads of lanes c < 2; thread-major, free
+      // of bank conflicts), and the last warp writes the output.
 #pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const int key = 16 * t + g8 + 8 * r;
-        float sv = 1.f, zv = 0.f;
-        if constexpr (T::kParams) {
-          const half2 sz = *reinterpret_cast<const half2*>(vst + T::kValBytes + key * 4);
-          sv = __low2float(sz);
-          zv = __high2float(sz);
+      for (int kk = 0; kk < 2; ++kk)
+        if (g8 == 0) {
+          s_wml[(warp * 8 + 2 * c + kk) * 2] = m[kk];
+          s_wml[(warp * 8 + 2 * c + kk) * 2 + 1] = l[kk];
         }
+      __syncthreads();
+      float wgt[2], mx[2], den[2];
 #pragma unroll
-        for (int k = 0; k < 2; ++k) {
-          const float pr = fast_exp2(s[t][2 * r + k] - mu[k]);
-          l[k] += pr;
-          const half ph = __float2half_rn(pr * sv);
-          if constexpr (T::kParams) corr[k] += __half2float(ph) * zv;
-          s_p[(2 * c + k) * T::kPRow + 16 * t + 8 * r + pidx] = ph;
+      for (int kk = 0; kk < 2; ++kk) {
+        const int h = 2 * c + kk;
+        mx[kk] = -INFINITY;
+#pragma unroll
+        for (int w = 0; w < kWarps; ++w)
+          if (s_wml[(w * 8 + h) * 2 + 1] > 0.f) mx[kk] = fmaxf(mx[kk], s_wml[(w * 8 + h) * 2]);
+        den[kk] = 0.f;
+#pragma unroll
+        for (int w = 0; w < kWarps; ++w) {
+          const float lw = s_wml[(w * 8 + h) * 2 + 1];
+          if (lw > 0.f) den[kk] += exp2f(s_wml[(w * 8 + h) * 2] - mx[kk]) * lw;
         }
+        wgt[kk] = l[kk] > 0.f ? exp2f(m[kk] - mx[kk]) : 0.f;
       }
-    __syncwarp();
-    // 4. O^T += V^T P'^T, one k-step per 16 keys
+      const bool live = c < 2;  // heads 2c, 2c + 1 < 4
+      for (int step = 0; step < kWarps; ++step) {
+        if (warp == step && live) {
 #pragma unroll
-    for (int ks = 0; ks < T::kTiles; ++ks) {
-      const uint32_t b0 = *reinterpret_cast<const uint32_t*>(s_p + g8 * T::kPRow + 16 * ks + 2 * c);
-      const uint32_t b1 = *reinterpret_cast<const uint32_t*>(s_p + g8 * T::kPRow + 16 * ks + 2 * c + 8);
-      uint32_t va[D / 8], vc[D / 8];
-      {
-        uint32_t w[4][T::kVT / 4];
+          for (int kk = 0; kk < 2; ++kk) {
+            const int h = 2 * c + kk;
+            const int64_t row = static_cast<int64_t>(b) * hq + kvh * group + h;
 #pragma unroll
-        for (int x = 0; x < 4; ++x) {
-          const int r = 16 * ks + c + 4 * x;
-          read_slice<T::kVT>(vst + r * T::kVB, g8, kv_swizzle<T::kVT, true>(r), w[x]);
+            for (int e = 0; e < kKSteps; ++e) {
+              float2* acc = s_acc + (kk * kKSteps + e) * 16 + g8 * 2 + c;
+              float2 v = make_float2(wgt[kk] * (o[e][kk] - corr[kk]), wgt[kk] * (o[e][2 + kk] - corr[kk]));
+              if (step > 0) {
+                const float2 a = *acc;
+                v.x += a.x, v.y += a.y;
+              }
+              if (step + 1 < kWarps) {
+                *acc = v;
+              } else if (h < group) {
+                const int d = g8 * (D / 8) + 2 * e;  // dims d, d + 1: as in the merge below
+                if (p.num_splits == 1) {
+                  *reinterpret_cast<half2*>(p.out + row * D + d) = __floats2half2_rn(v.x / den[kk], v.y / den[kk]);
+                } else {
+                  *reinterpret_cast<float2*>(p.part_o + (row * p.num_splits + split) * D + d) = v;
+                }
+              }
+            }
+            if (step + 1 == kWarps && h < group && g8 == 0 && p.num_splits > 1) {
+              p.part_ml[(row * p.num_splits + split) * 2] = mx[kk];
+              p.part_ml[(row * p.num_splits + split) * 2 + 1] = den[kk];
+            }
+          }
         }
-        dequant_value_pair<DT, T::kVT / 4>(w[0], w[1], va);  // keys c, c + 4
-        dequant_value_pair<DT, T::kVT / 4>(w[2], w[3], vc);  // keys c + 8, c + 12
+        if (step + 1 < kWarps) __syncthreads();
       }
+      continue;
+    }
+    // The block's last unit: every ring is idle, the merge uses their space:
+    // O [warp][head][D + 1] and {m, l} [warp][head].
+    cp_async_wait<0>();
+    __syncthreads();  // every warp is done with its ring
+    float* s_o = reinterpret_cast<float*>(smem);       // [kWarps][8][D + 1]
+    float* s_ml = s_o + kWarps * 8 * (D + 1);          // [kWarps][8][2]
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const int h = 2 * c + k;
+      float* so = s_o + (warp * 8 + h) * (D + 1) + g8 * (D / 8);
 #pragma unroll
       for (int e = 0; e < kKSteps; ++e) {
-        const uint32_t a[4] = {va[2 * e], va[2 * e + 1], vc[2 * e], vc[2 * e + 1]};
-        attn::mma_16816(o[e], a, b0, b1);
+        so[2 * e] = o[e][k] - corr[k];
+        so[2 * e + 1] = o[e][2 + k] - corr[k];
+      }
+      if (g8 == 0) {
+        s_ml[(warp * 8 + h) * 2] = m[k];
+        s_ml[(warp * 8 + h) * 2 + 1] = l[k];
       }
     }
-  }
-
-  // ---- merge the 4 warps: O [warp][head][D + 1] and {m, l} [warp][head] -------
-  cp_async_wait<0>();
+    __syncthreads();
+    for (int i = tid; i < group * D; i += kThreads) {
+      const int h = i / D, d = i % D;
+      float mx = -INFINITY;
 #pragma unroll
-  for (int k = 0; k < 2; ++k) {
-    l[k] += __shfl_xor_sync(0xffffffffu, l[k], 4);
-    l[k] += __shfl_xor_sync(0xffffffffu, l[k], 8);
-    l[k] += __shfl_xor_sync(0xffffffffu, l[k], 16);
-    corr[k] += __shfl_xor_sync(0xffffffffu, corr[k], 4);
-    corr[k] += __shfl_xor_sync(0xffffffffu, corr[k], 8);
-    corr[k] += __shfl_xor_sync(0xffffffffu, corr[k], 16);
-  }
-  __syncthreads();  // every warp is done with its ring
-  float* s_o = reinterpret_cast<float*>(smem);       // [kWarps][8][D + 1]
-  float* s_ml = s_o + kWarps * 8 * (D + 1);          // [kWarps][8][2]
+      for (int w = 0; w < kWarps; ++w)
+        if (s_ml[(w * 8 + h) * 2 + 1] > 0.f) mx = fmaxf(mx, s_ml[(w * 8 + h) * 2]);
+      float num = 0.f, den = 0.f;
 #pragma unroll
-  for (int k = 0; k < 2; ++k) {
-    const int h = 2 * c + k;
-    float* so = s_o + (warp * 8 + h) * (D + 1) + g8 * (D / 8);
-#pragma unroll
-    for (int e = 0; e < kKSteps; ++e) {
-      so[2 * e] = o[e][k] - corr[k];
-      so[2 * e + 1] = o[e][2 + k] - corr[k];
-    }
-    if (g8 == 0) {
-      s_ml[(warp * 8 + h) * 2] = m[k];
-      s_ml[(warp * 8 + h) * 2 + 1] = l[k];
-    }
-  }
-  __syncthreads();
-  for (int i = tid; i < group * D; i += kThreads) {
-    const int h = i / D, d = i % D;
-    float mx = -INFINITY;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w)
-      if (s_ml[(w * 8 + h) * 2 + 1] > 0.f) mx = fmaxf(mx, s_ml[(w * 8 + h) * 2]);
-    float num = 0.f, den = 0.f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-      const float lw = s_ml[(w * 8 + h) * 2 + 1];
-      if (lw > 0.f) {
-        const float wt = exp2f(s_ml[(w * 8 + h) * 2] - mx);
-        num += wt * s_o[(w * 8 + h) * (D + 1) + d];
-        den += wt * lw;
+      for (int w = 0; w < kWarps; ++w) {
+        const float lw = s_ml[(w * 8 + h) * 2 + 1];
+        if (lw > 0.f) {
+          const float wt = exp2f(s_ml[(w * 8 + h) * 2] - mx);
+          num += wt * s_o[(w * 8 + h) * (D + 1) + d];
+          den += wt * lw;
+        }
       }
-    }
-    const int64_t row = static_cast<int64_t>(b) * hq + kvh * group + h;
-    if (p.num_splits == 1) {
-      p.out[row * D + d] = __float2half_rn(den > 0.f ? num / den : 0.f);
-    } else {
-      p.part_o[(row * p.num_splits + split) * D + d] = num;
-      if (d == 0) {
-        p.part_ml[(row * p.num_splits + split) * 2] = mx;
-        p.part_ml[(row * p.num_splits + split) * 2 + 1] = den;
+      const int64_t row = static_cast<int64_t>(b) * hq + kvh * group + h;
+      if (p.num_splits == 1) {
+        p.out[row * D + d] = __float2half_rn(den > 0.f ? num / den : 0.f);
+      } else {
+        p.part_o[(row * p.num_splits + split) * D + d] = num;
+        if (d == 0) {
+          p.part_ml[(row * p.num_splits + split) * 2] = mx;
+          p.part_ml[(row * p.num_splits + split) * 2 + 1] = den;
+        }
       }
     }
   }

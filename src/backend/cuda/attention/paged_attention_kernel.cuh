@@ -64,10 +64,14 @@ struct Params {
   int32_t group;
   float scale_log2;  // softmax_scale * log2(e)
   // decode split
+  int32_t batch;  // sequences (decode_mma_kernel's units: KV heads x batch x splits)
   int32_t split_tokens;
   int32_t num_splits;
   float* part_o;   // [batch, Hq, num_splits, D]
   float* part_ml;  // [batch, Hq, num_splits, 2]
+  // decode_mma_kernel: stage the first keys before the programmatic-launch
+  // wait (DecodePlan::stage_before_wait)
+  int32_t stage_before_wait;
 };
 
 // The fields every launch (decode or prefill) shares: q / out, the pages of
