@@ -19,6 +19,12 @@
 // each with its own planner, and for the top-level plan ("shipped": what the
 // engine runs; on sm_90 it may be an mma.sync plan that the mma.sync planner
 // would not pick, then timed on its own).
+//
+// On sm_90 also the INT8-weight wgmma tiles (s8_*), each with the cost
+// model's split-K: g128 and per-channel W4 with the dequantization pass
+// included in the time (the pass alone is reported too), and W8A8 (INT8
+// weights, fused epilogue) against cuBLASLt INT8 + the separate epilogue
+// kernel, what the W8A8 layer ran before.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -32,6 +38,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_context.h"
 #include "backend/cuda/gemm_cublas.h"
+#include "backend/cuda/gemm_s8.h"
 #include "backend/cuda/gemm_w4a8.h"
 #include "core/half.h"
 #include "quant/weight_format.h"
@@ -137,6 +144,16 @@ struct Row {
   double pc_ship_nopdl_us = 0, g_ship_nopdl_us = 0;           // the same plan without programmatic dependent launch
   int pcs_tile = 0, pcs_splits = 0, gs_tile = 0, gs_splits = 0;
   double pc_bytes = 0, g_bytes = 0, int8_bytes = 0, fp16_bytes = 0;
+  // INT8-weight tiles (0: not run): per tile, W4 with the pass, W8A8 fused.
+  double g_s8_us[4] = {}, pc_s8_us[4] = {}, w8_s8_us[4] = {};
+  int s8_splits[4] = {};
+  double g_pass_us = 0, pc_pass_us = 0, w8a8_lt_us = 0;  // the pass alone; cuBLASLt INT8 + epilogue kernel
+  static int best(const double (&t)[4]) {
+    int b = 0;
+    for (int i = 1; i < 4; ++i)
+      if (t[i] > 0 && t[i] < t[b]) b = i;
+    return b;
+  }
 };
 
 int run(int argc, char** argv) {
@@ -299,6 +316,44 @@ int run(int argc, char** argv) {
                     sh.model, sh.layer, static_cast<long long>(m), r.pc_ship_us, r.pc_ship_nopdl_us,
                     r.int8_us / r.pc_ship_us, r.g_ship_us, r.g_ship_nopdl_us, r.int8_us / r.g_ship_us);
       }
+      if (wgmma && cuda::s8_wgmma_supported(dev, k)) {
+        cuda::DeviceBuffer w8s(static_cast<size_t>(n) * k), sw(n * 4);
+        std::vector<float> swh(n, 0.001f);
+        sw.upload(swh);
+        for (int i = 0; i < 4; ++i) {
+          const int tile = cuda::kW4A8FirstS8Tile + i;
+          cuda::W4A8Plan pl;
+          r.g_s8_us[i] = time_w4(dg, tile, 0, &pl, 2);
+          r.pc_s8_us[i] = time_w4(dp, tile, 0, nullptr, 2);
+          r.s8_splits[i] = pl.splits;
+          const cuda::W4A8Plan p8 = cuda::plan_s8(dev, m, n, k, tile, pl.splits);
+          cuda::DeviceBuffer ws(std::max<size_t>(p8.workspace_bytes, 4));
+          QS_CUDA_CHECK(cudaMemsetAsync(ws.data(), 0, ws.size(), stream));
+          cuda::W4A8Args args;
+          args.x = x8.as<int8_t>();
+          args.s_x = sx.as<__half>();
+          args.m = m;
+          args.y = y16.as<__half>();
+          r.w8_s8_us[i] = timer.time(copies, [&](int c) {
+            cuda::gemm_s8_w8a8(w8[c].as<int8_t>(), sw.as<float>(), n, k, args, p8, ws.data(), stream);
+          });
+        }
+        r.g_pass_us = timer.time(copies, [&](int c) { cuda::dequantize_w4a8(dg[c], w8s.as<int8_t>(), stream); });
+        r.pc_pass_us = timer.time(copies, [&](int c) { cuda::dequantize_w4a8(dp[c], w8s.as<int8_t>(), stream); });
+        r.w8a8_lt_us = timer.time(copies, [&](int c) {
+          cuda::gemm_w8a8(blas, x8.as<int8_t>(), sx.as<__half>(), w8[c].as<int8_t>(), sw.as<float>(), y32.as<int32_t>(),
+                          y16.as<__half>(), m, n, k, stream);
+        });
+        const int bg = Row::best(r.g_s8_us), bp = Row::best(r.pc_s8_us), bw = Row::best(r.w8_s8_us);
+        std::printf("%-9s %-7s m=%-5lld   s8: g128 %8.1f us x%.2f int8 [%s/%d] (pass %.1f us, %.0f%%; tiles %.1f %.1f "
+                    "%.1f %.1f) | pc %8.1f us x%.2f int8 [%s/%d] | w8a8 %8.1f us x%.2f int8, x%.2f lt+epi (%.1f us) [%s/%d]\n",
+                    sh.model, sh.layer, static_cast<long long>(m), r.g_s8_us[bg], r.int8_us / r.g_s8_us[bg],
+                    cuda::w4a8_tile_name(cuda::kW4A8FirstS8Tile + bg), r.s8_splits[bg], r.g_pass_us,
+                    100.0 * r.g_pass_us / r.g_s8_us[bg], r.g_s8_us[0], r.g_s8_us[1], r.g_s8_us[2], r.g_s8_us[3],
+                    r.pc_s8_us[bp], r.int8_us / r.pc_s8_us[bp], cuda::w4a8_tile_name(cuda::kW4A8FirstS8Tile + bp),
+                    r.s8_splits[bp], r.w8_s8_us[bw], r.int8_us / r.w8_s8_us[bw], r.w8a8_lt_us / r.w8_s8_us[bw],
+                    r.w8a8_lt_us, cuda::w4a8_tile_name(cuda::kW4A8FirstS8Tile + bw), r.s8_splits[bw]);
+      }
       const double xy = static_cast<double>(m) * k + static_cast<double>(m) * n * 2;
       r.pc_bytes = dp[0].weight_bytes() + xy;
       r.g_bytes = dg[0].weight_bytes() + xy;
@@ -358,8 +413,10 @@ int run(int argc, char** argv) {
   md << "| model | layer (n x k) | m | cuBLASLt INT8 us | cuBLASLt FP16 us | per-chn mma.sync us | per-chn wgmma us | "
         "TOPS | vs INT8 | vs FP16 | per-chn shipped us [plan] | vs INT8 | vs FP16 | g128 mma.sync us | g128 wgmma us | "
         "TOPS | vs INT8 | vs FP16 | g128 shipped us [plan] | vs INT8 | vs FP16 | per-chn shipped no PDL us | vs INT8 | "
-        "g128 shipped no PDL us | vs INT8 |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+        "g128 shipped no PDL us | vs INT8 | g128 s8+pass us [tile/split] | vs INT8 | pass us | per-chn s8+pass us | vs INT8 "
+        "| w8a8 s8 us | vs INT8 | cuBLASLt+epi us |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "---|---|---|---|---|---|---|---|\n";
   std::ostringstream js;
   js << "[\n";
   char buf[2048];
@@ -377,6 +434,12 @@ int run(int argc, char** argv) {
                   cuda::w4a8_tile_name(r.gs_tile), r.gs_splits, r.int8_us / r.g_ship_us, r.fp16_us / r.g_ship_us,
                   r.pc_ship_nopdl_us, r.pc_ship_nopdl_us > 0 ? r.int8_us / r.pc_ship_nopdl_us : 0.0, r.g_ship_nopdl_us,
                   r.g_ship_nopdl_us > 0 ? r.int8_us / r.g_ship_nopdl_us : 0.0);
+    md << std::string(buf, std::strlen(buf) - 1);  // without the newline: the s8 columns follow
+    const int bg = Row::best(r.g_s8_us), bp = Row::best(r.pc_s8_us), bw = Row::best(r.w8_s8_us);
+    auto ratio = [&](double t) { return t > 0 ? r.int8_us / t : 0.0; };
+    std::snprintf(buf, sizeof buf, " %.1f [%s/%d] | %.2fx | %.1f | %.1f | %.2fx | %.1f | %.2fx | %.1f |\n", r.g_s8_us[bg],
+                  cuda::w4a8_tile_name(cuda::kW4A8FirstS8Tile + bg), r.s8_splits[bg], ratio(r.g_s8_us[bg]), r.g_pass_us,
+                  r.pc_s8_us[bp], ratio(r.pc_s8_us[bp]), r.w8_s8_us[bw], ratio(r.w8_s8_us[bw]), r.w8a8_lt_us);
     md << buf;
     std::snprintf(buf, sizeof buf,
                   "  {\"model\": \"%s\", \"layer\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"cublaslt_int8_us\": "
@@ -385,13 +448,19 @@ int run(int argc, char** argv) {
                   "\"wgmma_g128_us\": %.2f, \"wgmma_per_channel_plan\": \"%s/%d\", \"wgmma_g128_plan\": \"%s/%d\", "
                   "\"planner_per_channel\": \"%s\", \"planner_g128\": \"%s\", \"shipped_per_channel_us\": %.2f, "
                   "\"shipped_per_channel_plan\": \"%s/%d\", \"shipped_g128_us\": %.2f, \"shipped_g128_plan\": \"%s/%d\", "
-                  "\"shipped_per_channel_no_pdl_us\": %.2f, \"shipped_g128_no_pdl_us\": %.2f}%s\n",
+                  "\"shipped_per_channel_no_pdl_us\": %.2f, \"shipped_g128_no_pdl_us\": %.2f, "
+                  "\"s8_splits\": [%d, %d, %d, %d], \"s8_g128_us\": [%.2f, %.2f, %.2f, %.2f], "
+                  "\"s8_per_channel_us\": [%.2f, %.2f, %.2f, %.2f], \"s8_w8a8_us\": [%.2f, %.2f, %.2f, %.2f], "
+                  "\"pass_g128_us\": %.2f, \"pass_per_channel_us\": %.2f, \"cublaslt_w8a8_epilogue_us\": %.2f}%s\n",
                   r.model.c_str(), r.layer.c_str(), (long long)r.m, (long long)r.n, (long long)r.k, r.int8_us,
                   r.fp16_us, r.pc_us, r.g128_us, cuda::w4a8_tile_name(r.pc_tile), r.pc_splits,
                   cuda::w4a8_tile_name(r.g_tile), r.g_splits, r.pc_wg_us, r.g_wg_us, cuda::w4a8_tile_name(r.pcw_tile),
                   r.pcw_splits, cuda::w4a8_tile_name(r.gw_tile), r.gw_splits, r.pc_auto_wg ? "wgmma" : "mma",
                   r.g_auto_wg ? "wgmma" : "mma", r.pc_ship_us, cuda::w4a8_tile_name(r.pcs_tile), r.pcs_splits, r.g_ship_us,
                   cuda::w4a8_tile_name(r.gs_tile), r.gs_splits, r.pc_ship_nopdl_us, r.g_ship_nopdl_us,
+                  r.s8_splits[0], r.s8_splits[1], r.s8_splits[2], r.s8_splits[3], r.g_s8_us[0], r.g_s8_us[1],
+                  r.g_s8_us[2], r.g_s8_us[3], r.pc_s8_us[0], r.pc_s8_us[1], r.pc_s8_us[2], r.pc_s8_us[3],
+                  r.w8_s8_us[0], r.w8_s8_us[1], r.w8_s8_us[2], r.w8_s8_us[3], r.g_pass_us, r.pc_pass_us, r.w8a8_lt_us,
                   i + 1 < rows.size() ? "," : "");
     js << buf;
   }

@@ -50,7 +50,10 @@ int64_t estimate_workspace_bytes(const ModelConfig& c, int64_t max_batched_token
   // Logits of the sampled rows: at most one per sequence of a step; device rows + host f32 copy.
   const int64_t rows = std::max<int64_t>(1, std::min(max_num_seqs, std::max<int64_t>(1, max_batched_tokens)));
   const int64_t logits = 2 * rows * c.vocab_size * 4;
-  return tokens * per_token + logits + (device ? kDeviceFixedReserve : 0);
+  // On a device, the W4 GEMM's INT8 weight copy at large m (the dequantization
+  // pass, docs/gemm-hopper.md): one buffer for the largest block linear.
+  const int64_t weight_scratch = I * H;
+  return tokens * per_token + logits + (device ? kDeviceFixedReserve + weight_scratch : 0);
 }
 
 KvMemoryPlan plan_kv_memory(const KvMemoryInputs& in) {

@@ -192,7 +192,9 @@ TEST_F(CudaBackendOps, LinearsOfEveryFormat) {
   for (quant::WeightFormat fmt : {quant::WeightFormat::kF16, quant::WeightFormat::kW4G128, quant::WeightFormat::kW4PerChannel,
                                   quant::WeightFormat::kW8PerChannel, quant::WeightFormat::kW4A16})
     for (Shape s : {Shape{200, 320}, Shape{1000, 576}, Shape{96, 896}})
-      for (int64_t m : {1, 7, 33}) {
+      // m = 300: W8A8 on the INT8-weight wgmma kernel (sm_90); m = 1030: g128
+      // through the dequantization pass (gemm_s8.h, gemm_w4a8_wgmma.cpp).
+      for (int64_t m : {1, 7, 33, 300, 1030}) {
         const std::string what = fmt::format("{} n {} k {} m {}", quant::weight_format_name(fmt), s.n, s.k, m);
         Tensor wt = random_f16_exact(rng, {s.n, s.k}, 1.0f / std::sqrt(static_cast<float>(s.k)));
         quant::Matrix mat(s.n, s.k);

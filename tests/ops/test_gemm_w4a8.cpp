@@ -88,6 +88,19 @@ std::vector<Case> all_cases() {
                         {4096, 11008}})
       for (int64_t m : {16, 64, 255}) cases.push_back({g, m, n, k});
   for (bool g : {false, true}) cases.push_back({g, 300, 4096, 4096});  // the m <= 512 bucket
+  // The INT8-weight tiles (dequantization pass + wgmma with both operands in
+  // shared memory), forced: a real layer at every m, the long-k layer at
+  // large m, and each tile on odd shapes (n not a multiple of the tile or of
+  // 16, k % 128 == 64) with the planner's split-K. The loop over every wgmma
+  // tile above runs them with split-K 1 and 3 as well.
+  for (bool g : {false, true}) {
+    for (int64_t m : ms) cases.push_back({g, m, 6144, 4096, cuda::kW4A8FirstS8Tile, 0, true});
+    for (int64_t m : {33, 1024}) cases.push_back({g, m, 4096, 14336, cuda::kW4A8FirstS8Tile + 1, 0, true});
+    for (int tile = cuda::kW4A8FirstS8Tile; tile < cuda::kW4A8TileCount; ++tile) {
+      for (int64_t m : {7, 255, 1031}) cases.push_back({g, m, 1408, 2880, tile, 0, true});
+      for (int64_t m : {2, 129}) cases.push_back({g, m, 203, 448, tile, 0, true});
+    }
+  }
   // n not a multiple of 8: the staged epilogue's partial 16-B pieces.
   for (bool g : {false, true})
     for (bool wg : {false, true})
@@ -257,17 +270,20 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
   struct PdlCase {
     bool g128;
     int64_t m;
-    int family;  // 0: top-level plan, 1: mma.sync with split-K 3, 2: wgmma with split-K 3
+    int family;  // 0: top-level plan, 1: mma.sync with split-K 3, 2: wgmma with split-K 3,
+                 // 3: the first INT8-weight tile with split-K 3 (after the dequantization pass)
   };
   const bool hopper = cuda::w4a8_wgmma_supported(ctx.info());
   for (const PdlCase c : {PdlCase{false, 5, 0}, PdlCase{true, 5, 0}, PdlCase{false, 64, 0}, PdlCase{true, 300, 0},
-                          PdlCase{false, 33, 1}, PdlCase{true, 17, 1}, PdlCase{false, 40, 2}, PdlCase{true, 129, 2}}) {
-    if (c.family == 2 && !hopper) continue;
+                          PdlCase{false, 33, 1}, PdlCase{true, 17, 1}, PdlCase{false, 40, 2}, PdlCase{true, 129, 2},
+                          PdlCase{false, 70, 3}, PdlCase{true, 300, 3}}) {
+    if (c.family >= 2 && !hopper) continue;
     SCOPED_TRACE(std::string(c.g128 ? "g128" : "per-channel") + " m " + std::to_string(c.m) + " family " +
                  std::to_string(c.family));
     const cuda::W4A8DeviceWeights& dw = c.g128 ? dg : dp;
     const cuda::W4A8Plan plan = c.family == 1   ? cuda::plan_w4a8_mma(ctx.info(), c.m, n, k, -1, 3, c.g128)
                                 : c.family == 2 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, -1, 3, c.g128)
+                                : c.family == 3 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstS8Tile, 3, c.g128)
                                                 : cuda::plan_w4a8(ctx.info(), dw, c.m);
     const Activations a = random_activations(c.m, k, rng);
     std::vector<int32_t> acc_ref(c.m * n);

@@ -8,6 +8,7 @@
 
 #include "backend/cuda/cuda_backend_kernels.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/gemm_s8.h"
 #include "backend/cuda/gemm_w4a16.h"
 #include "backend/cuda/gemm_w4a8.h"
 #include "backend/cuda/gemm_w8a8_epilogue.h"
@@ -131,6 +132,19 @@ class W8A8Linear final : public Linear {
     check_io(*this, x, y, ActFormat::kInt8PerToken);
     const int64_t m = x.tokens();
     if (m == 0) return;
+    const DeviceInfo& dev = state_->ctx.info();
+    if (use_s8_w8a8(dev, m, n_, k_)) {
+      // The INT8-weight wgmma kernel with the epilogue fused (gemm_s8.h).
+      const W4A8Plan plan = plan_s8(dev, m, n_, k_);
+      W4A8Args args;
+      args.x = x.values.data_as<int8_t>();
+      args.s_x = static_cast<const __half*>(x.scales.data());
+      args.m = m;
+      args.y = static_cast<__half*>(y.data());
+      gemm_s8_w8a8(q_.data_as<int8_t>(), scale_.data_as<float>(), n_, k_, args, plan,
+                   state_->w4a8_workspace(plan.workspace_bytes), state_->stream());
+      return;
+    }
     // cuBLASLt's algorithm is searched (synchronously) at the first call of
     // each m; m is rounded up to a bucket so that serving, where m takes many
     // values, searches a few dozen shapes, not thousands. The rows past m are
@@ -147,7 +161,10 @@ class W8A8Linear final : public Linear {
     launch_w8a8_epilogue(acc, static_cast<const __half*>(x.scales.data()), scale_.data_as<float>(),
                          static_cast<__half*>(y.data()), m, n_, state_->stream());
   }
-  std::string describe() const override { return fmt::format("w8a8 [{} -> {}] (cuBLASLt INT8)", k_, n_); }
+  std::string describe() const override {
+    return fmt::format("w8a8 [{} -> {}] (cuBLASLt INT8{})", k_, n_,
+                       s8_wgmma_supported(state_->ctx.info(), k_) ? "; INT8 wgmma at large m" : "");
+  }
 
  private:
   std::shared_ptr<CudaBackendState> state_;

@@ -15,6 +15,8 @@
 // activations through TMA, warp-specialized and persistent. It reads the same
 // repacked weights. The planner picks the family and tile per problem size;
 // tile ids < kW4A8FirstWgmmaTile are mma.sync tiles, the others wgmma tiles.
+// For g128 at large m the wgmma family also runs INT8-weight tiles after a
+// pass that dequantizes the weights into the workspace (plan.scratch_bytes).
 #pragma once
 
 #include <cstddef>
@@ -47,7 +49,11 @@ W4A8DeviceWeights upload_w4a8(const quant::W4G128Weights& w);
 W4A8DeviceWeights upload_w4a8(const quant::W4PerChannelWeights& w);
 
 inline constexpr int kW4A8FirstWgmmaTile = 6;  // mma.sync tiles 0..5 (any sm_80+ device)
-inline constexpr int kW4A8TileCount = 16;       // wgmma tiles 6..15 (sm_90 only)
+inline constexpr int kW4A8TileCount = 20;       // wgmma tiles 6..19 (sm_90 only)
+// Tiles 16..19: INT8-weight wgmma tiles, run after a pass that dequantizes
+// the W4 weights into an INT8 copy in the workspace (docs/gemm-hopper.md).
+inline constexpr int kW4A8FirstS8Tile = 16;
+inline bool w4a8_tile_is_s8(int tile) { return tile >= kW4A8FirstS8Tile && tile < kW4A8TileCount; }
 const char* w4a8_tile_name(int tile);
 inline bool w4a8_tile_is_wgmma(int tile) { return tile >= kW4A8FirstWgmmaTile; }
 // Whether `tile` runs on this device (the wgmma tiles need compute capability 9.0).
@@ -61,6 +67,7 @@ struct W4A8Plan {
   int grid_n = 0, grid_m = 0;  // output tiles along channels and tokens
   int ctas = 0;                // wgmma tiles: persistent CTAs (the mma.sync grid is grid_n x grid_m x splits)
   size_t workspace_bytes = 0;
+  size_t scratch_bytes = 0;    // s8 tiles: the INT8 weight copy [n, k], after the split-K part
   bool pdl = false;            // programmatic dependent launch (launch_pdl.cuh; sm_90+)
 
   // The split-K workspace, one layout for both kernel families: [grid_n * grid_m]
@@ -70,6 +77,8 @@ struct W4A8Plan {
   size_t workspace_bytes_for(int64_t m, int64_t n) const {
     return counter_bytes() + (splits > 1 ? static_cast<size_t>(splits) * m * n * 4 : 0);
   }
+  // s8 tiles: where the INT8 weight copy starts (256-B aligned) in the workspace.
+  size_t scratch_offset(int64_t m, int64_t n) const { return (workspace_bytes_for(m, n) + 255) / 256 * 256; }
 };
 
 // Chooses the kernel family, tile and split-K for one problem. force_tile >= 0

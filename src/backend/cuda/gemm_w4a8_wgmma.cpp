@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "backend/cuda/gemm_w4a8_dequant.h"
 #include "backend/cuda/gemm_w4a8_measured.h"
 #include "backend/cuda/gemm_w4a8_wgmma_launch.h"
 #include "core/error.h"
@@ -15,6 +16,8 @@ namespace {
 
 using w4a8::wgmma::kTiles;
 using w4a8::wgmma::TileShape;
+static_assert(kW4A8FirstS8Tile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstS8Tile);
+static_assert(kW4A8TileCount - kW4A8FirstWgmmaTile == w4a8::wgmma::kTileCount);
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -68,11 +71,25 @@ bool use_wgmma(int64_t m, int64_t n, int64_t k, bool g128) {
 // wgmma N that holds m up to 64 tokens (decode: memory-bound, 256 channels
 // per CTA to move more weight bytes per stage); above, the cheapest of the
 // large tiles by the model above. Split-K when the units would leave SMs idle.
-W4A8Plan plan_w4a8_wgmma(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile, int force_splits,
-                         bool g128) {
+//
+// g128 at m >= kS8MinTokens: the dequantization pass + the cheapest
+// INT8-weight tile by the same model (docs/gemm-hopper.md). Measured on the
+// H200 (bench/results/2026-11-30-gemm-s8-h200.md), at m >= 1024 on the 9
+// benchmark layers: 0.78-1.15x of cuBLASLt INT8 (median 0.93) against
+// 0.64-0.94x (0.81) for the in-loop dequantization, faster or equal on every
+// row; at m = 256 the pass (28-51% of the time) makes it slower everywhere.
+// The model's tile is the measured fastest of the three on 25 of 27 rows and
+// within 4.3% on the other two. Per-channel keeps the W4 tiles (through the
+// pass it measured 1-3% faster on three rows at m = 4096, up to 1.36x slower
+// on the others: the W4 kernel's per-channel unpacking is nearly free).
+namespace {
+constexpr int64_t kS8MinTokens = 1024;
+
+W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile, int force_splits, bool g128,
+                   bool any_s8) {
   QS_CHECK(m > 0 && n > 0 && k > 0 && k % quant::kMmaTileK == 0);
   QS_CHECK(force_tile < 0 || w4a8_tile_is_wgmma(force_tile)) << "not a wgmma tile: " << force_tile;
-  if (force_tile < 0 && force_splits <= 0) {
+  if (force_tile < 0 && force_splits <= 0 && !any_s8) {
     if (const auto c = measured_w4a8_plan(m, n, k, g128, true)) force_tile = c->tile, force_splits = c->splits;
   }
   const int sms = std::max(1, dev.sm_count);
@@ -88,11 +105,20 @@ W4A8Plan plan_w4a8_wgmma(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k,
       if (best < 0 || c < best * 0.999) best = c, local = t, splits = sp;
     }
   };
+  constexpr int s8 = w4a8::wgmma::kFirstS8Tile;
   if (force_tile >= 0) {
     local = force_tile - kW4A8FirstWgmmaTile;
     QS_CHECK(local < w4a8::wgmma::kTileCount);
     if (force_splits > 0) splits = force_splits;
     else consider(local, 1.0);
+  } else if (any_s8 && m < kS8MinTokens) {
+    // W8A8 at 256 <= m < 1024: the large tiles' split-K measured 1.2-2.3x
+    // slower than 128 x 128, which the model does not see.
+    consider(s8 + 2, 0.85);
+  } else if (any_s8) {
+    consider(s8, 1.0);         // 256 x 128
+    consider(s8 + 1, 1.0);     // 128 x 256
+    consider(s8 + 2, 0.85);    // 128 x 128
   } else if (m <= 64) {
     consider(m <= 8 ? 0 : m <= 16 ? 1 : m <= 32 ? 2 : 3, 1.0);
   } else {
@@ -111,41 +137,78 @@ W4A8Plan plan_w4a8_wgmma(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k,
   const int64_t units = int64_t{plan.grid_n} * plan.grid_m * plan.splits;
   plan.ctas = static_cast<int>(std::min<int64_t>(units, sms));
   plan.workspace_bytes = plan.workspace_bytes_for(m, n);
+  if (s.s8) {
+    plan.scratch_bytes = static_cast<size_t>(n) * k;
+    plan.workspace_bytes = plan.scratch_offset(m, n) + plan.scratch_bytes;
+  }
   plan.pdl = pdl_enabled(dev);  // measured: 5-25% faster at m <= 256 (bench/results/2026-11-29-gemm-h200-r3.md)
   return plan;
 }
+}  // namespace
 
-void gemm_w4a8_wgmma(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A8Plan& plan, void* workspace,
-                     cudaStream_t stream) {
+W4A8Plan plan_w4a8_wgmma(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile, int force_splits,
+                         bool g128) {
+  return plan_impl(dev, m, n, k, force_tile, force_splits, g128, force_tile < 0 && g128 && m >= kS8MinTokens);
+}
+
+W4A8Plan plan_w4a8_wgmma_s8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_splits) {
+  return plan_impl(dev, m, n, k, -1, force_splits, true, true);
+}
+
+w4a8::wgmma::Params wgmma_params(const W4A8Args& args, const W4A8Plan& plan, void* workspace, int64_t n, int64_t k) {
   const int local = plan.tile - kW4A8FirstWgmmaTile;
   QS_CHECK(local >= 0 && local < w4a8::wgmma::kTileCount);
   const TileShape& s = kTiles[local];
-  QS_CHECK(plan.grid_n == cdiv(w.n, s.bn()) && plan.grid_m == cdiv(args.m, s.bm)) << "plan made for another shape";
+  QS_CHECK(plan.grid_n == cdiv(n, s.bn()) && plan.grid_m == cdiv(args.m, s.bm)) << "plan made for another shape";
+  QS_CHECK(args.m > 0 && args.x && (args.y || args.acc_out));
+  QS_CHECK(args.acc_out || args.s_x) << "the fp16 epilogue needs s_x";
   QS_CHECK(reinterpret_cast<uintptr_t>(args.x) % 16 == 0) << "TMA needs 16-byte aligned activations";
-  QS_CHECK(plan.ctas > 0);
+  QS_CHECK(plan.ctas > 0 && (workspace || plan.workspace_bytes == 0));
+  QS_CHECK(args.m * n < (int64_t{1} << 31) && args.m * k < (int64_t{1} << 31))
+      << "m * n or m * k too large for 32-bit indexing";
   w4a8::wgmma::Params p{};
-  p.w = w.qweight.as<const uint8_t>();
-  p.level2 = w.level2.as<const uint32_t>();
   p.x = args.x;
   p.s_x = args.s_x;
   p.a_sum = args.a_sum;
-  p.ch_scale = w.ch_scale.as<const float>();
-  p.ch_szero = w.ch_szero.as<const float>();
   p.y = args.y;
   p.acc_out = args.acc_out;
   p.counters = static_cast<int*>(workspace);
   p.partials = reinterpret_cast<int32_t*>(static_cast<char*>(workspace) + plan.counter_bytes());
   p.m = static_cast<int>(args.m);
-  p.n = static_cast<int>(w.n);
-  p.k = static_cast<int>(w.k);
-  p.n16 = static_cast<int>(w.n16);
-  p.groups = static_cast<int>(w.groups);
-  p.blocks128 = static_cast<int>(cdiv(w.n, 128));
+  p.n = static_cast<int>(n);
+  p.k = static_cast<int>(k);
+  p.n16 = static_cast<int>(cdiv(n, 16));
+  p.blocks128 = static_cast<int>(cdiv(n, 128));
   p.grid_n = plan.grid_n;
   p.grid_m = plan.grid_m;
   p.splits = plan.splits;
   p.kt_per_split = plan.kt_per_split;
   p.units = plan.grid_n * plan.grid_m * plan.splits;
+  return p;
+}
+
+void gemm_w4a8_wgmma(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A8Plan& plan, void* workspace,
+                     cudaStream_t stream) {
+  const int local = plan.tile - kW4A8FirstWgmmaTile;
+  const TileShape& s = kTiles[local];
+  QS_CHECK(w.kind == W4A8Kind::kG128 || args.acc_out || args.a_sum) << "per-channel W4A8 needs a_sum";
+  w4a8::wgmma::Params p = wgmma_params(args, plan, workspace, w.n, w.k);
+  p.w = w.qweight.as<const uint8_t>();
+  p.level2 = w.level2.as<const uint32_t>();
+  p.ch_scale = w.ch_scale.as<const float>();
+  p.ch_szero = w.ch_szero.as<const float>();
+  p.n16 = static_cast<int>(w.n16);
+  p.groups = static_cast<int>(w.groups);
+  if (s.s8) {
+    // The dequantization pass writes the INT8 copy (launched without PDL: the
+    // previous GEMM may still read the scratch), then the INT8-weight kernel.
+    QS_CHECK(plan.scratch_bytes == static_cast<size_t>(w.n * w.k)) << "plan made for another shape";
+    int8_t* w8 = reinterpret_cast<int8_t*>(static_cast<char*>(workspace) + plan.scratch_offset(args.m, w.n));
+    launch_w4_dequant(p.w, p.level2, w.n, w.k, w.n16, w.groups, w.kind == W4A8Kind::kG128, w8, stream);
+    p.w_after_wait = 1;
+    w4a8::wgmma::launch_kernel_s8(local, w.kind == W4A8Kind::kG128, w8, p, plan.ctas, stream, plan.pdl);
+    return;
+  }
   w4a8::wgmma::launch_kernel(local, w.kind == W4A8Kind::kG128, p, plan.ctas, stream, plan.pdl);
 }
 

@@ -5,14 +5,23 @@
 #include <cstdint>
 
 #include "backend/cuda/gemm_w4a8.h"
+#include "backend/cuda/gemm_w4a8_wgmma_launch.h"
 
 namespace qserve::cuda {
 
 // Whether the planner takes the wgmma family for this problem on sm_90.
 bool use_wgmma(int64_t m, int64_t n, int64_t k, bool g128);
 
+// The cheapest INT8-weight tile for the problem (with the W4 weight scratch;
+// gemm_s8.h's plan_s8 drops it for INT8 weights).
+W4A8Plan plan_w4a8_wgmma_s8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_splits);
+
 // Runs a plan of a wgmma tile (plan.tile >= kW4A8FirstWgmmaTile).
 void gemm_w4a8_wgmma(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A8Plan& plan, void* workspace,
                      cudaStream_t stream);
+
+// The kernel parameters common to every wgmma launch (activations, outputs,
+// the plan's grid and workspace) for an n x k weight; checks the plan.
+w4a8::wgmma::Params wgmma_params(const W4A8Args& args, const W4A8Plan& plan, void* workspace, int64_t n, int64_t k);
 
 }  // namespace qserve::cuda

@@ -12,6 +12,9 @@ namespace qserve::cuda::w4a8::wgmma {
 
 template <bool kG128>
 void launch_kind(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, bool pdl);
+template <bool kG128>
+void launch_kind_s8(int tile, const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas,
+                    cudaStream_t stream, bool pdl);
 
 namespace {
 
@@ -30,7 +33,8 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
 
 // X [m, k] int8 row-major as a 2-D tensor (k innermost); box [bm rows][128 B]
 // in the 128-byte swizzle that the wgmma B descriptor reads; rows >= m and
-// columns >= k are filled with zeros.
+// columns >= k are filled with zeros. The INT8 weights [n, k] (s8 tiles) are
+// mapped the same way with box [bn rows][128 B] (the A descriptor's layout).
 CUtensorMap make_x_map(const int8_t* x, int m, int k, int bm) {
   CUtensorMap map{};
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(m)};
@@ -47,12 +51,22 @@ CUtensorMap make_x_map(const int8_t* x, int m, int k, int bm) {
 }  // namespace
 
 void launch_kernel(int tile, bool g128, const Params& p, int ctas, cudaStream_t stream, bool pdl) {
-  if (tile < 0 || tile >= kTileCount) QS_CUDA_CHECK(cudaErrorInvalidValue);
+  if (tile < 0 || tile >= kFirstS8Tile) QS_CUDA_CHECK(cudaErrorInvalidValue);
   const CUtensorMap map = make_x_map(p.x, p.m, p.k, kTiles[tile].bm);
   if (g128)
     launch_kind<true>(tile, map, p, ctas, stream, pdl);
   else
     launch_kind<false>(tile, map, p, ctas, stream, pdl);
+}
+
+void launch_kernel_s8(int tile, bool g128, const int8_t* w8, const Params& p, int ctas, cudaStream_t stream, bool pdl) {
+  if (tile < kFirstS8Tile || tile >= kTileCount) QS_CUDA_CHECK(cudaErrorInvalidValue);
+  const CUtensorMap x_map = make_x_map(p.x, p.m, p.k, kTiles[tile].bm);
+  const CUtensorMap w_map = make_x_map(w8, p.n, p.k, kTiles[tile].bn());
+  if (g128)
+    launch_kind_s8<true>(tile, x_map, w_map, p, ctas, stream, pdl);
+  else
+    launch_kind_s8<false>(tile, x_map, w_map, p, ctas, stream, pdl);
 }
 
 }  // namespace qserve::cuda::w4a8::wgmma

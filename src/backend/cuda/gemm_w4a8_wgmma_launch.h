@@ -26,6 +26,11 @@ struct Params {
   int blocks128;           // ceil(n / 128): 128-channel blocks in the repacked weights
   int grid_n, grid_m, splits, kt_per_split;  // kt in 128-wide k stages
   int units;               // grid_n * grid_m * splits work units (a persistent CTA loops over them)
+  // INT8-weight tiles (TileShape::s8): the weights come through a second
+  // tensor map (INT8 [n, k] row-major). Set when another kernel of the same
+  // stream writes them (the g128 dequantization pass): the producer then
+  // waits for the previous kernel before its first weight copy.
+  int w_after_wait;
 };
 
 // CTA tile: BN = 128 * MT output channels (two consumer warpgroups of 64 * MT
@@ -35,11 +40,16 @@ struct TileShape {
   int mt;      // m64 wgmma tiles per consumer warpgroup (1 or 2): BN = 128 * mt
   int stages;  // TMA pipeline depth
   int acc_sets = 1;  // accumulator sets the consumers alternate between per stage (1 or 2)
+  bool s8 = false;   // INT8 weights [n, k] through TMA, both wgmma operands in shared memory
   int bn() const { return 128 * mt; }
+  // Bytes of one stage's weights: W4 repacked (8 KB per 128 channels x 128 k)
+  // or INT8 (16 KB per 128 channels x 128 k, 128-B swizzled rows).
+  constexpr int w_stage_bytes() const { return mt * (s8 ? 16384 : 8192); }
 };
 
 // Indices are the planner's tile ids minus kFirstTile (gemm_w4a8.h).
-inline constexpr int kTileCount = 10;
+inline constexpr int kTileCount = 14;
+inline constexpr int kFirstS8Tile = 10;  // tiles 10..13: INT8 weights (s8)
 inline constexpr TileShape kTiles[kTileCount] = {
     {8, 2, 12},    // decode
     {16, 2, 11},
@@ -51,6 +61,13 @@ inline constexpr TileShape kTiles[kTileCount] = {
     {8, 2, 12, 2},  // the decode tiles with two accumulator sets (the chain of
     {16, 2, 11, 2}, // dependent wgmmas through the accumulators halved)
     {32, 2, 10, 2},
+    // INT8 weights (a dequantized g128 / per-channel copy, or W8A8): the
+    // consumers only issue wgmmas (no shared loads or unpacking); a stage
+    // moves twice the weight bytes, hence fewer stages.
+    {128, 2, 4, 1, true},  // 256 x 128
+    {256, 1, 4, 1, true},  // 128 x 256
+    {128, 1, 6, 1, true},  // 128 x 128
+    {64, 2, 5, 1, true},   // 256 x 64
 };
 inline constexpr int kThreads = 384;  // warpgroup 0: TMA producer; 1, 2: consumers
 
@@ -66,7 +83,7 @@ inline constexpr int epi_bytes(const TileShape& s) { return epi_staging_bytes(s.
 // Shared memory of one CTA (+1 KB for the 1024-B alignment of the swizzled tiles):
 // stages, mbarriers and the split-K flag, the epilogue buffers.
 inline constexpr int smem_bytes(const TileShape& s) {
-  return s.stages * (s.bm * 128 + s.mt * 8192) + 2 * s.stages * 8 + 16 + epi_bytes(s) + 1024;
+  return s.stages * (s.bm * 128 + s.w_stage_bytes()) + 2 * s.stages * 8 + 16 + epi_bytes(s) + 1024;
 }
 
 // Launches tile `tile` (index into kTiles) on `ctas` persistent CTAs; builds
@@ -74,5 +91,8 @@ inline constexpr int smem_bytes(const TileShape& s) {
 // dependent launch (the weights of the first stages stream in while the
 // previous kernel finishes; launch_pdl.cuh).
 void launch_kernel(int tile, bool g128, const Params& p, int ctas, cudaStream_t stream, bool pdl);
+// The INT8-weight tiles: `w8` INT8 [n, k] row-major (16-B aligned, k % 64 == 0),
+// g128 = the epilogue without the zero-point term (also W8A8's).
+void launch_kernel_s8(int tile, bool g128, const int8_t* w8, const Params& p, int ctas, cudaStream_t stream, bool pdl);
 
 }  // namespace qserve::cuda::w4a8::wgmma

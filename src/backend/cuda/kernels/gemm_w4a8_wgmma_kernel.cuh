@@ -28,6 +28,13 @@
 // Shared memory: X stages [STAGES][BM][128 B] (1024-B aligned, TMA 128-B
 // swizzle: 16-B chunk c of row r at c ^ (r & 7)), W stages [STAGES][MT][8 KB]
 // ([2 k64 halves][8 tiles of 16 channels][32 lanes][16 B]), then mbarriers.
+//
+// kS8 (the INT8-weight tiles): the weights are INT8 [n, k] row-major, read
+// by a second tensor map like X (box [128 MT rows][128 B], 128-B swizzle:
+// W stages [STAGES][128 MT][128 B]); both wgmma operands come from shared
+// memory (A = the stage's rows 64 mi.., K-major, the same descriptor form as
+// B), so the consumers only wait, issue and release. Used for g128 / per-
+// channel W4 after a dequantization pass (gemm_w4a8_dequant.cu) and W8A8.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +45,7 @@
 #include "backend/cuda/gemm_w4a8_wgmma_launch.h"
 #include "backend/cuda/kernels/gemm_hopper_primitives.cuh"
 #include "backend/cuda/kernels/gemm_wgmma_s8.cuh"
+#include "backend/cuda/kernels/gemm_wgmma_s8_ss.cuh"
 #include "backend/cuda/kernels/pdl.cuh"
 #include "quant/gemm_epilogue.h"
 #include "quant/w4a8_repack.h"
@@ -125,11 +133,28 @@ __device__ __forceinline__ void issue_stage(int32_t (&acc)[MT][BM / 2], const ui
   ptx::wgmma_commit();
 }
 
-template <int BM, int MT, int STAGES, bool kG128, int ASETS>
+// Consumer, one stage of INT8 weights (kS8): 4 k32 steps x MT wgmma
+// m64nBMk32 with A = rows 64 (cw MT + j).. of the W stage, committed as one group.
+template <int BM, int MT>
+__device__ __forceinline__ void issue_stage_ss(int32_t (&acc)[MT][BM / 2], const uint8_t* wst, int cw,
+                                               uint64_t desc_b) {
+  uint64_t desc_a[MT];
+#pragma unroll
+  for (int j = 0; j < MT; ++j) desc_a[j] = ptx::smem_desc_sw128(wst + (cw * MT + j) * 8192);
+  ptx::wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+    for (int j = 0; j < MT; ++j) ptx::wgmma_s8_ss<BM>(acc[j], desc_a[j] + 2 * ks, desc_b + 2 * ks, 1);
+  ptx::wgmma_commit();
+}
+
+template <int BM, int MT, int STAGES, bool kG128, int ASETS, bool kS8 = false>
 __global__ void __launch_bounds__(kThreads, 1)
-    gemm_w4a8_wgmma_kernel(const __grid_constant__ CUtensorMap x_map, const Params p) {
+    gemm_w4a8_wgmma_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap w_map,
+                           const Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  constexpr int kXBytes = BM * 128, kWBytes = MT * 8192;
+  constexpr int kXBytes = BM * 128, kWBytes = MT * (kS8 ? 16384 : 8192);
   extern __shared__ uint8_t smem_raw[];
   // Align to 1024 B (the 128-B swizzle atom) by an offset from smem_raw, so
   // that the compiler still knows the pointers are shared (LDS, not LD).
@@ -163,6 +188,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     ptx::setmaxnreg_dec<40>();
     if (threadIdx.x == 0) {
       ptx::tma_prefetch_map(&x_map);
+      if constexpr (kS8) ptx::tma_prefetch_map(&w_map);
       // The first STAGES stages are issued before the dependency wait with
       // their weights only (no kernel writes the weights); their activations,
       // which the previous kernel may still be writing, follow the wait.
@@ -178,6 +204,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       };
       int it = 0;
       bool waited = false;
+      if (kS8 && p.w_after_wait) {  // the weights are written by the previous kernel
+        ptx::pdl_wait();
+        waited = true;
+      }
       for (int u = blockIdx.x; u < p.units; u += gridDim.x) {
         const int m_blk = u % p.grid_m, rest = u / p.grid_m;
         const int n_blk = rest % p.grid_n, split = rest / p.grid_n;
@@ -190,6 +220,13 @@ __global__ void __launch_bounds__(kThreads, 1)
             issue_x(STAGES);
           }
           ptx::mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
+          if constexpr (kS8) {
+            // The whole box is counted (rows past n, columns past k read as zeros).
+            ptx::mbar_arrive_expect_tx(&full[s], kXBytes + kWBytes);
+            if (waited) ptx::tma_load_2d(xs + s * kXBytes, &x_map, kt * 128, m_blk * BM, &full[s]);
+            ptx::tma_load_2d(ws + s * kWBytes, &w_map, kt * 128, n_blk * MT * 128, &full[s]);
+            continue;
+          }
           const int halves = min(2, k64_total - 2 * kt);
           int blocks = 0;  // 128-channel blocks that exist (the last CTA column may have fewer)
 #pragma unroll
@@ -256,7 +293,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int j = 0; j < MT; ++j)
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
-            const int o = min(t16[j] * 16 + g + 8 * h, p.n16 * 16 - 1);
+            // (s8 / W8A8: the factors exist for channels < n only)
+            const int o = min(t16[j] * 16 + g + 8 * h, kS8 ? p.n - 1 : p.n16 * 16 - 1);
             scale[j][h] = p.ch_scale[o];
             szero[j][h] = kG128 ? 0.0f : p.ch_szero[o];
           }
@@ -273,13 +311,25 @@ __global__ void __launch_bounds__(kThreads, 1)
       // register set (a0 / a1 alternate: the loop is unrolled by two so that
       // the register names are static). A stage is released (one arrival per
       // warp on `empty`) once wgmma.wait_group 1 says its wgmmas are done.
-      uint32_t a0[MT][16], a1[MT][16];
       int kt = kb, prev = -1;
       auto stage_of = [&](int i) { return i % STAGES; };
       auto release = [&](int s_) {
         __syncwarp();
         if (lane == 0) ptx::mbar_arrive(&empty[s_]);
       };
+      if constexpr (kS8) {
+        // INT8 weights: nothing to prepare in registers; one group in flight
+        // behind the one just issued, the stage before it released.
+        for (; kt < ke; ++kt, ++it) {
+          const int s = stage_of(it);
+          ptx::mbar_wait(&full[s], (it / STAGES) & 1);
+          issue_stage_ss<BM, MT>(acc, ws + s * kWBytes, cw, ptx::smem_desc_sw128(xs + s * kXBytes));
+          ptx::wgmma_wait<1>();
+          if (prev >= 0) release(prev);
+          prev = s;
+        }
+      } else {
+      uint32_t a0[MT][16], a1[MT][16];
       load_stage<MT, kG128>(p, &full[stage_of(it)], (it / STAGES) & 1, ws + stage_of(it) * kWBytes, w_off, t16, kt, g, a0);
       while (true) {
         issue_stage<BM, MT>(acc, a0, ptx::smem_desc_sw128(xs + stage_of(it) * kXBytes));
@@ -302,6 +352,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         load_stage<MT, kG128>(p, &full[stage_of(it)], (it / STAGES) & 1, ws + stage_of(it) * kWBytes, w_off, t16, kt,
                               g, a0);
       }
+      }  // kS8
       ptx::wgmma_wait<0>();
 #pragma unroll
       for (int j = 0; j < MT; ++j) ptx::reg_fence(acc[j]);
@@ -425,6 +476,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #else
   // Built for another target: never launched there (the planner checks the device).
   (void)x_map;
+  (void)w_map;
   (void)p;
 #endif
 }
