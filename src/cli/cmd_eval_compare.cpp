@@ -1,5 +1,5 @@
 // qserve eval compare [--model M] --device cuda [--device D2 ...] [--reference cpu] --text FILE
-//                     [--control D ...] [--strict]
+//                     [--control D ...] [--strict] [--save-reference F | --load-reference F]
 //                     [--seqlen 512] [--max-windows 4] [--prompts FILE] [--max-new-tokens 64] [--json]
 //
 // One checkpoint on two backends, token by token: the device under test
@@ -14,6 +14,9 @@
 //    thresholds (top-1 >= 99%, ppl within 0.5%), or, with --control runs
 //    (the reference perturbed, e.g. cpu-fp16:all,mantissa=22), against the
 //    spread those controls show, which is what a quantized checkpoint allows.
+//  - The reference side (and the controls) can be saved to a file and loaded
+//    on another machine (cli/compare_reference.h): the CPU reference of 32
+//    windows takes minutes, the device's own run seconds.
 // This is the acceptance check of a device backend on a real model
 // (docs/serving-benchmark.md, docs/cuda-backend.md).
 #include <algorithm>
@@ -28,6 +31,7 @@
 
 #include "cli/app.h"
 #include "cli/calibration_text.h"
+#include "cli/compare_reference.h"
 #include "cli/compare_verdict.h"
 #include "cli/model_path.h"
 #include "core/error.h"
@@ -41,7 +45,7 @@ namespace qserve::cli {
 namespace {
 
 struct CompareArgs {
-  std::string model, reference = "cpu", text, prompts;
+  std::string model, reference = "cpu", text, prompts, save_reference, load_reference;
   std::vector<std::string> devices = {"cuda"};
   std::vector<std::string> controls;  // perturbed references: the spread the verdict allows
   int64_t seqlen = 512, max_windows = 4, max_new_tokens = 64;
@@ -103,23 +107,13 @@ std::vector<std::string> read_prompts(const std::string& path) {
   return out;
 }
 
-// The reference's teacher-forced logits of one window ([seqlen, vocab]) and its greedy runs, computed once
-// and compared with each device under test.
-struct ReferenceRuns {
-  std::vector<std::vector<int32_t>> windows;  // token ids of each window
-  std::vector<Logits> logits;                 // all rows of each window
-  std::vector<std::vector<int32_t>> prompt_ids, greedy;
-  std::vector<std::vector<float>> margins;
-};
-
 nlohmann::json compare_one(const std::string& path, const Checkpoint& ckpt, const CompareArgs& a,
-                           const std::string& device, LlamaModel& ref, const ReferenceRuns& rr,
-                           const std::vector<std::string>& prompts) {
+                           const std::string& device, const ReferenceRuns& rr, const std::vector<std::string>& prompts) {
   LlamaModelOptions to;
   to.page_size = 16;
   to.device = device;
   auto dut = LlamaModel::load(ckpt, to);
-  const int64_t vocab = ref.config().vocab_size;
+  const int64_t vocab = dut->config().vocab_size;
   nlohmann::json report = {{"model", path}, {"device", device}, {"reference", a.reference}};
 
   // Teacher forcing.
@@ -134,19 +128,21 @@ nlohmann::json compare_one(const std::string& path, const Checkpoint& ckpt, cons
       Logits ld;
       dut->forward(b, ld);
       dut->release(w);
-      const Logits& lr = rr.logits[w];
       for (int64_t t = 0; t < a.seqlen; ++t) {
-        const auto r = lr.all_row(t), d = ld.all_row(t);
-        agree += argmax(r) == argmax(d);
+        const auto d = ld.all_row(t);
+        agree += rr.top1[w][t] == argmax(d);
         ++positions;
-        float scale = 0, diff = 0;
-        for (int64_t v = 0; v < vocab; ++v) {
-          scale = std::max(scale, std::fabs(r[v]));
-          diff = std::max(diff, std::fabs(r[v] - d[v]));
+        if (!rr.logits.empty()) {  // the full reference logits are here (not loaded from a file)
+          const auto r = rr.logits[w].all_row(t);
+          float scale = 0, diff = 0;
+          for (int64_t v = 0; v < vocab; ++v) {
+            scale = std::max(scale, std::fabs(r[v]));
+            diff = std::max(diff, std::fabs(r[v] - d[v]));
+          }
+          max_rel = std::max(max_rel, static_cast<double>(diff / std::max(scale, 1e-6f)));
         }
-        max_rel = std::max(max_rel, static_cast<double>(diff / std::max(scale, 1e-6f)));
         if (t + 1 < a.seqlen) {
-          nll_ref += token_nll(r, rr.windows[w][t + 1]);
+          nll_ref += rr.nll[w][t];
           nll_dut += token_nll(d, rr.windows[w][t + 1]);
         }
       }
@@ -159,8 +155,8 @@ nlohmann::json compare_one(const std::string& path, const Checkpoint& ckpt, cons
                                 {"top1_agreement", static_cast<double>(agree) / positions},
                                 {"ppl_reference", ppl_ref},
                                 {"ppl_device", ppl_dut},
-                                {"ppl_rel_diff", ppl_dut / ppl_ref - 1.0},
-                                {"max_logit_diff_over_max_abs", max_rel}};
+                                {"ppl_rel_diff", ppl_dut / ppl_ref - 1.0}};
+    if (!rr.logits.empty()) report["teacher_forced"]["max_logit_diff_over_max_abs"] = max_rel;
   }
 
   // Greedy decoding.
@@ -193,11 +189,12 @@ void print_report(const nlohmann::json& report) {
               report.contains("role") ? " (control)" : "");
   if (report.contains("teacher_forced")) {
     const auto& t = report["teacher_forced"];
-    std::printf("teacher forced: %lld positions, top-1 agreement %.4f, ppl %.4f (reference) vs %.4f (%+.3f%%), "
-                "max |logit diff| / max |logit| %.2e\n",
+    std::printf("teacher forced: %lld positions, top-1 agreement %.4f, ppl %.4f (reference) vs %.4f (%+.3f%%)",
                 static_cast<long long>(t["positions"].get<int64_t>()), t["top1_agreement"].get<double>(),
-                t["ppl_reference"].get<double>(), t["ppl_device"].get<double>(),
-                100 * t["ppl_rel_diff"].get<double>(), t["max_logit_diff_over_max_abs"].get<double>());
+                t["ppl_reference"].get<double>(), t["ppl_device"].get<double>(), 100 * t["ppl_rel_diff"].get<double>());
+    if (t.contains("max_logit_diff_over_max_abs"))
+      std::printf(", max |logit diff| / max |logit| %.2e", t["max_logit_diff_over_max_abs"].get<double>());
+    std::printf("\n");
   }
   if (report.contains("verdict")) {
     const auto& v = report["verdict"];
@@ -226,35 +223,58 @@ int run_compare(const CompareArgs& a) {
   for (const std::string& d : a.controls) check_device_name(d);
   if (!a.controls.empty() && a.text.empty())
     fail(ErrorCode::kInvalidArgument, "--control needs --text: the verdict compares teacher-forced figures");
+  if (!a.save_reference.empty() && !a.load_reference.empty())
+    fail(ErrorCode::kInvalidArgument, "--save-reference and --load-reference exclude each other");
+  if (!a.load_reference.empty() && !a.controls.empty())
+    fail(ErrorCode::kInvalidArgument, "--control with --load-reference: the controls come from the reference file");
   const std::string path = resolve_model_path(a.model);
   auto ckpt = open_checkpoint(path);
-  LlamaModelOptions ro;
-  ro.page_size = 16;
-  ro.device = a.reference;
-  auto ref = LlamaModel::load(*ckpt, ro);
-
-  // The reference once: teacher-forced logits of every window, greedy continuations.
-  ReferenceRuns rr;
-  if (!a.text.empty()) {
-    const std::vector<int32_t> ids = tokenize_text(path, read_text_file(a.text), /*add_special=*/true);
-    int64_t windows = static_cast<int64_t>(ids.size()) / a.seqlen;
-    if (a.max_windows > 0) windows = std::min(windows, a.max_windows);
-    if (windows == 0) fail(ErrorCode::kInvalidArgument, "{}: fewer tokens than one window of {}", a.text, a.seqlen);
-    for (int64_t w = 0; w < windows; ++w) {
-      rr.windows.emplace_back(ids.begin() + w * a.seqlen, ids.begin() + (w + 1) * a.seqlen);
-      Batch b;
-      b.seqs.push_back({w, rr.windows.back(), 0});
-      b.all_logits = true;
-      rr.logits.emplace_back();
-      ref->forward(b, rr.logits.back());
-      ref->release(w);
-    }
-  }
   const auto prompts = read_prompts(a.prompts);
-  for (size_t p = 0; p < prompts.size(); ++p) {
-    rr.prompt_ids.push_back(tokenize_text(path, prompts[p], /*add_special=*/true));
-    rr.margins.emplace_back();
-    rr.greedy.push_back(greedy(*ref, 1000000 + p, rr.prompt_ids.back(), a.max_new_tokens, &rr.margins.back()));
+
+  // What the reference runs depend on: a loaded file must have been made for the same.
+  const nlohmann::json key = {{"model", content_fingerprint(path)},
+                              {"reference", a.reference},
+                              {"text", a.text.empty() ? std::string() : content_fingerprint(a.text)},
+                              {"seqlen", a.seqlen},
+                              {"max_windows", a.max_windows},
+                              {"prompts", prompts},
+                              {"max_new_tokens", a.max_new_tokens}};
+  ReferenceRuns rr;
+  if (!a.load_reference.empty()) {
+    rr = load_reference(a.load_reference, key);
+  } else {
+    // The reference once: teacher-forced logits of every window, greedy continuations.
+    LlamaModelOptions ro;
+    ro.page_size = 16;
+    ro.device = a.reference;
+    auto ref = LlamaModel::load(*ckpt, ro);
+    if (!a.text.empty()) {
+      const std::vector<int32_t> ids = tokenize_text(path, read_text_file(a.text), /*add_special=*/true);
+      int64_t windows = static_cast<int64_t>(ids.size()) / a.seqlen;
+      if (a.max_windows > 0) windows = std::min(windows, a.max_windows);
+      if (windows == 0) fail(ErrorCode::kInvalidArgument, "{}: fewer tokens than one window of {}", a.text, a.seqlen);
+      for (int64_t w = 0; w < windows; ++w) {
+        rr.windows.emplace_back(ids.begin() + w * a.seqlen, ids.begin() + (w + 1) * a.seqlen);
+        Batch b;
+        b.seqs.push_back({w, rr.windows.back(), 0});
+        b.all_logits = true;
+        rr.logits.emplace_back();
+        ref->forward(b, rr.logits.back());
+        ref->release(w);
+        rr.top1.emplace_back();
+        rr.nll.emplace_back();
+        for (int64_t t = 0; t < a.seqlen; ++t) {
+          const auto r = rr.logits.back().all_row(t);
+          rr.top1.back().push_back(argmax(r));
+          if (t + 1 < a.seqlen) rr.nll.back().push_back(token_nll(r, rr.windows.back()[t + 1]));
+        }
+      }
+    }
+    for (size_t p = 0; p < prompts.size(); ++p) {
+      rr.prompt_ids.push_back(tokenize_text(path, prompts[p], /*add_special=*/true));
+      rr.margins.emplace_back();
+      rr.greedy.push_back(greedy(*ref, 1000000 + p, rr.prompt_ids.back(), a.max_new_tokens, &rr.margins.back()));
+    }
   }
 
   auto emit = [&](const nlohmann::json& report) {
@@ -279,14 +299,18 @@ int run_compare(const CompareArgs& a) {
   // Controls first: the devices' verdicts need their spread.
   std::vector<AgreementFigures> controls;
   for (const std::string& control : a.controls) {
-    nlohmann::json report = compare_one(path, *ckpt, a, control, *ref, rr, prompts);
+    nlohmann::json report = compare_one(path, *ckpt, a, control, rr, prompts);
     report["role"] = "control";
+    rr.controls.push_back(report);
+  }
+  for (const nlohmann::json& report : rr.controls) {  // run here, or loaded with the reference
     controls.push_back(figures(report));
     emit(report);
   }
+  if (!a.save_reference.empty()) save_reference(a.save_reference, key, rr);
   bool all_pass = true;
   for (const std::string& device : a.devices) {
-    nlohmann::json report = compare_one(path, *ckpt, a, device, *ref, rr, prompts);
+    nlohmann::json report = compare_one(path, *ckpt, a, device, rr, prompts);
     if (report.contains("teacher_forced")) {
       const CompareVerdict v = judge_agreement(figures(report), controls);
       report["verdict"] = {{"pass", v.pass},          {"basis", v.basis},         {"top1_pass", v.top1_pass},
@@ -315,6 +339,11 @@ void add_eval_compare_command(CLI::App& app) {
                   "Control run (repeatable): the reference perturbed, e.g. cpu-fp16 or cpu-fp16:all,mantissa=22; the "
                   "verdict then allows the spread the controls show instead of the fixed 99% / 0.5%");
   sub->add_flag("--strict", a->strict, "Exit with status 1 when a device's verdict fails");
+  sub->add_option("--save-reference", a->save_reference,
+                  "Write the reference runs and the controls' reports to this file (for --load-reference)");
+  sub->add_option("--load-reference", a->load_reference,
+                  "Take the reference runs and the controls from this file instead of running them (same checkpoint, "
+                  "text, reference, window and prompt settings)");
   sub->add_option("--reference", a->reference, "Reference device (cpu: FP32 activations; cpu-fp16: the contract's FP16 activations, as the GPU stores them)")->capture_default_str();
   sub->add_option("--text", a->text, "Text for teacher forcing (skipped when absent)");
   sub->add_option("--seqlen", a->seqlen, "Tokens per teacher-forced window")->capture_default_str();

@@ -72,6 +72,35 @@ def test_controls_set_the_verdict_and_strict_fails_on_it():
                    "--max-new-tokens", "2", "--strict").returncode == 0
 
 
+@pytest.mark.skipif(not WIKI.exists(), reason=f"skipped: {WIKI} absent")
+def test_a_saved_reference_gives_the_same_figures(tmp_path):
+    # The reference and the controls run once and go to a file; a later run that loads it compares
+    # its device against them without running the reference: the same top-1 and perplexities.
+    ref = tmp_path / "ref.json"
+    common = ["--text", str(WIKI), "--seqlen", "32", "--max-windows", "2", "--max-new-tokens", "3", "--json"]
+    first = compare("--control", "cpu-fp16", "--device", "cpu-fp16:residual", "--save-reference", str(ref), *common)
+    assert first.returncode == 0, first.stderr
+    assert ref.exists()
+    second = compare("--device", "cpu-fp16:residual", "--load-reference", str(ref), *common)
+    assert second.returncode == 0, second.stderr
+    a = [json.loads(line) for line in first.stdout.splitlines()]
+    b = [json.loads(line) for line in second.stdout.splitlines()]
+    assert [j["device"] for j in b] == ["cpu-fp16", "cpu-fp16:residual"] and b[0]["role"] == "control"
+    for x, y in zip(a, b):
+        tx, ty = x["teacher_forced"], y["teacher_forced"]
+        for k in ("positions", "top1_agreement", "ppl_reference", "ppl_device", "ppl_rel_diff"):
+            assert tx[k] == ty[k], k
+        assert x["greedy"] == y["greedy"]
+    assert a[1]["verdict"] == b[1]["verdict"]
+    assert "max_logit_diff_over_max_abs" not in b[1]["teacher_forced"]  # the full reference logits stay behind
+    # Another setting than the file's is one clear error naming it.
+    other = compare("--device", "cpu", "--load-reference", str(ref), "--text", str(WIKI), "--seqlen", "16",
+                    "--max-windows", "2", "--max-new-tokens", "3")
+    assert other.returncode != 0 and "was made for another seqlen" in other.stderr
+    both = compare("--device", "cpu", "--load-reference", str(ref), "--control", "cpu-fp16", *common)
+    assert both.returncode != 0 and "the controls come from the reference file" in both.stderr
+
+
 def test_control_without_text_is_one_clear_error():
     r = compare("--control", "cpu-fp16", "--device", "cpu", "--max-new-tokens", "1")
     assert r.returncode != 0 and r.stdout == ""
