@@ -302,6 +302,14 @@ int run_throughput(const ThroughputOptions& o) {
     try {
       p.plan = plan_kv_cache(m, sizing);
       const int64_t pages_per_seq = (o.input_len + o.output_len + o.engine.page_size - 1) / o.engine.page_size;
+      // One full batch (--num-prompts 0) never runs more sequences than the budget
+      // holds: plan again with that bound, so the reserve for the logits of
+      // sequences that cannot run (kv_memory_plan.h) goes back to the KV cache.
+      const int64_t fits = p.plan.budget_pages / pages_per_seq;
+      if (o.num_prompts == 0 && fits >= 1 && fits < sizing.max_num_seqs) {
+        sizing.max_num_seqs = static_cast<int>(fits);
+        p.plan = plan_kv_cache(m, sizing);
+      }
       if (p.plan.num_pages < pages_per_seq)
         fail(ErrorCode::kResourceExhausted, "{} {}: the KV cache ({} pages of {} tokens) holds no sequence of {} tokens",
              m.runner->name(), m.config.precision, p.plan.num_pages, o.engine.page_size, o.input_len + o.output_len);
