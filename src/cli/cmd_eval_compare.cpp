@@ -217,7 +217,7 @@ void print_report(const nlohmann::json& report) {
 
 int run_compare(const CompareArgs& a) {
   if (a.seqlen < 2) fail(ErrorCode::kInvalidArgument, "--seqlen must be at least 2, not {}", a.seqlen);
-  if (a.devices.empty()) fail(ErrorCode::kInvalidArgument, "no --device to compare");
+  if (a.devices.empty() && a.save_reference.empty()) fail(ErrorCode::kInvalidArgument, "no --device to compare");
   check_device_name(a.reference);
   for (const std::string& d : a.devices) check_device_name(d);
   for (const std::string& d : a.controls) check_device_name(d);
@@ -331,10 +331,11 @@ void add_eval_compare_command(CLI::App& app) {
                                               "perplexity, greedy divergence");
   auto a = std::make_shared<CompareArgs>();
   sub->add_option("--model", a->model, "Model: Hugging Face directory (quantized or not) or .gguf")->envname("QSERVE_MODEL");
-  sub->add_option("--device", a->devices,
-                  "Device under test (cpu | cpu-fp16 | cpu-fp16:POINTS | cuda); repeated: each against the same "
-                  "reference run, one report each")
-      ->capture_default_str();
+  CLI::Option* device = sub->add_option("--device", a->devices,
+                                        "Device under test (cpu | cpu-fp16 | cpu-fp16:POINTS | cuda); repeated: each "
+                                        "against the same reference run, one report each (none by default with "
+                                        "--save-reference)")
+                            ->capture_default_str();
   sub->add_option("--control", a->controls,
                   "Control run (repeatable): the reference perturbed, e.g. cpu-fp16 or cpu-fp16:all,mantissa=22; the "
                   "verdict then allows the spread the controls show instead of the fixed 99% / 0.5%");
@@ -351,7 +352,11 @@ void add_eval_compare_command(CLI::App& app) {
   sub->add_option("--prompts", a->prompts, "File with one prompt per line (default: four built-in prompts)");
   sub->add_option("--max-new-tokens", a->max_new_tokens, "Greedy tokens per prompt")->capture_default_str();
   sub->add_flag("--json", a->json, "One JSON line per device (and per control)");
-  set_command_body(sub, [a]() -> int { return run_compare(*a); });
+  set_command_body(sub, [a, device]() -> int {
+    // Saving a reference (on the CPU machine) needs no device under test unless one is named.
+    if (!a->save_reference.empty() && device->count() == 0) a->devices.clear();
+    return run_compare(*a);
+  });
 }
 
 }  // namespace qserve::cli

@@ -99,6 +99,10 @@ def test_a_saved_reference_gives_the_same_figures(tmp_path):
     assert other.returncode != 0 and "was made for another seqlen" in other.stderr
     both = compare("--device", "cpu", "--load-reference", str(ref), "--control", "cpu-fp16", *common)
     assert both.returncode != 0 and "the controls come from the reference file" in both.stderr
+    # Saving needs no device under test: only the controls are reported.
+    alone = compare("--control", "cpu-fp16", "--save-reference", str(tmp_path / "alone.json"), *common)
+    assert alone.returncode == 0, alone.stderr
+    assert [json.loads(line)["device"] for line in alone.stdout.splitlines()] == ["cpu-fp16"]
 
 
 def test_control_without_text_is_one_clear_error():
