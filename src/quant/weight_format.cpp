@@ -231,22 +231,14 @@ std::vector<float> dequantize(const W4PerChannelWeights& w) {
   return out;
 }
 
-std::vector<float> dequantize_w4a16_row(const W4A16Weights& w, int64_t o) {
-  const int64_t groups = w.groups();
-  std::vector<float> out(w.k);
-  for (int64_t i = 0; i < w.k; ++i) {
-    const int64_t g = o * groups + i / w.group;
-    out[i] = half_to_float(w.scale[g]) * (static_cast<int>(int4_at(w.qweight.data(), w.k, o, i)) - w.zero[g]);
-  }
-  return out;
-}
-
 std::vector<float> dequantize(const W4A16Weights& w) {
+  const int64_t groups = w.groups();
   std::vector<float> out(w.n * w.k);
-  for (int64_t o = 0; o < w.n; ++o) {
-    const std::vector<float> row = dequantize_w4a16_row(w, o);
-    std::copy(row.begin(), row.end(), out.begin() + o * w.k);
-  }
+  for (int64_t o = 0; o < w.n; ++o)
+    for (int64_t i = 0; i < w.k; ++i) {
+      const int64_t g = o * groups + i / w.group;
+      out[o * w.k + i] = half_to_float(w.scale[g]) * (static_cast<int>(int4_at(w.qweight.data(), w.k, o, i)) - w.zero[g]);
+    }
   return out;
 }
 

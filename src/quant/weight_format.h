@@ -125,7 +125,5 @@ std::vector<int8_t> dequantize_level2(const W4G128Weights& w);
 std::vector<float> dequantize(const W4G128Weights& w);
 std::vector<float> dequantize(const W4PerChannelWeights& w);
 std::vector<float> dequantize(const W4A16Weights& w);
-// Row o of dequantize(w) ([k] fp32): the same values, one row at a time.
-std::vector<float> dequantize_w4a16_row(const W4A16Weights& w, int64_t o);
 
 }  // namespace qserve::quant

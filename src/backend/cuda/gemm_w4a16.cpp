@@ -92,9 +92,10 @@ void gemm_w4a16(const W4A16DeviceWeights& w, const __half* x, int64_t m, __half*
   if (m == 0) return;
   const int tile = stream_tile >= 0 ? stream_tile : w4a16_stream_tile(m, w.n);
   if (tile < 0) return gemm_w4a16_dequant_cublas(w, x, m, y, scratch, scratch_bytes, cublas, stream);
-  QS_CHECK(m <= int64_t{8} * 2 * 65535) << "W4A16 streaming kernel for m = " << m;
-  if (!w4a16::launch_stream(tile, stream_params(w, x, m, y), stream))
-    fail(ErrorCode::kInvalidArgument, "W4A16: unknown streaming tile {}", tile);
+  if (tile >= kW4A16StreamTileCount) fail(ErrorCode::kInvalidArgument, "W4A16: unknown streaming tile {}", tile);
+  // One grid row per 8 NT tokens (grid.y <= 65535).
+  QS_CHECK(m <= int64_t{8} * kW4A16StreamTiles[tile].nt * 65535) << "W4A16 streaming tile " << tile << " for m = " << m;
+  QS_CHECK(w4a16::launch_stream(tile, stream_params(w, x, m, y), stream));
 }
 
 }  // namespace qserve::cuda

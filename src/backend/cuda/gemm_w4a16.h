@@ -46,11 +46,11 @@ struct W4A16StreamTile {
 };
 inline constexpr int kW4A16StreamTileCount = 5;
 inline constexpr W4A16StreamTile kW4A16StreamTiles[kW4A16StreamTileCount] = {
-    {1, 1, 8, 4},   // 0: m <= 8, narrow layers
-    {2, 1, 8, 4},   // 1: m <= 8, wide layers
-    {1, 2, 8, 2},   // 2: m <= 16, narrow
-    {2, 2, 8, 2},   // 3: m <= 16
-    {4, 2, 8, 2},   // 4: m <= 16, wide: fewer activation re-reads
+    {1, 1, 8, 4},   // 0: the planner's at m <= 8 (layers under 16384 rows)
+    {2, 1, 8, 4},   // 1: the planner's at m <= 8 (wider layers)
+    {1, 2, 8, 2},   // 2: sweeps only
+    {2, 2, 8, 2},   // 3: the planner's from m = 9 to kW4A16StreamMaxM
+    {4, 2, 8, 2},   // 4: sweeps only
 };
 inline constexpr int64_t kW4A16StreamMaxM = 64;
 // The streaming tile the planner picks for (m, n); -1 when m > kW4A16StreamMaxM.
