@@ -111,6 +111,28 @@ struct DecodeVariant {
   bool stage_before_wait = true;
 };
 
+// One decode step over a scenario: each sequence's query (its last
+// position's q, [B, q_heads * head_dim] fp16) and the CPU reference output
+// over its whole context, softmax scale 1 / sqrt(head_dim).
+struct DecodeStep {
+  std::vector<uint16_t> q, want;
+  float scale = 0.f;
+};
+DecodeStep decode_step(AttentionScenario& s, const AttentionShape& shape, const std::vector<int32_t>& ctx) {
+  const int B = static_cast<int>(ctx.size()), cols = shape.num_q_heads * shape.head_dim;
+  DecodeStep d;
+  d.q.resize(static_cast<size_t>(B) * cols);
+  for (int b = 0; b < B; ++b)
+    std::copy_n(s.q_all.begin() + static_cast<int64_t>(s.seq_start[b + 1] - 1) * cols, cols, d.q.begin() + b * cols);
+  std::vector<int32_t> starts(B + 1);
+  std::iota(starts.begin(), starts.end(), 0);
+  d.scale = 1.f / std::sqrt(static_cast<float>(shape.head_dim));
+  d.want.resize(d.q.size());
+  paged_attention_cpu(d.q.data(), shape, s.host_cache(), {B, starts.data(), ctx.data(), s.page_table.data(), s.stride},
+                      d.scale, d.want.data());
+  return d;
+}
+
 void check_decode(AttentionShape shape, KvDtype dtype, int page_size, std::vector<int32_t> ctx, uint32_t seed,
                   int force_splits = 0, cuda::DecodeKernel kernel = cuda::DecodeKernel::kAuto, DecodeVariant var = {}) {
   SCOPED_TRACE(describe(shape, dtype, page_size, ctx) + ", splits " + std::to_string(force_splits) + ", kernel " +
@@ -119,17 +141,11 @@ void check_decode(AttentionShape shape, KvDtype dtype, int page_size, std::vecto
   std::mt19937 rng(seed);
   const RopeStyle style = seed % 2 ? RopeStyle::kInterleaved : RopeStyle::kRotateHalf;
   AttentionScenario s = make_scenario(shape, dtype, page_size, style, ctx, rng);
-  const int B = static_cast<int>(ctx.size()), hq = shape.num_q_heads, d = shape.head_dim;
-  // the query of each sequence: its last position's q
-  std::vector<uint16_t> q(static_cast<size_t>(B) * hq * d);
-  for (int b = 0; b < B; ++b)
-    std::copy_n(s.q_all.begin() + static_cast<int64_t>(s.seq_start[b + 1] - 1) * hq * d, hq * d, q.begin() + b * hq * d);
-  std::vector<int32_t> starts(B + 1);
-  std::iota(starts.begin(), starts.end(), 0);
-  const float scale = 1.f / std::sqrt(static_cast<float>(d));
-  std::vector<uint16_t> want(q.size());
-  paged_attention_cpu(q.data(), shape, s.host_cache(), {B, starts.data(), ctx.data(), s.page_table.data(), s.stride},
-                      scale, want.data());
+  const int B = static_cast<int>(ctx.size());
+  const DecodeStep step = decode_step(s, shape, ctx);
+  const std::vector<uint16_t>& q = step.q;
+  const std::vector<uint16_t>& want = step.want;
+  const float scale = step.scale;
 
   DeviceBuffer<uint8_t> dk(s.k_pool), dv(s.v_pool);
   DeviceBuffer<uint16_t> dq(q), dout(q.size());  // poisoned: 0xFFFF is a NaN
@@ -259,16 +275,11 @@ TEST(DecodeAttentionCuda, StagesOnlyOldKeysBeforeTheWait) {
         std::mt19937 rng(seed++);
         const std::vector<int32_t> ctx{1, 2, 33, 65, 300, 129};
         AttentionScenario s = make_scenario(shape, dtype, page, RopeStyle::kRotateHalf, ctx, rng);
-        const int B = static_cast<int>(ctx.size()), cols = shape.num_q_heads * shape.head_dim;
-        std::vector<uint16_t> q(static_cast<size_t>(B) * cols);
-        for (int b = 0; b < B; ++b)
-          std::copy_n(s.q_all.begin() + static_cast<int64_t>(s.seq_start[b + 1] - 1) * cols, cols, q.begin() + b * cols);
-        std::vector<int32_t> starts(B + 1);
-        std::iota(starts.begin(), starts.end(), 0);
-        const float scale = 1.f / std::sqrt(128.f);
-        std::vector<uint16_t> want(q.size());
-        paged_attention_cpu(q.data(), shape, s.host_cache(), {B, starts.data(), ctx.data(), s.page_table.data(), s.stride},
-                            scale, want.data());
+        const int B = static_cast<int>(ctx.size());
+        const DecodeStep step = decode_step(s, shape, ctx);
+        const std::vector<uint16_t>& q = step.q;
+        const std::vector<uint16_t>& want = step.want;
+        const float scale = step.scale;
         // [K pool | V pool], then the same with position ctx - 1 stale
         std::vector<uint8_t> pools(s.k_pool);
         pools.insert(pools.end(), s.v_pool.begin(), s.v_pool.end());
@@ -326,15 +337,10 @@ TEST(DecodeAttentionCuda, ProgrammaticLaunchChain) {
     const std::vector<int32_t> ctx{1500, 700, 3, 2048, 64};
     AttentionScenario s = make_scenario(shape, dtype, 64, RopeStyle::kRotateHalf, ctx, rng);
     const int B = static_cast<int>(ctx.size()), cols = shape.num_q_heads * shape.head_dim;
-    std::vector<uint16_t> q(static_cast<size_t>(B) * cols);
-    for (int b = 0; b < B; ++b)
-      std::copy_n(s.q_all.begin() + static_cast<int64_t>(s.seq_start[b + 1] - 1) * cols, cols, q.begin() + b * cols);
-    std::vector<int32_t> starts(B + 1);
-    std::iota(starts.begin(), starts.end(), 0);
-    const float scale = 1.f / std::sqrt(128.f);
-    std::vector<uint16_t> want(q.size());
-    paged_attention_cpu(q.data(), shape, s.host_cache(), {B, starts.data(), ctx.data(), s.page_table.data(), s.stride},
-                        scale, want.data());
+    const DecodeStep step = decode_step(s, shape, ctx);
+    const std::vector<uint16_t>& q = step.q;
+    const std::vector<uint16_t>& want = step.want;
+    const float scale = step.scale;
     DeviceBuffer<uint8_t> dk(s.k_pool), dv(s.v_pool);
     DeviceBuffer<uint16_t> dq(q);
     DeviceBuffer<int32_t> dctx(ctx), dpt(s.page_table);

@@ -20,6 +20,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_context.h"
 #include "backend/cuda/gemm_s8.h"
+#include "gemm_test_util.h"
 #endif
 
 namespace qserve {
@@ -27,28 +28,15 @@ namespace {
 
 #ifdef QSERVE_HAVE_CUDA
 
-int ulp_distance(uint16_t a, uint16_t b) {
-  auto key = [](uint16_t h) { return (h & 0x8000) ? -static_cast<int>(h & 0x7fff) : static_cast<int>(h); };
-  return std::abs(key(a) - key(b));
-}
+using test::to_device;
+using test::ulp_distance;
+cuda::CudaContext& context() { return test::gemm_test_context(); }
 
 std::vector<float> random_weights(int64_t n, int64_t k, std::mt19937& rng) {
   std::normal_distribution<float> d(0.0f, 0.02f);
   std::vector<float> w(n * k);
   for (auto& v : w) v = d(rng);
   return w;
-}
-
-template <typename T>
-cuda::DeviceBuffer to_device(const std::vector<T>& v) {
-  cuda::DeviceBuffer b(std::max<size_t>(v.size() * sizeof(T), 4));
-  b.upload(v);
-  return b;
-}
-
-cuda::CudaContext& context() {
-  static cuda::CudaContext ctx(0);
-  return ctx;
 }
 
 class GemmS8 : public testing::Test {
@@ -71,12 +59,9 @@ TEST_F(GemmS8, W8A8MatchesCpuReference) {
   for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 6144, 4096}, {255, 6144, 4096}, {1024, 4096, 4096},
                          {7, 203, 448}, {300, 1408, 2880}, {4097, 640, 576}}) {
     const auto w = quant::quantize_w8_per_channel(random_weights(n, k, rng), n, k);
-    std::vector<int8_t> xq(m * k);
-    std::uniform_int_distribution<int> d(-127, 127);
-    for (auto& v : xq) v = static_cast<int8_t>(d(rng));
-    std::vector<uint16_t> sx(m);
-    std::uniform_real_distribution<float> s(0.001f, 0.05f);
-    for (auto& v : sx) v = float_to_half(s(rng));
+    const test::QuantizedActivations act = test::random_activations(m, k, rng);
+    const std::vector<int8_t>& xq = act.q;
+    const std::vector<uint16_t>& sx = act.s_x;
     std::vector<int32_t> acc_ref(m * n);
     std::vector<uint16_t> y_ref(m * n);
     cpu::gemm_w8a8(xq.data(), sx.data(), m, w, acc_ref.data(), y_ref.data());

@@ -24,6 +24,7 @@
 #include "backend/cuda/gemm_cublas.h"
 #include "backend/cuda/gemm_w4a8.h"
 #include "backend/cuda/gemm_w4a8_measured.h"
+#include "gemm_test_util.h"
 #include "pdl_late_kernel.h"
 #endif
 
@@ -31,6 +32,11 @@ namespace qserve {
 namespace {
 
 #ifdef QSERVE_HAVE_CUDA
+
+using test::random_activations;
+using test::to_device;
+using test::ulp_distance;
+cuda::CudaContext& context() { return test::gemm_test_context(); }
 
 struct Case {
   bool g128;
@@ -108,11 +114,6 @@ std::vector<Case> all_cases() {
   return cases;
 }
 
-int ulp_distance(uint16_t a, uint16_t b) {
-  auto key = [](uint16_t h) { return (h & 0x8000) ? -static_cast<int>(h & 0x7fff) : static_cast<int>(h); };
-  return std::abs(key(a) - key(b));
-}
-
 std::vector<float> random_weights(int64_t n, int64_t k, std::mt19937& rng) {
   std::normal_distribution<float> d(0.0f, 0.02f);
   std::vector<float> w(n * k);
@@ -120,34 +121,6 @@ std::vector<float> random_weights(int64_t n, int64_t k, std::mt19937& rng) {
   std::uniform_int_distribution<int64_t> pick(0, n * k - 1);
   for (int64_t i = 0; i < n; ++i) w[pick(rng)] *= 20.0f;  // a few outliers
   return w;
-}
-
-struct Activations {
-  std::vector<int8_t> q;        // [m, k]
-  std::vector<uint16_t> s_x;    // [m]
-  std::vector<uint16_t> a_sum;  // [m]
-};
-
-Activations random_activations(int64_t m, int64_t k, std::mt19937& rng) {
-  Activations a;
-  a.q.resize(m * k);
-  std::uniform_int_distribution<int> d(-127, 127);
-  for (auto& v : a.q) v = static_cast<int8_t>(d(rng));
-  std::uniform_real_distribution<float> s(0.001f, 0.05f);
-  a.s_x.resize(m);
-  a.a_sum.resize(m);
-  for (int64_t t = 0; t < m; ++t) {
-    a.s_x[t] = float_to_half(s(rng));
-    int64_t sum = 0;
-    for (int64_t i = 0; i < k; ++i) sum += a.q[t * k + i];
-    a.a_sum[t] = float_to_half(half_to_float(a.s_x[t]) * static_cast<float>(sum));
-  }
-  return a;
-}
-
-cuda::CudaContext& context() {
-  static cuda::CudaContext ctx(0);
-  return ctx;
 }
 
 class GpuTest : public testing::Test {
@@ -164,13 +137,6 @@ class GemmW4A8 : public testing::TestWithParam<Case> {
   }
 };
 
-template <typename T>
-cuda::DeviceBuffer to_device(const std::vector<T>& v) {
-  cuda::DeviceBuffer b(v.size() * sizeof(T));
-  b.upload(v);
-  return b;
-}
-
 TEST_P(GemmW4A8, MatchesCpuReference) {
   const Case c = GetParam();
   const uint32_t seed = std::random_device{}();
@@ -180,7 +146,7 @@ TEST_P(GemmW4A8, MatchesCpuReference) {
   const cudaStream_t stream = ctx.stream();
 
   const std::vector<float> wf = random_weights(c.n, c.k, rng);
-  const Activations a = random_activations(c.m, c.k, rng);
+  const test::QuantizedActivations a = random_activations(c.m, c.k, rng);
   std::vector<int32_t> acc_ref(c.m * c.n);
   std::vector<uint16_t> y_ref(c.m * c.n);
   cuda::W4A8DeviceWeights dw;
@@ -285,7 +251,7 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
                                 : c.family == 2 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, -1, 3, c.g128)
                                 : c.family == 3 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstS8Tile, 3, c.g128)
                                                 : cuda::plan_w4a8(ctx.info(), dw, c.m);
-    const Activations a = random_activations(c.m, k, rng);
+    const test::QuantizedActivations a = random_activations(c.m, k, rng);
     std::vector<int32_t> acc_ref(c.m * n);
     std::vector<uint16_t> y_ref(c.m * n);
     if (c.g128)
@@ -407,7 +373,7 @@ TEST_F(GemmBaselines, W8A8MatchesCpuReference) {
                          {1024, 1536, 576}}) {
     const auto wf = random_weights(n, k, rng);
     const auto w = quant::quantize_w8_per_channel(wf, n, k);
-    const Activations a = random_activations(m, k, rng);
+    const test::QuantizedActivations a = random_activations(m, k, rng);
     std::vector<int32_t> acc_ref(m * n);
     std::vector<uint16_t> y_ref(m * n);
     cpu::gemm_w8a8(a.q.data(), a.s_x.data(), m, w, acc_ref.data(), y_ref.data());
