@@ -31,6 +31,7 @@
 #include "backend/cuda/launch_pdl.h"
 #include "backend/cuda/attention/prefill_attention.h"
 #include "backend/cuda/kernels/fused_ops.h"
+#include "bench_args.h"
 #include "bench_common.h"
 
 using namespace qserve;
@@ -73,18 +74,6 @@ struct DecodeGrid {
   bool persistent = false, late_staging = false;
   int splits = 0;  // > 0: forced
 };
-
-std::vector<int> parse_list(const std::string& s) {
-  std::vector<int> v;
-  size_t i = 0;
-  while (i < s.size()) {
-    const size_t j = s.find(',', i);
-    v.push_back(std::atoi(s.substr(i, j == std::string::npos ? std::string::npos : j - i).c_str()));
-    if (j == std::string::npos) break;
-    i = j + 1;
-  }
-  return v;
-}
 
 void bench_decode(bool quick, cuda::DecodeKernel kernel, const DecodeGrid& grid, bench::Report& report) {
   const Model models[] = {{"Llama-3-8B", 32, 8, 128}, {"Llama-2-7B", 32, 32, 128}};
@@ -246,8 +235,8 @@ int main(int argc, char** argv) {
     else if (a == "--persistent") grid.persistent = true;
     else if (a == "--late-staging") grid.late_staging = true;
     else if (a == "--splits" && i + 1 < argc) grid.splits = std::atoi(argv[++i]);
-    else if (a == "--batches" && i + 1 < argc) grid.batches = parse_list(argv[++i]);
-    else if (a == "--contexts" && i + 1 < argc) grid.contexts = parse_list(argv[++i]);
+    else if (a == "--batches" && i + 1 < argc) grid.batches = bench::parse_list<int>(argv[++i]);
+    else if (a == "--contexts" && i + 1 < argc) grid.contexts = bench::parse_list<int>(argv[++i]);
     else if (a == "--model" && i + 1 < argc) grid.model = argv[++i];
     else if (a == "--json" && i + 1 < argc) json_path = argv[++i];
     else if (a == "--kernel" && i + 1 < argc) {

@@ -42,6 +42,7 @@
 #include "backend/cuda/gemm_w4a8.h"
 #include "core/half.h"
 #include "quant/weight_format.h"
+#include "bench_args.h"
 
 namespace qserve {
 namespace {
@@ -124,14 +125,6 @@ struct Timer {
   }
 };
 
-std::vector<int64_t> parse_list(const std::string& s) {
-  std::vector<int64_t> v;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) v.push_back(std::stoll(item));
-  return v;
-}
-
 struct Row {
   std::string model, layer;
   int64_t m, n, k;
@@ -167,7 +160,7 @@ int run(int argc, char** argv) {
       if (i + 1 >= argc) throw std::runtime_error("missing value for " + a);
       return argv[++i];
     };
-    if (a == "--m") ms = parse_list(next());
+    if (a == "--m") ms = bench::parse_list(next());
     else if (a == "--json") json_path = next();
     else if (a == "--md") md_path = next();
     else if (a == "--shapes") shape_filter = next();

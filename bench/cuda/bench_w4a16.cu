@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend/cuda/gemm_w4a16.h"
+#include "bench_args.h"
 #include "bench_common.h"
 #include "core/half.h"
 #include "quant/weight_format.h"
@@ -32,17 +33,6 @@ const Layer kLayers[] = {
     {"llama3-8b", "qkv", 6144, 4096},  {"llama3-8b", "o", 4096, 4096},          {"llama3-8b", "gate_up", 28672, 4096},
     {"llama3-8b", "down", 4096, 14336}, {"llama2-7b", "gate_up", 22016, 4096}, {"70b", "down", 8192, 28672},
 };
-
-std::vector<int64_t> parse_list(const char* s) {
-  std::vector<int64_t> v;
-  for (const char* p = s; *p;) {
-    v.push_back(std::strtoll(p, nullptr, 10));
-    p = std::strchr(p, ',');
-    if (!p) break;
-    ++p;
-  }
-  return v;
-}
 
 // Random W4A16 weights (codes, scales ~1e-3, zeros 8): their values do not change the time.
 quant::W4A16Weights random_weights(int64_t n, int64_t k, std::mt19937& rng) {
