@@ -5,14 +5,17 @@
 //              batch x context grid, KV4 vs KV8 vs FP16-KV in the same run
 //   --prefill  prefill attention TFLOP/s
 //   --fused    fused memory-bound kernels' GB/s against a copy kernel
+//   --chain    rope_kv_write + decode attention back to back (a layer's
+//              decode step), rope_kv_write launched plain or with PDL
 //   --quick    a small subset of each section
 //   --kernel   the decode kernel (auto, mma, simt, mma-rows; see DecodeKernel)
 //   --batches, --contexts LIST, --model NAME: restrict the decode grid
 //              (comma-separated; NAME a model's name below)
 //   --no-pdl   plain launches instead of programmatic dependent launch
 //              (cuda::set_programmatic_launch; the copy reference is always plain)
-//   --persistent, --late-staging, --splits N: decode plan variants
-//              (DecodePlan::persistent, stage_before_wait = false, forced splits)
+//   --persistent, --late-staging, --biased-values, --splits N: decode plan variants
+//              (DecodePlan::persistent, stage_before_wait = false,
+//              subnormal_values = false, forced splits)
 // Inputs are random (never zeros); small problems rotate over disjoint pages
 // so that repeated launches do not measure the L2 cache.
 #include <cuda_fp16.h>
@@ -30,6 +33,7 @@
 #include "backend/cuda/attention/decode_attention.h"
 #include "backend/cuda/launch_pdl.h"
 #include "backend/cuda/attention/prefill_attention.h"
+#include "backend/cuda/attention/rope_kv_write.h"
 #include "backend/cuda/kernels/fused_ops.h"
 #include "bench_args.h"
 #include "bench_common.h"
@@ -71,7 +75,7 @@ struct Model {
 struct DecodeGrid {
   std::vector<int> batches, contexts;  // empty: the default grid
   std::string model;                   // empty: every model
-  bool persistent = false, late_staging = false;
+  bool persistent = false, late_staging = false, biased_values = false;
   int splits = 0;  // > 0: forced
 };
 
@@ -89,6 +93,7 @@ void bench_decode(bool quick, cuda::DecodeKernel kernel, const DecodeGrid& grid,
   std::string variant = cuda::decode_kernel_name(kernel);
   if (grid.persistent) variant += "+persistent";
   if (grid.late_staging) variant += "+late-staging";
+  if (grid.biased_values) variant += "+biased-values";
   if (grid.splits > 0) variant += "+splits" + std::to_string(grid.splits);
   std::printf("\n## Decode attention (page size %d, fp16 out, kernel %s, PDL %s)\n\n", page_size, variant.c_str(),
               cuda::programmatic_launch() ? "on" : "off");
@@ -126,6 +131,7 @@ void bench_decode(bool quick, cuda::DecodeKernel kernel, const DecodeGrid& grid,
           plan.kernel = kernel;
           plan.persistent = grid.persistent;
           plan.stage_before_wait = !grid.late_staging;
+          plan.subnormal_values = !grid.biased_values;
           bench::DeviceMem ws(plan.workspace_bytes);
           const PagedKvCache cache{k.as<uint8_t>(), v.as<uint8_t>(), static_cast<int32_t>(num_pages), layout};
           int iter = 0;
@@ -217,11 +223,12 @@ void bench_fused(bool quick, bench::Report& report) {
 }
 
 void bench_prefill(bool quick, bench::Report& report);
+void bench_chain(const DecodeGrid& grid, bench::Report& report);
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool decode = false, prefill = false, fused = false, quick = false;
+  bool decode = false, prefill = false, fused = false, quick = false, chain = false;
   cuda::DecodeKernel kernel = cuda::DecodeKernel::kAuto;
   DecodeGrid grid;
   std::string json_path;
@@ -230,10 +237,12 @@ int main(int argc, char** argv) {
     if (a == "--decode") decode = true;
     else if (a == "--prefill") prefill = true;
     else if (a == "--fused") fused = true;
+    else if (a == "--chain") chain = true;
     else if (a == "--quick") quick = true;
     else if (a == "--no-pdl") cuda::set_programmatic_launch(false);
     else if (a == "--persistent") grid.persistent = true;
     else if (a == "--late-staging") grid.late_staging = true;
+    else if (a == "--biased-values") grid.biased_values = true;
     else if (a == "--splits" && i + 1 < argc) grid.splits = std::atoi(argv[++i]);
     else if (a == "--batches" && i + 1 < argc) grid.batches = bench::parse_list<int>(argv[++i]);
     else if (a == "--contexts" && i + 1 < argc) grid.contexts = bench::parse_list<int>(argv[++i]);
@@ -245,17 +254,18 @@ int main(int argc, char** argv) {
              : k == "mma-rows" ? cuda::DecodeKernel::kMmaRows : cuda::DecodeKernel::kAuto;
     }
     else {
-      std::fprintf(stderr, "usage: %s [--decode] [--prefill] [--fused] [--quick] [--kernel auto|mma|simt|mma-rows] [--no-pdl] [--persistent] [--late-staging] [--splits N] [--batches L] [--contexts L] [--model NAME] [--json FILE]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--decode] [--prefill] [--fused] [--chain] [--quick] [--kernel auto|mma|simt|mma-rows] [--no-pdl] [--persistent] [--late-staging] [--biased-values] [--splits N] [--batches L] [--contexts L] [--model NAME] [--json FILE]\n", argv[0]);
       return 2;
     }
   }
-  if (!decode && !prefill && !fused) decode = prefill = fused = true;
+  if (!decode && !prefill && !fused && !chain) decode = prefill = fused = true;
   bench::Report report;
   bench::print_device();
   std::printf("programmatic dependent launch: %s\n", cuda::programmatic_launch() ? "on" : "off");
   if (fused) bench_fused(quick, report);
   if (decode) bench_decode(quick, kernel, grid, report);
   if (prefill) bench_prefill(quick, report);
+  if (chain) bench_chain(grid, report);
   if (!json_path.empty()) report.write(json_path);
   return 0;
 }
@@ -320,6 +330,111 @@ void bench_prefill(bool quick, bench::Report& report) {
                 c.batch, c.seq, c.hq, c.hkv, c.d, us[0][0], tf(us[0][0]), tf(us[0][1]), tf(us[0][2]), us[1][0],
                 tf(us[1][0]), tf(us[1][1]), tf(us[1][2]), us[2][0], tf(us[2][0]), tf(us[2][1]), tf(us[2][2]));
     std::fflush(stdout);
+  }
+}
+}  // namespace
+
+namespace {
+// A layer's decode step as the engine issues it: rope_kv_write of the batch's
+// new tokens (q/k/v rows from the projection, position ctx - 1 of each
+// sequence written into its page), then decode attention over the context,
+// back to back, timed per pair. rope_kv_write is launched plain (as before
+// it took programmatic launch: decode's staging before its wait then overlaps
+// nothing) or with PDL (decode's blocks start while it runs); decode uses PDL
+// in both. Also: rope_kv_write alone.
+void bench_chain(const DecodeGrid& grid, bench::Report& report) {
+  const Model models[] = {{"Llama-3-8B", 32, 8, 128}, {"Llama-2-7B", 32, 32, 128}};
+  std::vector<int> batches{64, 128, 256}, contexts{512, 1536, 4096};
+  if (!grid.batches.empty()) batches = grid.batches;
+  if (!grid.contexts.empty()) contexts = grid.contexts;
+  const KvDtype dtypes[] = {KvDtype::kInt4, KvDtype::kFp16};
+  const char* dnames[] = {"kv4", "fp16"};
+  const int page_size = 64;
+  const int sms = bench::num_sms();
+  const bool pdl = cuda::programmatic_launch();
+  std::printf("\n## rope_kv_write + decode attention, back to back (page size %d; decode with PDL %s)\n\n", page_size,
+              pdl ? "on" : "off");
+  std::printf("| model | batch | context | rope alone us | KV4 pair, rope plain | KV4 pair, rope PDL | FP16 pair, rope plain | FP16 pair, rope PDL | FP16/KV4 (PDL) |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  for (const Model& m : models) {
+    if (!grid.model.empty() && grid.model != m.name) continue;
+    const AttentionShape shape{m.hq, m.hkv, m.d};
+    for (int batch : batches)
+      for (int ctx : contexts) {
+        double us[2][2] = {}, rope_us = 0;
+        for (int di = 0; di < 2; ++di) {
+          const KvPageLayout layout{page_size, m.hkv, m.d, dtypes[di]};
+          const int pps = (ctx + page_size - 1) / page_size;
+          // rotate over sets of pages (>= 512 MB in all), as the decode grid does
+          const size_t need = static_cast<size_t>(batch) * pps * layout.page_bytes();
+          const int sets = static_cast<int>(std::max<size_t>(1, ((size_t{512} << 20) + need - 1) / need));
+          const int64_t num_pages = static_cast<int64_t>(sets) * batch * pps;
+          bench::DeviceMem k(num_pages * layout.page_bytes()), v(num_pages * layout.page_bytes());
+          fill_pages_kernel<<<4096, 256>>>(k.as<uint8_t>(), k.bytes, layout, 21);
+          fill_pages_kernel<<<4096, 256>>>(v.as<uint8_t>(), v.bytes, layout, 22);
+          std::vector<int32_t> pt(num_pages), ctxs(batch, ctx), pos(batch, ctx - 1), slots(static_cast<size_t>(sets) * batch);
+          for (int64_t i = 0; i < num_pages; ++i) pt[i] = static_cast<int32_t>(i);  // set s: rows s * batch ..
+          for (int64_t b = 0; b < static_cast<int64_t>(sets) * batch; ++b)
+            slots[b] = pt[b * pps + (ctx - 1) / page_size] * page_size + (ctx - 1) % page_size;
+          // rope table [ctx, d / 2, 2]: cos, sin of a plain theta schedule
+          std::vector<float> table(static_cast<size_t>(ctx) * m.d);
+          for (int p = 0; p < ctx; ++p)
+            for (int i = 0; i < m.d / 2; ++i) {
+              const double a = p * std::pow(10000.0, -2.0 * i / m.d);
+              table[(static_cast<size_t>(p) * m.d / 2 + i) * 2] = static_cast<float>(std::cos(a));
+              table[(static_cast<size_t>(p) * m.d / 2 + i) * 2 + 1] = static_cast<float>(std::sin(a));
+            }
+          const int64_t row = static_cast<int64_t>(m.hq + 2 * m.hkv) * m.d;
+          bench::DeviceMem dpt(pt.size() * 4), dctx(batch * 4), dpos(batch * 4), dslots(slots.size() * 4),
+              dtable(table.size() * 4), dqkv(static_cast<size_t>(batch) * row * 2),
+              dq(static_cast<size_t>(batch) * m.hq * m.d * 2), dout(static_cast<size_t>(batch) * m.hq * m.d * 2);
+          cudaMemcpy(dpt.ptr, pt.data(), pt.size() * 4, cudaMemcpyHostToDevice);
+          cudaMemcpy(dctx.ptr, ctxs.data(), batch * 4, cudaMemcpyHostToDevice);
+          cudaMemcpy(dpos.ptr, pos.data(), batch * 4, cudaMemcpyHostToDevice);
+          cudaMemcpy(dslots.ptr, slots.data(), slots.size() * 4, cudaMemcpyHostToDevice);
+          cudaMemcpy(dtable.ptr, table.data(), table.size() * 4, cudaMemcpyHostToDevice);
+          bench::fill_random_half(dqkv.as<uint16_t>(), static_cast<size_t>(batch) * row, 23);
+          cuda::DecodePlan plan = cuda::plan_decode_attention(shape, dtypes[di], batch, ctx, sms);
+          plan.subnormal_values = !grid.biased_values;
+          bench::DeviceMem ws(plan.workspace_bytes);
+          const PagedKvCache cache{k.as<uint8_t>(), v.as<uint8_t>(), static_cast<int32_t>(num_pages), layout};
+          const QkvInput in{dqkv.as<uint16_t>(), dqkv.as<uint16_t>() + m.hq * m.d,
+                            dqkv.as<uint16_t>() + (m.hq + m.hkv) * m.d, row, row, row};
+          int set = 0;
+          auto rope = [&] {
+            const KvWriteBatch wb{batch, dpos.as<int32_t>(), dslots.as<int32_t>() + static_cast<size_t>(set) * batch};
+            bench::check(cuda::rope_kv_write(in, wb, shape, RopeStyle::kRotateHalf, dtable.as<float>(), dq.as<uint16_t>(),
+                                             cache, nullptr),
+                         "rope_kv_write");
+          };
+          auto decode = [&] {
+            const cuda::DecodeArgs args{dq.as<uint16_t>(), dout.as<uint16_t>(), dctx.as<int32_t>(),
+                                        dpt.as<int32_t>() + static_cast<size_t>(set) * batch * pps, pps, batch,
+                                        1.f / std::sqrt(static_cast<float>(m.d))};
+            bench::check(cuda::decode_attention(args, shape, cache, plan, ws.ptr, nullptr), "decode_attention");
+            set = (set + 1) % sets;
+          };
+          for (int rp = 0; rp < 2; ++rp) {
+            us[di][rp] = bench::time_us([&] {
+              cuda::set_programmatic_launch(pdl && rp == 1);
+              rope();
+              cuda::set_programmatic_launch(pdl);
+              decode();
+            });
+            report.add(std::string("{\"op\":\"rope+decode\",\"model\":\"") + m.name + "\",\"batch\":" +
+                       std::to_string(batch) + ",\"context\":" + std::to_string(ctx) + ",\"kv\":\"" + dnames[di] +
+                       "\",\"rope_pdl\":" + (rp == 1 && pdl ? "true" : "false") + ",\"us\":" + std::to_string(us[di][rp]) + "}");
+          }
+          if (di == 0) {
+            rope_us = bench::time_us(rope);
+            report.add(std::string("{\"op\":\"rope_kv_write\",\"model\":\"") + m.name + "\",\"batch\":" +
+                       std::to_string(batch) + ",\"kv\":\"kv4\",\"us\":" + std::to_string(rope_us) + "}");
+          }
+        }
+        std::printf("| %s | %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.2fx |\n", m.name, batch, ctx, rope_us, us[0][0],
+                    us[0][1], us[1][0], us[1][1], us[1][1] / us[0][1]);
+        std::fflush(stdout);
+      }
   }
 }
 }  // namespace

@@ -109,6 +109,7 @@ struct DecodeVariant {
   bool persistent = false;
   int num_sms = 0;  // > 0: instead of the device's
   bool stage_before_wait = true;
+  bool subnormal_values = true;
 };
 
 // One decode step over a scenario: each sequence's query (its last
@@ -137,7 +138,7 @@ void check_decode(AttentionShape shape, KvDtype dtype, int page_size, std::vecto
                   int force_splits = 0, cuda::DecodeKernel kernel = cuda::DecodeKernel::kAuto, DecodeVariant var = {}) {
   SCOPED_TRACE(describe(shape, dtype, page_size, ctx) + ", splits " + std::to_string(force_splits) + ", kernel " +
                cuda::decode_kernel_name(kernel) + (var.persistent ? ", persistent on " + std::to_string(var.num_sms) + " SMs" : "") +
-               (var.stage_before_wait ? "" : ", late staging"));
+               (var.stage_before_wait ? "" : ", late staging") + (var.subnormal_values ? "" : ", biased values"));
   std::mt19937 rng(seed);
   const RopeStyle style = seed % 2 ? RopeStyle::kInterleaved : RopeStyle::kRotateHalf;
   AttentionScenario s = make_scenario(shape, dtype, page_size, style, ctx, rng);
@@ -155,6 +156,7 @@ void check_decode(AttentionShape shape, KvDtype dtype, int page_size, std::vecto
   plan.kernel = kernel;
   plan.persistent = var.persistent;
   plan.stage_before_wait = var.stage_before_wait;
+  plan.subnormal_values = var.subnormal_values;
   if (var.num_sms > 0) plan.num_sms = var.num_sms;
   DeviceBuffer<uint8_t> ws(plan.workspace_bytes);
   const PagedKvCache cache{dk.get(), dv.get(), s.num_pages, s.layout};
@@ -218,6 +220,32 @@ TEST(DecodeAttentionCuda, EveryKernel) {
         check_decode({3 * group, 3, d}, dtype, group == 3 ? 1 : 16, {1, 63, 64, 65, 1000}, seed++, 0, kernel);
         check_decode({group, 1, 192 - d}, dtype, 64, {33, 2049, 100}, seed++, 3, kernel);
       }
+}
+
+// The value codes as 1024 + t with 1024 subtracted (DecodePlan::subnormal_values
+// false): still right, both head dims, KV4 and KV8, long contexts (the biased
+// sum's rounding was the reason for the subtraction), splits on and off.
+TEST(DecodeAttentionCuda, BiasedValueCodes) {
+  QS_SKIP_WITHOUT_CUDA();
+  uint32_t seed = 350;
+  DecodeVariant biased;
+  biased.subnormal_values = false;
+  for (KvDtype dtype : {KvDtype::kInt4, KvDtype::kInt8})
+    for (int d : {64, 128}) {
+      check_decode({16, 4, d}, dtype, 64, {1000, 130, 1, 4100}, seed++, 0, cuda::DecodeKernel::kAuto, biased);
+      check_decode({8, 2, d}, dtype, 16, {63, 64, 65, 3000}, seed++, 3, cuda::DecodeKernel::kAuto, biased);
+    }
+}
+
+// Long contexts with the default (subnormal) value codes: the f32 sums over
+// thousands of keys of both plans, one split and several.
+TEST(DecodeAttentionCuda, LongContexts) {
+  QS_SKIP_WITHOUT_CUDA();
+  uint32_t seed = 370;
+  for (KvDtype dtype : {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16}) {
+    check_decode({8, 2, 128}, dtype, 64, {16384, 5000}, seed++, 1);
+    check_decode({4, 4, 64}, dtype, 64, {8191}, seed++);
+  }
 }
 
 TEST(DecodeAttentionCuda, SplitsMergeExactly) {

@@ -72,11 +72,11 @@ cudaError_t launch_simt(const attn::Params& p, int batch, cudaStream_t stream) {
 
 // Resident blocks per SM of the keys-in-M kernel (its shared memory set up
 // first; 0 if the attribute or the query fails).
-template <KvDtype DT, int D>
+template <KvDtype DT, int D, bool kSubV>
 int mma_blocks_per_sm() {
   static const int n = [] {
     constexpr int kSmem = mmat::smem_bytes<DT, D>();
-    auto kernel = mmat::decode_mma_kernel<DT, D>;
+    auto kernel = mmat::decode_mma_kernel<DT, D, kSubV>;
     int blocks = 0;
     if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem) != cudaSuccess ||
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, attn::kThreads, kSmem) != cudaSuccess) {
@@ -88,11 +88,11 @@ int mma_blocks_per_sm() {
   return n;
 }
 
-template <KvDtype DT, int D>
+template <KvDtype DT, int D, bool kSubV>
 cudaError_t launch_mma(const attn::Params& p, int batch, int num_sms, bool persistent, cudaStream_t stream) {
   constexpr int kSmem = mmat::smem_bytes<DT, D>();
-  auto kernel = mmat::decode_mma_kernel<DT, D>;
-  const int per_sm = mma_blocks_per_sm<DT, D>();
+  auto kernel = mmat::decode_mma_kernel<DT, D, kSubV>;
+  const int per_sm = mma_blocks_per_sm<DT, D, kSubV>();
   if (per_sm == 0) return cudaErrorInvalidValue;
   // one block per unit (sequence, KV head, split), or a persistent grid of the
   // resident blocks (at most kMaxUnits units each; the merge of a block's
@@ -129,7 +129,11 @@ cudaError_t dispatch_group(const attn::Params& p, int batch, const DecodePlan& p
       return p.group == 1 ? launch_simt<DT, D, 1>(p, batch, stream) : launch_simt<DT, D, 2>(p, batch, stream);
     case DecodeKernel::kMmaRows:
       return p.group <= 4 ? launch_decode<DT, D, 4>(p, batch, stream) : launch_decode<DT, D, 8>(p, batch, stream);
-    default: return launch_mma<DT, D>(p, batch, plan.num_sms, plan.persistent, stream);
+    default:
+      if constexpr (kv_has_params(DT)) {
+        if (plan.subnormal_values) return launch_mma<DT, D, true>(p, batch, plan.num_sms, plan.persistent, stream);
+      }
+      return launch_mma<DT, D, false>(p, batch, plan.num_sms, plan.persistent, stream);
   }
 }
 
@@ -147,9 +151,12 @@ int decode_blocks_per_sm(KvDtype dtype, int head_dim) {
   const bool d128 = head_dim == 128;
   if (!d128 && head_dim != 64) return 0;
   switch (dtype) {
-    case KvDtype::kInt4: return d128 ? mma_blocks_per_sm<KvDtype::kInt4, 128>() : mma_blocks_per_sm<KvDtype::kInt4, 64>();
-    case KvDtype::kInt8: return d128 ? mma_blocks_per_sm<KvDtype::kInt8, 128>() : mma_blocks_per_sm<KvDtype::kInt8, 64>();
-    case KvDtype::kFp16: return d128 ? mma_blocks_per_sm<KvDtype::kFp16, 128>() : mma_blocks_per_sm<KvDtype::kFp16, 64>();
+    case KvDtype::kInt4:
+      return d128 ? mma_blocks_per_sm<KvDtype::kInt4, 128, true>() : mma_blocks_per_sm<KvDtype::kInt4, 64, true>();
+    case KvDtype::kInt8:
+      return d128 ? mma_blocks_per_sm<KvDtype::kInt8, 128, true>() : mma_blocks_per_sm<KvDtype::kInt8, 64, true>();
+    case KvDtype::kFp16:
+      return d128 ? mma_blocks_per_sm<KvDtype::kFp16, 128, false>() : mma_blocks_per_sm<KvDtype::kFp16, 64, false>();
     default: return 0;
   }
 }

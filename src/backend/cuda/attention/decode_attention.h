@@ -52,6 +52,10 @@ struct DecodePlan {
   // units in turn, the next unit's first keys staged while the current one
   // finishes; false: one block per unit (waves).
   bool persistent = false;
+  // kMma, KV4 / KV8: value codes enter the tensor cores as fp16 subnormals
+  // (t 2^-24: one mask per two codes, no subtraction), the output rescaled
+  // once; false: 1024 + t with 1024 subtracted per two codes (comparisons).
+  bool subnormal_values = true;
   int32_t num_sms = 0;  // from plan_decode_attention
 };
 

@@ -63,13 +63,15 @@ struct MmaTraits {
   static constexpr int kStages = 3;
   static constexpr int kKB = kVB / 4;  // key bytes per thread (4 threads per key row)
   static constexpr int kVT = kVB / 8;  // value bytes per thread per key (8 slices)
+  // a stage: K values [kWK][kVB], V values [kWK][kVB], then per key the K
+  // and the V {scale, zero} side by side (one 8-byte read brings both)
   static constexpr int kValBytes = kWK * kVB;
-  static constexpr int kParBytes = kParams ? kWK * 4 : 0;
-  static constexpr int kHalf = kValBytes + kParBytes;  // K part of a stage; V follows
-  static constexpr int kStageBytes = 2 * kHalf;
+  static constexpr int kVOff = kValBytes;
+  static constexpr int kParOff = 2 * kValBytes;
+  static constexpr int kParBytes = kParams ? kWK * 8 : 0;
+  static constexpr int kStageBytes = 2 * kValBytes + kParBytes;
   static constexpr int kWarpRing = kStages * kStageBytes;
-  static constexpr int kPRow = kWK + 8;                  // halves per head row of the P buffer
-  static constexpr int kPBytes = 8 * kPRow * 2;          // per warp
+  static constexpr int kPBytes = kWK * 8 * 2;  // per warp: P' [kWK keys][8 heads] fp16
   static constexpr int kPipeBytes = kWarps * (kWarpRing + kPBytes);
   static constexpr int kMergeBytes = kWarps * 8 * (D + 1) * 4 + kWarps * 8 * 2 * 4;  // the last unit's merge
   // after the rings: the unit table, then the merge area of the other units
@@ -145,12 +147,38 @@ __device__ __forceinline__ void dequant_key(const uint32_t (&w)[kWords], uint32_
 }
 
 // Two keys' value slices (words wa, wb) -> half2 (a_e, b_e) per element e of
-// the slice, codes exact (1024 subtracted).
-template <KvDtype DT, int kWords>
+// the slice, codes exact. kSub: the code t as the fp16 subnormal t 2^-24 (KV4
+// odd nibbles 16 t 2^-24), masked out of the word and nothing else; the
+// product's rows are scaled back once per unit (decode_mma_kernel). Else
+// 1024 + t with 1024 subtracted (hsub2; odd KV4 nibbles one hfma2).
+template <KvDtype DT, int kWords, bool kSub>
 __device__ __forceinline__ void dequant_value_pair(const uint32_t (&wa)[kWords], const uint32_t (&wb)[kWords],
                                                    uint32_t* vb) {
   const half2 kBias = __half2half2(__ushort_as_half(0x6400));  // 1024
-  if constexpr (DT == KvDtype::kInt4) {
+  if constexpr (kSub && DT == KvDtype::kInt4) {
+#pragma unroll
+    for (int j = 0; j < kWords; ++j) {
+      const uint32_t lohi[2] = {__byte_perm(wa[j], wb[j], 0x5410), __byte_perm(wa[j], wb[j], 0x7632)};
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint32_t x = lohi[h], x8 = x >> 8;
+        uint32_t* o = vb + 8 * j + 4 * h;
+        o[0] = x & 0x000F000Fu;
+        o[1] = x & 0x00F000F0u;
+        o[2] = x8 & 0x000F000Fu;
+        o[3] = x8 & 0x00F000F0u;
+      }
+    }
+  } else if constexpr (kSub && DT == KvDtype::kInt8) {
+#pragma unroll
+    for (int j = 0; j < kWords; ++j) {
+      const uint32_t t0 = __byte_perm(wa[j], wb[j], 0x5140), t1 = __byte_perm(wa[j], wb[j], 0x7362);
+      vb[4 * j] = __byte_perm(t0, 0u, 0x4140);
+      vb[4 * j + 1] = __byte_perm(t0, 0u, 0x4342);
+      vb[4 * j + 2] = __byte_perm(t1, 0u, 0x4140);
+      vb[4 * j + 3] = __byte_perm(t1, 0u, 0x4342);
+    }
+  } else if constexpr (DT == KvDtype::kInt4) {
     // even nibbles: (1024 + t) - 1024; odd nibbles: (1024 + 16 t) / 16 - 64 in
     // one hfma2 (exact); one shift per 8 codes
     const half2 k16th = __half2half2(__ushort_as_half(0x2C00));  // 1/16
@@ -195,9 +223,32 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return y;
 }
 
-template <KvDtype DT, int D>
+// B fragments of P'^T from the P buffer ([keys][8 heads] fp16, 16 bytes a
+// key): N matrices of 8 keys, lane l giving the row of key row_key (its
+// matrix l / 8). The memory clobber keeps the buffer's stores before it.
+template <int N>
+__device__ __forceinline__ void ldmatrix_trans(uint32_t (&r)[N], const half* row) {
+  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(row));
+  if constexpr (N == 4) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a)
+                 : "memory");
+  } else {
+    static_assert(N == 2);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
+                 : "=r"(r[0]), "=r"(r[1])
+                 : "r"(a)
+                 : "memory");
+  }
+}
+
+// kSubV (KV4 / KV8 only): value codes enter the tensor cores as fp16
+// subnormals (dequant_value_pair); DecodePlan::subnormal_values.
+template <KvDtype DT, int D, bool kSubV>
 __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode_mma_kernel(const attn::Params p) {
   using T = MmaTraits<DT, D>;
+  static_assert(!kSubV || T::kParams);
   constexpr int kKSteps = D / 16;  // k-steps of S^T, m-tiles of O^T
   extern __shared__ __align__(16) uint8_t smem[];
 
@@ -248,7 +299,7 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
 
   // ---- this warp's ring and P buffer -----------------------------------------
   uint8_t* ring = smem + warp * (T::kWarpRing + T::kPBytes);
-  half* s_p = reinterpret_cast<half*>(ring + T::kWarpRing);  // [8 heads][kPRow]
+  half* s_p = reinterpret_cast<half*>(ring + T::kWarpRing);  // [kWK keys][8 heads]
 
   // The staging cursor walks this warp's warp-chunks of unit 0, then of unit
   // 1, ... (local chunk iit of unit iu; iu == nu: done), kStages - 1 chunks
@@ -287,6 +338,21 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
   // piece i * 32 + lane of a warp-chunk: key i * (32 / kPiecesPerKey) + lane / kPiecesPerKey
   constexpr int kKeysPerIter = 32 / T::kPiecesPerKey;
   const int lane_key = lane / T::kPiecesPerKey, lane_piece = lane % T::kPiecesPerKey;
+  // When the swizzles repeat within kKeysPerIter keys, a lane's K and V
+  // destinations in a stage are lane constants + i * kKeysPerIter * kVB.
+  constexpr bool kLaneOffsets = kKeysPerIter % 4 == 0;
+  const uint32_t k_lane_off = lane_key * T::kVB + 16 * (lane_piece ^ kv_swizzle<T::kKB, false>(lane_key));
+  const uint32_t v_lane_off = T::kVOff + lane_key * T::kVB + 16 * (lane_piece ^ kv_swizzle<T::kVT, true>(lane_key));
+  // the K and V {scale, zero} of this lane's key (base < 0: none, zeros)
+  auto issue_params = [&](uint8_t* st, int64_t base, int slot) {
+    if constexpr (T::kParams) {
+      if (lane < T::kWK) {
+        const int64_t src = base < 0 ? 0 : base + p.values_region_bytes + slot * 4;
+        cp_async_4(st + T::kParOff + lane * 8, p.k_pages + src, base < 0 ? 0 : 4);
+        cp_async_4(st + T::kParOff + lane * 8 + 4, p.v_pages + src, base < 0 ? 0 : 4);
+      }
+    }
+  };
   auto issue = [&](uint8_t* st, KeyLoc loc) {
     const int64_t head_off = static_cast<int64_t>(ikvh) * p.head_block_bytes;
     const int64_t base = loc.page < 0 ? -1 : loc.page * p.page_bytes + head_off;
@@ -297,12 +363,24 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
       const int64_t run = page0 * p.page_bytes + head_off + static_cast<int64_t>(slot0) * T::kVB + lane * 16;
       const uint8_t* ksrc = p.k_pages + run;
       const uint8_t* vsrc = p.v_pages + run;
+      if constexpr (kLaneOffsets) {
+        if (n_valid >= T::kWK) {  // a full chunk (all but a unit's last): no source sizes
+          const uint32_t sb = static_cast<uint32_t>(__cvta_generic_to_shared(st));
+#pragma unroll
+          for (int i = 0; i < T::kPieceIters; ++i) {
+            cp_async_16_full(sb + k_lane_off + i * kKeysPerIter * T::kVB, ksrc + i * 512);
+            cp_async_16_full(sb + v_lane_off + i * kKeysPerIter * T::kVB, vsrc + i * 512);
+          }
+          issue_params(st, base, loc.slot);
+          return;
+        }
+      }
 #pragma unroll
       for (int i = 0; i < T::kPieceIters; ++i) {
         const int key = i * kKeysPerIter + lane_key;
         const int bytes = key < n_valid ? 16 : 0;
         cp_async_16(st + key * T::kVB + 16 * (lane_piece ^ kv_swizzle<T::kKB, false>(key)), ksrc + i * 512, bytes);
-        cp_async_16(st + T::kHalf + key * T::kVB + 16 * (lane_piece ^ kv_swizzle<T::kVT, true>(key)), vsrc + i * 512,
+        cp_async_16(st + T::kVOff + key * T::kVB + 16 * (lane_piece ^ kv_swizzle<T::kVT, true>(key)), vsrc + i * 512,
                     bytes);
       }
     } else {
@@ -314,17 +392,11 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
         const bool valid = off >= 0;
         const int64_t src = valid ? off + piece * 16 : 0;
         cp_async_16(st + key * T::kVB + 16 * (piece ^ kv_swizzle<T::kKB, false>(key)), p.k_pages + src, valid ? 16 : 0);
-        cp_async_16(st + T::kHalf + key * T::kVB + 16 * (piece ^ kv_swizzle<T::kVT, true>(key)), p.v_pages + src,
+        cp_async_16(st + T::kVOff + key * T::kVB + 16 * (piece ^ kv_swizzle<T::kVT, true>(key)), p.v_pages + src,
                     valid ? 16 : 0);
       }
     }
-    if constexpr (T::kParams) {
-      if (lane < T::kWK) {
-        const int64_t src = base < 0 ? 0 : base + p.values_region_bytes + loc.slot * 4;
-        cp_async_4(st + T::kValBytes + lane * 4, p.k_pages + src, base < 0 ? 0 : 4);
-        cp_async_4(st + T::kHalf + T::kValBytes + lane * 4, p.v_pages + src, base < 0 ? 0 : 4);
-      }
-    }
+    issue_params(st, base, loc.slot);
   };
   // stages the chunk at the cursor (if any) and moves the cursor on
   auto issue_next = [&](uint8_t* st) {
@@ -355,7 +427,12 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
   pdl_wait_and_trigger();  // launch_pdl.cuh: the previous kernel's writes are visible from here
   if (!early) prologue_stages();
   int read_stage = 0, write_stage = T::kStages - 1;  // it % kStages, (it + kStages - 1) % kStages
-  const int pidx = 2 * (g8 & 3) + (g8 >> 2);  // P buffer index of key g8 (key g8 + 8: + 8)
+  // ldmatrix row of this lane: matrix l / 8 = (k-step, half), its row i = l % 8
+  // is k index 8 half + i of the mma, i.e. key 16 k-step + 8 half + i / 2 +
+  // 4 (i % 2): the key order of the value fragments (keys c, c + 4 | c + 8,
+  // c + 12 in dequant_value_pair)
+  // (.x2 when a warp-chunk is one k-step: lanes 16-31 give no address)
+  const int prow = 8 * ((lane >> 3) & (2 * T::kTiles - 1)) + ((lane & 7) >> 1) + 4 * (lane & 1);
 
   for (int ui = 0; ui < nu; ++ui) {
     int b, kvh, split, begin, end, n_mine;
@@ -407,8 +484,11 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
       }
     }
     // for the heads 2c, 2c + 1 of this thread's C fragments: sum q, 1024 x sum operand
-    const float sumq[2] = {__shfl_sync(0xffffffffu, sq, 8 * c), __shfl_sync(0xffffffffu, sq, 8 * c + 4)};
-    const float bias[2] = {1024.f * __shfl_sync(0xffffffffu, sb, 8 * c), 1024.f * __shfl_sync(0xffffffffu, sb, 8 * c + 4)};
+    // negated: the score accumulators start at -(1024 sb + z sq), so that the
+    // tensor cores leave q . (t - z) and one multiply by the scale remains
+    const float nsumq[2] = {-__shfl_sync(0xffffffffu, sq, 8 * c), -__shfl_sync(0xffffffffu, sq, 8 * c + 4)};
+    const float nbias[2] = {-1024.f * __shfl_sync(0xffffffffu, sb, 8 * c),
+                            -1024.f * __shfl_sync(0xffffffffu, sb, 8 * c + 4)};
 
     // ---- online softmax state of the heads 2c, 2c + 1 ------------------------
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, corr[2] = {0.f, 0.f};
@@ -424,14 +504,29 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
       const uint8_t* kst = ring + read_stage * T::kStageBytes;
       read_stage = read_stage == T::kStages - 1 ? 0 : read_stage + 1;
       write_stage = write_stage == T::kStages - 1 ? 0 : write_stage + 1;
-      const uint8_t* vst = kst + T::kHalf;
+      const uint8_t* vst = kst + T::kVOff;
       const int c0 = begin + (warp + it * kWarps) * T::kWK;
 
       // 1. scores S^T for kTiles tiles of 16 keys
       float s[T::kTiles][4];
+      uint32_t vsz[T::kTiles][2];  // the V {scale, zero} of keys 16 t + g8 + 8 r, for step 3
 #pragma unroll
       for (int t = 0; t < T::kTiles; ++t) {
-        s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.f;
+        float sc[2] = {1.f, 1.f};
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          if constexpr (T::kParams) {
+            const uint2 kv = *reinterpret_cast<const uint2*>(kst + T::kParOff + (16 * t + g8 + 8 * r) * 8);
+            const half2 ksz = as_half2(kv.x);
+            vsz[t][r] = kv.y;
+            sc[r] = __low2float(ksz);
+            const float z = __high2float(ksz);
+            s[t][2 * r] = fmaf(z, nsumq[0], nbias[0]);
+            s[t][2 * r + 1] = fmaf(z, nsumq[1], nbias[1]);
+          } else {
+            s[t][2 * r] = s[t][2 * r + 1] = 0.f;
+          }
+        }
         uint32_t klo[D / 8], khi[D / 8];
         {
           const int r0 = 16 * t + g8, r1 = r0 + 8;
@@ -446,18 +541,11 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
           const uint32_t a[4] = {klo[2 * kk], khi[2 * kk], klo[2 * kk + 1], khi[2 * kk + 1]};
           attn::mma_16816(s[t], a, qb[kk][0], qb[kk][1]);
         }
+        if constexpr (T::kParams) {
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          const int key = 16 * t + g8 + 8 * r;
-          float sc = 1.f, z = 0.f;
-          if constexpr (T::kParams) {
-            const half2 sz = *reinterpret_cast<const half2*>(kst + T::kValBytes + key * 4);
-            sc = __low2float(sz);
-            z = __high2float(sz);
-          }
-#pragma unroll
-          for (int k = 0; k < 2; ++k) {
-            if constexpr (T::kParams) s[t][2 * r + k] = sc * ((s[t][2 * r + k] - bias[k]) - z * sumq[k]);
+          for (int r = 0; r < 2; ++r) {
+            s[t][2 * r] *= sc[r];
+            s[t][2 * r + 1] *= sc[r];
           }
         }
       }
@@ -504,7 +592,8 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
         mu[0] = m[0] == -INFINITY ? 0.f : m[0];
         mu[1] = m[1] == -INFINITY ? 0.f : m[1];
       }
-      // 3. P' = p s_v -> the P buffer (B layout), corr += P' z
+      // 3. P' = p s_v -> the P buffer (key-major: this thread's two heads of
+      // a key are one half2), corr += P' z
 #pragma unroll
       for (int t = 0; t < T::kTiles; ++t)
 #pragma unroll
@@ -512,25 +601,28 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
           const int key = 16 * t + g8 + 8 * r;
           float sv = 1.f, zv = 0.f;
           if constexpr (T::kParams) {
-            const half2 sz = *reinterpret_cast<const half2*>(vst + T::kValBytes + key * 4);
+            const half2 sz = as_half2(vsz[t][r]);
             sv = __low2float(sz);
             zv = __high2float(sz);
           }
-#pragma unroll
-          for (int k = 0; k < 2; ++k) {
-            const float pr = fast_exp2(s[t][2 * r + k] - mu[k]);
-            l[k] += pr;
-            const half ph = __float2half_rn(pr * sv);
-            if constexpr (T::kParams) corr[k] += __half2float(ph) * zv;
-            s_p[(2 * c + k) * T::kPRow + 16 * t + 8 * r + pidx] = ph;
+          const float p0 = fast_exp2(s[t][2 * r] - mu[0]), p1 = fast_exp2(s[t][2 * r + 1] - mu[1]);
+          l[0] += p0;
+          l[1] += p1;
+          const half2 ph = __floats2half2_rn(p0 * sv, p1 * sv);
+          if constexpr (T::kParams) {
+            const float2 pf = __half22float2(ph);
+            corr[0] += pf.x * zv;
+            corr[1] += pf.y * zv;
           }
+          *reinterpret_cast<half2*>(s_p + key * 8 + 2 * c) = ph;
         }
       __syncwarp();
-      // 4. O^T += V^T P'^T, one k-step per 16 keys
+      // 4. O^T += V^T P'^T, one k-step per 16 keys; B fragments by ldmatrix.trans
+      uint32_t pb[2 * T::kTiles];
+      ldmatrix_trans<2 * T::kTiles>(pb, s_p + prow * 8);
 #pragma unroll
       for (int ks = 0; ks < T::kTiles; ++ks) {
-        const uint32_t b0 = *reinterpret_cast<const uint32_t*>(s_p + g8 * T::kPRow + 16 * ks + 2 * c);
-        const uint32_t b1 = *reinterpret_cast<const uint32_t*>(s_p + g8 * T::kPRow + 16 * ks + 2 * c + 8);
+        const uint32_t b0 = pb[2 * ks], b1 = pb[2 * ks + 1];
         uint32_t va[D / 8], vc[D / 8];
         {
           uint32_t w[4][T::kVT / 4];
@@ -539,8 +631,8 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
             const int r = 16 * ks + c + 4 * x;
             read_slice<T::kVT>(vst + r * T::kVB, g8, kv_swizzle<T::kVT, true>(r), w[x]);
           }
-          dequant_value_pair<DT, T::kVT / 4>(w[0], w[1], va);  // keys c, c + 4
-          dequant_value_pair<DT, T::kVT / 4>(w[2], w[3], vc);  // keys c + 8, c + 12
+          dequant_value_pair<DT, T::kVT / 4, kSubV>(w[0], w[1], va);  // keys c, c + 4
+          dequant_value_pair<DT, T::kVT / 4, kSubV>(w[2], w[3], vc);  // keys c + 8, c + 12
         }
 #pragma unroll
         for (int e = 0; e < kKSteps; ++e) {
@@ -550,6 +642,18 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
       }
     }
 
+    if constexpr (kSubV) {
+      // subnormal value codes: rows g8 of each m-tile hold sum P' t 2^-24; rows
+      // g8 + 8 the same, KV4 16 t (odd nibbles): scale back (exact)
+      constexpr float kOdd = DT == KvDtype::kInt4 ? 0x1p20f : 0x1p24f;
+#pragma unroll
+      for (int e = 0; e < kKSteps; ++e) {
+        o[e][0] *= 0x1p24f;
+        o[e][1] *= 0x1p24f;
+        o[e][2] *= kOdd;
+        o[e][3] *= kOdd;
+      }
+    }
     // ---- merge the 4 warps' states -------------------------------------------
     // (the unit's sequence, head and split reloaded from the table: fewer
     // registers live through the loop)
@@ -683,7 +787,7 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
 }
 
 template <KvDtype DT, int D>
-constexpr int smem_bytes() {
+constexpr int smem_bytes() {  // either value variant
   return MmaTraits<DT, D>::kSmemBytes;
 }
 

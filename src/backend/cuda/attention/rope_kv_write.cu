@@ -2,11 +2,19 @@
 // rotates D/64 pairs; for k and v the rotated fp16 head goes through shared
 // memory so that each lane then owns D/32 consecutive elements: min/max by
 // warp shuffles, then the lane packs and stores its codes (coalesced).
+//
+// Launched with programmatic dependent launch (launch_pdl.h): it waits for
+// the previous kernel (the QKV projection) before its first global access and
+// lets the next kernel be scheduled right after, so that decode attention
+// stages the old keys of its first chunks while this kernel writes the new
+// token (decode reads nothing that this kernel writes before its own wait:
+// the contract in decode_attention.h).
 #include "backend/cuda/attention/rope_kv_write.h"
 
 #include <cuda_fp16.h>
 
 #include "backend/cuda/attention/cuda_utils.cuh"
+#include "backend/cuda/launch_pdl.cuh"
 
 namespace qserve::cuda {
 
@@ -29,6 +37,7 @@ __device__ __forceinline__ float round_half_dev(float v) { return __half2float(_
 template <int D>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32) rope_kv_write_kernel(const RopeKvParams p) {
   __shared__ half buf[kWarpsPerBlock][D];
+  pdl_wait_and_trigger();  // launch_pdl.cuh: the QKV projection's output is visible from here
   const int t = blockIdx.x;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int hq = p.num_q_heads, hkv = p.num_kv_heads;
@@ -122,14 +131,10 @@ cudaError_t rope_kv_write(const QkvInput& in, const KvWriteBatch& batch, const A
     return cudaErrorInvalidValue;
   const RopeKvParams p{in, batch, shape.num_q_heads, shape.num_kv_heads, style, rope_table,
                        reinterpret_cast<half*>(q_out), cache};
-  if (shape.head_dim == 64) {
-    rope_kv_write_kernel<64><<<batch.num_tokens, kWarpsPerBlock * 32, 0, stream>>>(p);
-  } else if (shape.head_dim == 128) {
-    rope_kv_write_kernel<128><<<batch.num_tokens, kWarpsPerBlock * 32, 0, stream>>>(p);
-  } else {
-    return cudaErrorInvalidValue;
-  }
-  return cudaGetLastError();
+  const dim3 grid(batch.num_tokens), block(kWarpsPerBlock * 32);
+  if (shape.head_dim == 64) return launch_kernel(rope_kv_write_kernel<64>, grid, block, 0, stream, p);
+  if (shape.head_dim == 128) return launch_kernel(rope_kv_write_kernel<128>, grid, block, 0, stream, p);
+  return cudaErrorInvalidValue;
 }
 
 }  // namespace qserve::cuda
