@@ -8,8 +8,9 @@
 // A block of 4 warps serves one (KV head, sequence, split) unit, or, in the
 // persistent grid (DecodePlan::persistent), several in turn. Each warp streams
 // its own warp-chunks of kWK keys (warp w takes chunks w, w + 4, ... of each
-// unit) through a private cp.async ring of kStages stages (K values, K {scale,
-// zero}, V values, V {scale, zero}), so the main loop has no block barrier;
+// unit) through a private cp.async ring of kStages stages (K values, V
+// values, then per key the K and the V {scale, zero} side by side), so the
+// main loop has no block barrier;
 // the ring runs on across a block's units (the next unit's first chunks load
 // while the current one finishes). The warps keep separate online-softmax
 // states and merge at the end of each unit (shared memory), like the splits
@@ -20,17 +21,23 @@
 //  1. K rows g8, g8 + 8 of each 16-key tile, a thread's kVB/4 bytes (column
 //     slice c), dequantized into A fragments (1024 + code in fp16: one lop3
 //     per two codes); the head dimension is permuted as in the prefill
-//     kernel (kv_pair_element), Q's B fragments follow the same order;
-//  2. scores s (acc - (1024 + z) sum q), masks, the online softmax per head
-//     (column): max over the 8 key rows of a column by 3 shuffles, the
-//     accumulators rescaled only when a column's max grew;
-//  3. P' = p s_v (fp16) goes through a 640-byte per-warp buffer from the C
-//     layout (thread = keys x 2 heads) to the B layout (thread = 4 keys x 1
-//     head); the zero point leaves as corr = sum P' z;
+//     kernel (kv_pair_element), Q's B fragments follow the same order; the
+//     accumulators start at -(1024 sum q_operand + z sum q), so that the
+//     tensor cores leave q . (t - z) and one multiply by the key's scale
+//     remains (one 8-byte read brings the key's K and V {scale, zero});
+//  2. masks, the online softmax per head (column): max over the 8 key rows
+//     of a column by 3 shuffles, the accumulators rescaled only when a
+//     column's max grew;
+//  3. P' = p s_v (fp16, a thread's two heads of a key packed in one half2)
+//     goes through a per-warp buffer [kWK keys][8 heads] and comes back as the
+//     B fragments by one ldmatrix.trans (thread = 2 keys x 1 head per
+//     fragment); the zero point leaves as corr = sum P' z;
 //  4. V: a thread's A fragment holds 4 keys (c, c + 4, c + 8, c + 12 of the
 //     16) x 16 consecutive head dims (slice g8): byte permutes pair two keys,
-//     then the nibbles are masked into 1024 + t and 1024 subtracted (hsub2),
-//     codes exact in fp16.
+//     then the nibbles are masked out as fp16 subnormals t 2^-24 (KV4 odd
+//     nibbles 16 t 2^-24; exact, no subtraction; the output rows are scaled
+//     back once per unit), or, with DecodePlan::subnormal_values false, into
+//     1024 + t with 1024 subtracted (hsub2); codes exact in fp16 either way.
 // Shared-memory rows are XOR-swizzled by 16-byte pieces so that these reads
 // are free of bank conflicts (kv_swizzle below).
 #pragma once
