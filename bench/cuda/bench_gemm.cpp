@@ -5,7 +5,7 @@
 // weights come from HBM, not from the 60 MB L2, unless --hot), warm-up
 // replays first, then the median over replays.
 //
-//   bench_gemm [--quick] [--sweep] [--hot] [--graph-us US] [--json FILE] [--md FILE] [--m 1,16,...]
+//   bench_gemm [--quick] [--sweep] [--hot] [--no-pd] [--graph-us US] [--json FILE] [--md FILE] [--m 1,16,...]
 //              [--shapes NAME,...]
 //
 // --sweep times every tile x split-K of both families per row (wgmma tiles
@@ -24,7 +24,9 @@
 // model's split-K: g128 and per-channel W4 with the dequantization pass
 // included in the time (the pass alone is reported too), and W8A8 (INT8
 // weights, fused epilogue) against cuBLASLt INT8 + the separate epilogue
-// kernel, what the W8A8 layer ran before.
+// kernel, what the W8A8 layer ran before. And the producer-dequantizing
+// tiles (pd_*: the INT8-weight consumers fed from the W4 weights without the
+// pass), g128, each with the cost model's split-K: "g128 pd" columns.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -141,9 +143,13 @@ struct Row {
   double g_s8_us[4] = {}, pc_s8_us[4] = {}, w8_s8_us[4] = {};
   int s8_splits[4] = {};
   double g_pass_us = 0, pc_pass_us = 0, w8a8_lt_us = 0;  // the pass alone; cuBLASLt INT8 + epilogue kernel
-  static int best(const double (&t)[4]) {
+  // Producer-dequantizing tiles (0: not run), g128.
+  double g_pd_us[3] = {};
+  int pd_splits[3] = {};
+  template <int N>
+  static int best(const double (&t)[N]) {
     int b = 0;
-    for (int i = 1; i < 4; ++i)
+    for (int i = 1; i < N; ++i)
       if (t[i] > 0 && t[i] < t[b]) b = i;
     return b;
   }
@@ -152,7 +158,7 @@ struct Row {
 int run(int argc, char** argv) {
   std::vector<int64_t> ms = {1, 16, 32, 64, 128, 256, 512, 1024, 4096, 8192};
   std::string json_path, md_path, shape_filter;
-  bool sweep = false, hot = false;
+  bool sweep = false, hot = false, pd = true;
   double graph_us = 2000.0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -166,6 +172,7 @@ int run(int argc, char** argv) {
     else if (a == "--shapes") shape_filter = next();
     else if (a == "--sweep") sweep = true;
     else if (a == "--hot") hot = true;
+    else if (a == "--no-pd") pd = false;
     else if (a == "--graph-us") graph_us = std::stod(next());
     else if (a == "--quick") ms = {1, 16, 64, 256, 1024, 4096};
     else {
@@ -331,6 +338,11 @@ int run(int argc, char** argv) {
             cuda::gemm_s8_w8a8(w8[c].as<int8_t>(), sw.as<float>(), n, k, args, p8, ws.data(), stream);
           });
         }
+        for (int i = 0; i < 3 && pd; ++i) {
+          cuda::W4A8Plan pl;
+          r.g_pd_us[i] = time_w4(dg, cuda::kW4A8FirstPdTile + i, 0, &pl, 2);
+          r.pd_splits[i] = pl.splits;
+        }
         r.g_pass_us = timer.time(copies, [&](int c) { cuda::dequantize_w4a8(dg[c], w8s.as<int8_t>(), stream); });
         r.pc_pass_us = timer.time(copies, [&](int c) { cuda::dequantize_w4a8(dp[c], w8s.as<int8_t>(), stream); });
         r.w8a8_lt_us = timer.time(copies, [&](int c) {
@@ -346,6 +358,12 @@ int run(int argc, char** argv) {
                     r.pc_s8_us[bp], r.int8_us / r.pc_s8_us[bp], cuda::w4a8_tile_name(cuda::kW4A8FirstS8Tile + bp),
                     r.s8_splits[bp], r.w8_s8_us[bw], r.int8_us / r.w8_s8_us[bw], r.w8a8_lt_us / r.w8_s8_us[bw],
                     r.w8a8_lt_us, cuda::w4a8_tile_name(cuda::kW4A8FirstS8Tile + bw), r.s8_splits[bw]);
+        const int bd = Row::best(r.g_pd_us);
+        if (pd)
+          std::printf("%-9s %-7s m=%-5lld   pd: g128 %8.1f us x%.2f int8 [%s/%d] (tiles %.1f %.1f %.1f) x%.2f s8+pass\n",
+                    sh.model, sh.layer, static_cast<long long>(m), r.g_pd_us[bd], r.int8_us / r.g_pd_us[bd],
+                    cuda::w4a8_tile_name(cuda::kW4A8FirstPdTile + bd), r.pd_splits[bd], r.g_pd_us[0], r.g_pd_us[1],
+                    r.g_pd_us[2], r.g_s8_us[bg] / r.g_pd_us[bd]);
       }
       const double xy = static_cast<double>(m) * k + static_cast<double>(m) * n * 2;
       r.pc_bytes = dp[0].weight_bytes() + xy;
@@ -407,12 +425,12 @@ int run(int argc, char** argv) {
         "TOPS | vs INT8 | vs FP16 | per-chn shipped us [plan] | vs INT8 | vs FP16 | g128 mma.sync us | g128 wgmma us | "
         "TOPS | vs INT8 | vs FP16 | g128 shipped us [plan] | vs INT8 | vs FP16 | per-chn shipped no PDL us | vs INT8 | "
         "g128 shipped no PDL us | vs INT8 | g128 s8+pass us [tile/split] | vs INT8 | pass us | per-chn s8+pass us | vs INT8 "
-        "| w8a8 s8 us | vs INT8 | cuBLASLt+epi us |\n"
+        "| w8a8 s8 us | vs INT8 | cuBLASLt+epi us | g128 pd us [tile/split] | vs INT8 | pd tiles us |\n"
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-        "---|---|---|---|---|---|---|---|\n";
+        "---|---|---|---|---|---|---|---|---|---|---|\n";
   std::ostringstream js;
   js << "[\n";
-  char buf[2048];
+  char buf[4096];
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
     const double ops = 2.0 * r.m * r.n * r.k;
@@ -430,9 +448,14 @@ int run(int argc, char** argv) {
     md << std::string(buf, std::strlen(buf) - 1);  // without the newline: the s8 columns follow
     const int bg = Row::best(r.g_s8_us), bp = Row::best(r.pc_s8_us), bw = Row::best(r.w8_s8_us);
     auto ratio = [&](double t) { return t > 0 ? r.int8_us / t : 0.0; };
-    std::snprintf(buf, sizeof buf, " %.1f [%s/%d] | %.2fx | %.1f | %.1f | %.2fx | %.1f | %.2fx | %.1f |\n", r.g_s8_us[bg],
-                  cuda::w4a8_tile_name(cuda::kW4A8FirstS8Tile + bg), r.s8_splits[bg], ratio(r.g_s8_us[bg]), r.g_pass_us,
-                  r.pc_s8_us[bp], ratio(r.pc_s8_us[bp]), r.w8_s8_us[bw], ratio(r.w8_s8_us[bw]), r.w8a8_lt_us);
+    const int bd = Row::best(r.g_pd_us);
+    std::snprintf(buf, sizeof buf,
+                  " %.1f [%s/%d] | %.2fx | %.1f | %.1f | %.2fx | %.1f | %.2fx | %.1f | %.1f [%s/%d] | %.2fx | %.1f / %.1f / "
+                  "%.1f |\n",
+                  r.g_s8_us[bg], cuda::w4a8_tile_name(cuda::kW4A8FirstS8Tile + bg), r.s8_splits[bg],
+                  ratio(r.g_s8_us[bg]), r.g_pass_us, r.pc_s8_us[bp], ratio(r.pc_s8_us[bp]), r.w8_s8_us[bw],
+                  ratio(r.w8_s8_us[bw]), r.w8a8_lt_us, r.g_pd_us[bd], cuda::w4a8_tile_name(cuda::kW4A8FirstPdTile + bd),
+                  r.pd_splits[bd], ratio(r.g_pd_us[bd]), r.g_pd_us[0], r.g_pd_us[1], r.g_pd_us[2]);
     md << buf;
     std::snprintf(buf, sizeof buf,
                   "  {\"model\": \"%s\", \"layer\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"cublaslt_int8_us\": "
@@ -444,7 +467,8 @@ int run(int argc, char** argv) {
                   "\"shipped_per_channel_no_pdl_us\": %.2f, \"shipped_g128_no_pdl_us\": %.2f, "
                   "\"s8_splits\": [%d, %d, %d, %d], \"s8_g128_us\": [%.2f, %.2f, %.2f, %.2f], "
                   "\"s8_per_channel_us\": [%.2f, %.2f, %.2f, %.2f], \"s8_w8a8_us\": [%.2f, %.2f, %.2f, %.2f], "
-                  "\"pass_g128_us\": %.2f, \"pass_per_channel_us\": %.2f, \"cublaslt_w8a8_epilogue_us\": %.2f}%s\n",
+                  "\"pass_g128_us\": %.2f, \"pass_per_channel_us\": %.2f, \"cublaslt_w8a8_epilogue_us\": %.2f, "
+                  "\"pd_splits\": [%d, %d, %d], \"pd_g128_us\": [%.2f, %.2f, %.2f]}%s\n",
                   r.model.c_str(), r.layer.c_str(), (long long)r.m, (long long)r.n, (long long)r.k, r.int8_us,
                   r.fp16_us, r.pc_us, r.g128_us, cuda::w4a8_tile_name(r.pc_tile), r.pc_splits,
                   cuda::w4a8_tile_name(r.g_tile), r.g_splits, r.pc_wg_us, r.g_wg_us, cuda::w4a8_tile_name(r.pcw_tile),
@@ -454,6 +478,7 @@ int run(int argc, char** argv) {
                   r.s8_splits[0], r.s8_splits[1], r.s8_splits[2], r.s8_splits[3], r.g_s8_us[0], r.g_s8_us[1],
                   r.g_s8_us[2], r.g_s8_us[3], r.pc_s8_us[0], r.pc_s8_us[1], r.pc_s8_us[2], r.pc_s8_us[3],
                   r.w8_s8_us[0], r.w8_s8_us[1], r.w8_s8_us[2], r.w8_s8_us[3], r.g_pass_us, r.pc_pass_us, r.w8a8_lt_us,
+                  r.pd_splits[0], r.pd_splits[1], r.pd_splits[2], r.g_pd_us[0], r.g_pd_us[1], r.g_pd_us[2],
                   i + 1 < rows.size() ? "," : "");
     js << buf;
   }

@@ -41,15 +41,18 @@ struct TileShape {
   int stages;  // TMA pipeline depth
   int acc_sets = 1;  // accumulator sets the consumers alternate between per stage (1 or 2)
   bool s8 = false;   // INT8 weights [n, k] through TMA, both wgmma operands in shared memory
+  bool pd = false;   // W4 weights dequantized by the producer into INT8 tiles (consumers as s8)
   int bn() const { return 128 * mt; }
   // Bytes of one stage's weights: W4 repacked (8 KB per 128 channels x 128 k)
-  // or INT8 (16 KB per 128 channels x 128 k, 128-B swizzled rows).
-  constexpr int w_stage_bytes() const { return mt * (s8 ? 16384 : 8192); }
+  // or INT8 (16 KB per 128 channels x 128 k, 128-B swizzled rows); pd: both
+  // (the W4 staging and the INT8 tile).
+  constexpr int w_stage_bytes() const { return mt * (s8 ? 16384 : pd ? 16384 + 8192 : 8192); }
 };
 
 // Indices are the planner's tile ids minus kFirstTile (gemm_w4a8.h).
-inline constexpr int kTileCount = 14;
+inline constexpr int kTileCount = 17;
 inline constexpr int kFirstS8Tile = 10;  // tiles 10..13: INT8 weights (s8)
+inline constexpr int kFirstPdTile = 14;  // tiles 14..16: W4 dequantized by the producer (pd)
 inline constexpr TileShape kTiles[kTileCount] = {
     {8, 2, 12},    // decode
     {16, 2, 11},
@@ -68,6 +71,12 @@ inline constexpr TileShape kTiles[kTileCount] = {
     {256, 1, 4, 1, true},  // 128 x 256
     {128, 1, 6, 1, true},  // 128 x 128
     {64, 2, 5, 1, true},   // 256 x 64
+    // W4 weights dequantized by the producer warpgroup into INT8 tiles (the
+    // s8 consumers without the pass); a stage holds the X tile, the INT8
+    // tile and the W4 staging.
+    {128, 2, 3, 1, false, true},  // 256 x 128
+    {256, 1, 3, 1, false, true},  // 128 x 256
+    {128, 1, 5, 1, false, true},  // 128 x 128
 };
 inline constexpr int kThreads = 384;  // warpgroup 0: TMA producer; 1, 2: consumers
 
@@ -83,10 +92,12 @@ inline constexpr int epi_bytes(const TileShape& s) { return epi_staging_bytes(s.
 // Shared memory of one CTA (+1 KB for the 1024-B alignment of the swizzled tiles):
 // stages, mbarriers and the split-K flag, the epilogue buffers.
 inline constexpr int smem_bytes(const TileShape& s) {
-  return s.stages * (s.bm * 128 + s.w_stage_bytes()) + 2 * s.stages * 8 + 16 + epi_bytes(s) + 1024;
+  return s.stages * (s.bm * 128 + s.w_stage_bytes()) + (s.pd ? 3 : 2) * s.stages * 8 + 16 + epi_bytes(s) + 1024;
 }
+static_assert(smem_bytes(kTiles[14]) <= 227 * 1024 && smem_bytes(kTiles[15]) <= 227 * 1024 &&
+              smem_bytes(kTiles[16]) <= 227 * 1024);
 
-// Launches tile `tile` (index into kTiles) on `ctas` persistent CTAs; builds
+// Launches tile `tile` (index into kTiles: a W4 or a pd tile) on `ctas` persistent CTAs; builds
 // the activations' tensor map. Only for sm_90 devices. `pdl`: programmatic
 // dependent launch (the weights of the first stages stream in while the
 // previous kernel finishes; launch_pdl.cuh).
