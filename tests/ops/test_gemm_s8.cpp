@@ -20,6 +20,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_context.h"
 #include "backend/cuda/gemm_s8.h"
+#include "backend/cuda/gemm_w4a8_measured.h"
 #include "gemm_test_util.h"
 #endif
 
@@ -69,7 +70,7 @@ TEST_F(GemmS8, W8A8MatchesCpuReference) {
     for (int64_t o = 0; o < n; ++o) sw[o] = half_to_float(w.scale[o]);
     auto x = to_device(xq), dsx = to_device(sx), dw = to_device(w.q), dsw = to_device(sw);
     cuda::DeviceBuffer acc(m * n * 4), y(m * n * 2);
-    for (int tile = cuda::kW4A8FirstS8Tile; tile < cuda::kW4A8TileCount; ++tile)
+    for (int tile = cuda::kW4A8FirstS8Tile; tile < cuda::kW4A8FirstPdTile; ++tile)
       for (int splits : {0, 3}) {
         SCOPED_TRACE("m " + std::to_string(m) + " n " + std::to_string(n) + " k " + std::to_string(k) + " tile " +
                      cuda::w4a8_tile_name(tile) + " splits " + std::to_string(splits));
@@ -155,9 +156,13 @@ TEST(GemmS8Planner, WhereTheInt8PathRuns) {
     for (int64_t m : {1, 64, 512, 1023, 1024, 4097, 8192})
       for (bool g : {false, true}) {
         SCOPED_TRACE("n " + std::to_string(n) + " k " + std::to_string(k) + " m " + std::to_string(m));
+        // The measured table's g128 m = 512 rows of the 4096-row layers take the pass too.
+        const auto table = cuda::measured_w4a8_plan(m, n, k, g, false);
+        const bool s8 = (g && m >= 1024) || (table && cuda::w4a8_tile_is_s8(table->tile));
         const cuda::W4A8Plan p = cuda::plan_w4a8(h200, m, n, k, -1, 0, g);
-        EXPECT_EQ(cuda::w4a8_tile_is_s8(p.tile), g && m >= 1024) << cuda::w4a8_tile_name(p.tile);
-        EXPECT_EQ(cuda::w4a8_tile_is_s8(cuda::plan_w4a8_wgmma(h200, m, n, k, -1, 0, g).tile), g && m >= 1024);
+        EXPECT_EQ(cuda::w4a8_tile_is_s8(p.tile), s8) << cuda::w4a8_tile_name(p.tile);
+        EXPECT_FALSE(cuda::w4a8_tile_is_pd(p.tile));
+        EXPECT_EQ(cuda::w4a8_tile_is_s8(cuda::plan_w4a8_wgmma(h200, m, n, k, -1, 0, g).tile), s8);
         EXPECT_FALSE(cuda::w4a8_tile_is_wgmma(cuda::plan_w4a8(a100, m, n, k, -1, 0, g).tile));
         if (cuda::w4a8_tile_is_s8(p.tile)) {
           EXPECT_EQ(p.scratch_bytes, static_cast<size_t>(n * k));

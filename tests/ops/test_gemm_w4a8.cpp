@@ -102,7 +102,23 @@ std::vector<Case> all_cases() {
   for (bool g : {false, true}) {
     for (int64_t m : ms) cases.push_back({g, m, 6144, 4096, cuda::kW4A8FirstS8Tile, 0, true});
     for (int64_t m : {33, 1024}) cases.push_back({g, m, 4096, 14336, cuda::kW4A8FirstS8Tile + 1, 0, true});
-    for (int tile = cuda::kW4A8FirstS8Tile; tile < cuda::kW4A8TileCount; ++tile) {
+    for (int tile = cuda::kW4A8FirstS8Tile; tile < cuda::kW4A8FirstPdTile; ++tile) {
+      for (int64_t m : {7, 255, 1031}) cases.push_back({g, m, 1408, 2880, tile, 0, true});
+      for (int64_t m : {2, 129}) cases.push_back({g, m, 203, 448, tile, 0, true});
+    }
+  }
+  // The producer-dequantizing tiles (W4 weights unpacked into INT8 tiles in
+  // shared memory by the producer warpgroup), forced, likewise: a real layer
+  // at mid and large m, the long-k layer, each tile on the odd shapes (k %
+  // 128 == 64: a half last stage; n not a multiple of the tile or of 16: a
+  // missing 128-channel block and padded rows); split-K 1 and 3 above.
+  for (bool g : {false, true}) {
+    for (int64_t m : {255, 1024, 4097}) cases.push_back({g, m, 6144, 4096, cuda::kW4A8FirstPdTile, 0, true});
+    for (int64_t m : {33, 1024}) cases.push_back({g, m, 4096, 14336, cuda::kW4A8FirstPdTile + 1, 0, true});
+    // The second ring layout (pd2_*) with several work units per CTA.
+    cases.push_back({g, 4097, 6144, 4096, cuda::kW4A8FirstPdTile + 3, 0, true});
+    cases.push_back({g, 1024, 6144, 4096, cuda::kW4A8FirstPdTile + 5, 0, true});
+    for (int tile = cuda::kW4A8FirstPdTile; tile < cuda::kW4A8TileCount; ++tile) {
       for (int64_t m : {7, 255, 1031}) cases.push_back({g, m, 1408, 2880, tile, 0, true});
       for (int64_t m : {2, 129}) cases.push_back({g, m, 203, 448, tile, 0, true});
     }
@@ -237,12 +253,14 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
     bool g128;
     int64_t m;
     int family;  // 0: top-level plan, 1: mma.sync with split-K 3, 2: wgmma with split-K 3,
-                 // 3: the first INT8-weight tile with split-K 3 (after the dequantization pass)
+                 // 3: the first INT8-weight tile with split-K 3 (after the dequantization pass),
+                 // 4: the first producer-dequantizing tile with split-K 3
   };
   const bool hopper = cuda::w4a8_wgmma_supported(ctx.info());
   for (const PdlCase c : {PdlCase{false, 5, 0}, PdlCase{true, 5, 0}, PdlCase{false, 64, 0}, PdlCase{true, 300, 0},
                           PdlCase{false, 33, 1}, PdlCase{true, 17, 1}, PdlCase{false, 40, 2}, PdlCase{true, 129, 2},
-                          PdlCase{false, 70, 3}, PdlCase{true, 300, 3}}) {
+                          PdlCase{false, 70, 3}, PdlCase{true, 300, 3}, PdlCase{false, 70, 4},
+                          PdlCase{true, 300, 4}}) {
     if (c.family >= 2 && !hopper) continue;
     SCOPED_TRACE(std::string(c.g128 ? "g128" : "per-channel") + " m " + std::to_string(c.m) + " family " +
                  std::to_string(c.family));
@@ -250,6 +268,7 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
     const cuda::W4A8Plan plan = c.family == 1   ? cuda::plan_w4a8_mma(ctx.info(), c.m, n, k, -1, 3, c.g128)
                                 : c.family == 2 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, -1, 3, c.g128)
                                 : c.family == 3 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstS8Tile, 3, c.g128)
+                                : c.family == 4 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstPdTile, 3, c.g128)
                                                 : cuda::plan_w4a8(ctx.info(), dw, c.m);
     const test::QuantizedActivations a = random_activations(c.m, k, rng);
     std::vector<int32_t> acc_ref(c.m * n);

@@ -16,7 +16,8 @@
 // repacked weights. The planner picks the family and tile per problem size;
 // tile ids < kW4A8FirstWgmmaTile are mma.sync tiles, the others wgmma tiles.
 // For g128 at large m the wgmma family also runs INT8-weight tiles after a
-// pass that dequantizes the weights into the workspace (plan.scratch_bytes).
+// pass that dequantizes the weights into the workspace (plan.scratch_bytes),
+// or the same consumers fed by a dequantizing producer (the pd tiles).
 #pragma once
 
 #include <cstddef>
@@ -49,11 +50,16 @@ W4A8DeviceWeights upload_w4a8(const quant::W4G128Weights& w);
 W4A8DeviceWeights upload_w4a8(const quant::W4PerChannelWeights& w);
 
 inline constexpr int kW4A8FirstWgmmaTile = 6;  // mma.sync tiles 0..5 (any sm_80+ device)
-inline constexpr int kW4A8TileCount = 20;       // wgmma tiles 6..19 (sm_90 only)
+inline constexpr int kW4A8TileCount = 26;       // wgmma tiles 6..25 (sm_90 only)
 // Tiles 16..19: INT8-weight wgmma tiles, run after a pass that dequantizes
 // the W4 weights into an INT8 copy in the workspace (docs/gemm-hopper.md).
 inline constexpr int kW4A8FirstS8Tile = 16;
-inline bool w4a8_tile_is_s8(int tile) { return tile >= kW4A8FirstS8Tile && tile < kW4A8TileCount; }
+// Tiles 20..25: the INT8-weight tiles' consumers fed by a producer that
+// dequantizes the W4 weights into shared memory itself (no pass, no copy);
+// 20..22 with one ring of stages, 23..25 with the INT8 tiles in two slots apart.
+inline constexpr int kW4A8FirstPdTile = 20;
+inline bool w4a8_tile_is_s8(int tile) { return tile >= kW4A8FirstS8Tile && tile < kW4A8FirstPdTile; }
+inline bool w4a8_tile_is_pd(int tile) { return tile >= kW4A8FirstPdTile && tile < kW4A8TileCount; }
 const char* w4a8_tile_name(int tile);
 inline bool w4a8_tile_is_wgmma(int tile) { return tile >= kW4A8FirstWgmmaTile; }
 // Whether `tile` runs on this device (the wgmma tiles need compute capability 9.0).

@@ -14,6 +14,8 @@ namespace qserve::cuda::w4a8::wgmma {
 template <bool kG128>
 void launch_kind(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, bool pdl);
 template <bool kG128>
+void launch_kind_pd(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, bool pdl);
+template <bool kG128>
 void launch_kind_s8(int tile, const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas,
                     cudaStream_t stream, bool pdl);
 
@@ -23,7 +25,7 @@ template <int kTile, bool kG128>
 void launch(const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas, cudaStream_t stream,
             bool pdl) {
   constexpr TileShape s = kTiles[kTile];
-  auto* kernel = &gemm_w4a8_wgmma_kernel<s.bm, s.mt, s.stages, kG128, s.acc_sets, s.s8>;
+  auto* kernel = &gemm_w4a8_wgmma_kernel<s.bm, s.mt, s.stages, kG128, s.acc_sets, s.s8, s.pd>;
   constexpr int smem = smem_bytes(s);
   static const bool configured = [&] {
     QS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -58,12 +60,28 @@ void launch(const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p,
   template <>                                                                                                \
   void launch_kind_s8<G128>(int tile, const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p,   \
                             int ctas, cudaStream_t stream, bool pdl) {                                       \
-    static_assert(kTileCount == 14, "add the new tile to the switch");                                       \
+    static_assert(kFirstPdTile == 14, "add the new tile to the switch");                                    \
     switch (tile) {                                                                                          \
       case 10: detail::launch<10, G128>(x_map, w_map, p, ctas, stream, pdl); break;                          \
       case 11: detail::launch<11, G128>(x_map, w_map, p, ctas, stream, pdl); break;                          \
       case 12: detail::launch<12, G128>(x_map, w_map, p, ctas, stream, pdl); break;                          \
       case 13: detail::launch<13, G128>(x_map, w_map, p, ctas, stream, pdl); break;                          \
+      default: QS_CUDA_CHECK(cudaErrorInvalidValue);                                                         \
+    }                                                                                                        \
+  }
+
+#define QS_WGMMA_LAUNCH_KIND_PD(G128)                                                                        \
+  template <>                                                                                                \
+  void launch_kind_pd<G128>(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, \
+                            bool pdl) {                                                                      \
+    static_assert(kTileCount == 20, "add the new tile to the switch");                                       \
+    switch (tile) {                                                                                          \
+      case 14: detail::launch<14, G128>(x_map, x_map, p, ctas, stream, pdl); break;                          \
+      case 15: detail::launch<15, G128>(x_map, x_map, p, ctas, stream, pdl); break;                          \
+      case 16: detail::launch<16, G128>(x_map, x_map, p, ctas, stream, pdl); break;                          \
+      case 17: detail::launch<17, G128>(x_map, x_map, p, ctas, stream, pdl); break;                          \
+      case 18: detail::launch<18, G128>(x_map, x_map, p, ctas, stream, pdl); break;                          \
+      case 19: detail::launch<19, G128>(x_map, x_map, p, ctas, stream, pdl); break;                          \
       default: QS_CUDA_CHECK(cudaErrorInvalidValue);                                                         \
     }                                                                                                        \
   }

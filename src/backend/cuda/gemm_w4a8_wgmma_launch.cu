@@ -13,6 +13,8 @@ namespace qserve::cuda::w4a8::wgmma {
 template <bool kG128>
 void launch_kind(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, bool pdl);
 template <bool kG128>
+void launch_kind_pd(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, bool pdl);
+template <bool kG128>
 void launch_kind_s8(int tile, const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas,
                     cudaStream_t stream, bool pdl);
 
@@ -51,8 +53,16 @@ CUtensorMap make_x_map(const int8_t* x, int m, int k, int bm) {
 }  // namespace
 
 void launch_kernel(int tile, bool g128, const Params& p, int ctas, cudaStream_t stream, bool pdl) {
-  if (tile < 0 || tile >= kFirstS8Tile) QS_CUDA_CHECK(cudaErrorInvalidValue);
+  if (tile < 0 || tile >= kTileCount || (tile >= kFirstS8Tile && tile < kFirstPdTile))
+    QS_CUDA_CHECK(cudaErrorInvalidValue);
   const CUtensorMap map = make_x_map(p.x, p.m, p.k, kTiles[tile].bm);
+  if (tile >= kFirstPdTile) {
+    if (g128)
+      launch_kind_pd<true>(tile, map, p, ctas, stream, pdl);
+    else
+      launch_kind_pd<false>(tile, map, p, ctas, stream, pdl);
+    return;
+  }
   if (g128)
     launch_kind<true>(tile, map, p, ctas, stream, pdl);
   else
@@ -60,7 +70,7 @@ void launch_kernel(int tile, bool g128, const Params& p, int ctas, cudaStream_t 
 }
 
 void launch_kernel_s8(int tile, bool g128, const int8_t* w8, const Params& p, int ctas, cudaStream_t stream, bool pdl) {
-  if (tile < kFirstS8Tile || tile >= kTileCount) QS_CUDA_CHECK(cudaErrorInvalidValue);
+  if (tile < kFirstS8Tile || tile >= kFirstPdTile) QS_CUDA_CHECK(cudaErrorInvalidValue);
   const CUtensorMap x_map = make_x_map(p.x, p.m, p.k, kTiles[tile].bm);
   const CUtensorMap w_map = make_x_map(w8, p.n, p.k, kTiles[tile].bn());
   if (g128)

@@ -70,6 +70,12 @@ __device__ __forceinline__ void tma_prefetch_map(const CUtensorMap* map) {
   QS_SM90A_ASM("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
 
+// Orders this thread's generic-proxy shared-memory writes before later
+// async-proxy reads of them (wgmma operands written by threads, not TMA).
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  QS_SM90A_ASM("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
 // ---- wgmma ----
 
 // Orders register / shared-memory writes before the next wgmma of this warpgroup.

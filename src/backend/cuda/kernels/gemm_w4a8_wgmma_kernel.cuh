@@ -35,6 +35,12 @@
 // memory (A = the stage's rows 64 mi.., K-major, the same descriptor form as
 // B), so the consumers only wait, issue and release. Used for g128 / per-
 // channel W4 after a dequantization pass (gemm_w4a8_dequant.cu) and W8A8.
+//
+// kPD (the producer-dequantizing tiles, 1 or 2: two ring layouts): the
+// consumers of kS8, but the producer warpgroup reads the W4 weights (bulk
+// copies into a staging ring) and writes the INT8 A tiles itself, all 128
+// threads unpacking (kernels/gemm_w4a8_wgmma_pd.cuh): no pass, the weights
+// read once at 4 bits.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +50,8 @@
 
 #include "backend/cuda/gemm_w4a8_wgmma_launch.h"
 #include "backend/cuda/kernels/gemm_hopper_primitives.cuh"
+#include "backend/cuda/kernels/gemm_w4a8_unpack.cuh"
+#include "backend/cuda/kernels/gemm_w4a8_wgmma_pd.cuh"
 #include "backend/cuda/kernels/gemm_wgmma_s8.cuh"
 #include "backend/cuda/kernels/gemm_wgmma_s8_ss.cuh"
 #include "backend/cuda/kernels/pdl.cuh"
@@ -51,35 +59,6 @@
 #include "quant/w4a8_repack.h"
 
 namespace qserve::cuda::w4a8::wgmma {
-
-// Level-2 parameters of rows g and g + 8 for one group, in the form the
-// unpacking below uses: s2 and C (quant/w4a8_repack.h). The stored entry has
-// s2 | szero << 8 per row (rows g, g + 8 in the low, high half).
-struct Level2 {
-  uint32_t s2_lo, c_lo, s2_hi, c_hi;
-};
-__device__ __forceinline__ Level2 level2_params(uint32_t e) {
-  Level2 l;
-  l.s2_lo = e & 0xffu;
-  l.c_lo = quant::level2_offset_constant(e >> 8);
-  l.s2_hi = (e >> 16) & 0xffu;
-  l.c_hi = quant::level2_offset_constant(e >> 24);
-  return l;
-}
-
-// INT4 x 8 (one word of the compute order) -> two registers of 4 INT8 each
-// (rows g and g + 8). g128: three instructions per 4 weights, a 32-bit
-// multiply-add with no carry between bytes and an XOR
-// (quant::level2_dequant_offset4, exact under the protective range).
-template <bool kG128>
-__device__ __forceinline__ void unpack8(uint32_t word, const Level2& l, uint32_t& lo, uint32_t& hi) {
-  lo = word & 0x0f0f0f0fu;
-  hi = (word >> 4) & 0x0f0f0f0fu;
-  if constexpr (kG128) {
-    lo = quant::level2_dequant_offset4(lo, l.s2_lo, l.c_lo);
-    hi = quant::level2_dequant_offset4(hi, l.s2_hi, l.c_hi);
-  }
-}
 
 // Consumer, one stage: waits for the stage's data and turns this warp's
 // weights into wgmma A registers: a[j][0..7] the first k64 half of m64 tile
@@ -149,21 +128,34 @@ __device__ __forceinline__ void issue_stage_ss(int32_t (&acc)[MT][BM / 2], const
   ptx::wgmma_commit();
 }
 
-template <int BM, int MT, int STAGES, bool kG128, int ASETS, bool kS8 = false>
+template <int BM, int MT, int STAGES, bool kG128, int ASETS, bool kS8 = false, int kPD = 0>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_w4a8_wgmma_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap w_map,
                            const Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  constexpr int kXBytes = BM * 128, kWBytes = MT * (kS8 ? 16384 : 8192);
+  // kPD 1: the INT8 A tiles as kS8's, plus a ring of W4 staging [STAGES][MT][8 KB];
+  // kPD 2: the TMA ring holds X and the W4 staging, the INT8 A tiles have two slots of their own.
+  constexpr bool kSS = kS8 || kPD;  // both wgmma operands in shared memory
+  constexpr int kXBytes = BM * 128, kWBytes = MT * (kSS ? 16384 : 8192), kW4Bytes = kPD ? MT * 8192 : 0;
+  constexpr int kWSlots = kPD == 2 ? 2 : STAGES;  // buffers of ws
+  // kPD register split (x 128 producer + x 256 consumer threads <= 168 x 384):
+  // the producer unpacks, so it needs more than 40; the consumers of the
+  // 256-wide tiles hold 128 accumulators and need 224 (ptxas -v: no spills).
+  constexpr int kPdProducerRegs = BM * MT >= 256 ? 56 : 88, kPdConsumerRegs = BM * MT >= 256 ? 224 : 208;
   extern __shared__ uint8_t smem_raw[];
   // Align to 1024 B (the 128-B swizzle atom) by an offset from smem_raw, so
   // that the compiler still knows the pointers are shared (LDS, not LD).
   uint8_t* smem = smem_raw + ((1024u - (ptx::smem_addr(smem_raw) & 1023u)) & 1023u);
-  uint8_t* xs = smem;                           // [STAGES][BM][128]
-  uint8_t* ws = smem + STAGES * kXBytes;        // [STAGES][MT][8192]
-  uint64_t* full = reinterpret_cast<uint64_t*>(ws + STAGES * kWBytes);
+  // (kPD 2: the two A slots first, then X.)
+  uint8_t* ws = kPD == 2 ? smem : smem + STAGES * kXBytes;  // [kWSlots][MT][8192 or 16384]
+  uint8_t* xs = kPD == 2 ? smem + kWSlots * kWBytes : smem;  // [STAGES][BM][128]
+  uint8_t* w4s = kPD == 2 ? xs + STAGES * kXBytes : ws + STAGES * kWBytes;  // kPD: [STAGES][MT][8192]
+  uint64_t* full = reinterpret_cast<uint64_t*>(w4s + STAGES * kW4Bytes);
   uint64_t* empty = full + STAGES;
-  int* s_is_last = reinterpret_cast<int*>(empty + STAGES);
+  uint64_t* wfull = empty + STAGES;             // kPD 1: the W4 staging has landed
+  uint64_t* afull = wfull;                      // kPD 2: [2] the A slot is written
+  uint64_t* aempty = afull + 2;                 // kPD 2: [2] the consumers are done with the A slot
+  int* s_is_last = reinterpret_cast<int*>(wfull + (kPD == 1 ? STAGES : kPD == 2 ? 4 : 0));
   uint8_t* epi = reinterpret_cast<uint8_t*>(s_is_last) + 16;     // [2 warpgroups][epi_chunk][epi_row_bytes]
   float* fac = reinterpret_cast<float*>(epi + epi_staging_bytes(BM, MT));  // [2 warpgroups][s_x, a_sum][BM]
 
@@ -171,9 +163,15 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int kt_total = (k64_total + 1) >> 1;  // 128-wide stages (the last may be half)
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
-      ptx::mbar_init(&full[s], 1);
-      ptx::mbar_init(&empty[s], 8);  // one arrival per consumer warp
+      ptx::mbar_init(&full[s], kPD == 1 ? 1 + 128 : 1);  // kPD 1: + one arrival per producer thread
+      ptx::mbar_init(&empty[s], kPD == 2 ? 8 + 4 : 8);  // one arrival per consumer warp (kPD 2: and producer warp)
+      if constexpr (kPD == 1) ptx::mbar_init(&wfull[s], 1);
     }
+    if constexpr (kPD == 2)
+      for (int a = 0; a < 2; ++a) {
+        ptx::mbar_init(&afull[a], 128);  // one arrival per producer thread
+        ptx::mbar_init(&aempty[a], 8);   // one arrival per consumer warp
+      }
     ptx::fence_mbar_init();
   }
   __syncthreads();
@@ -183,7 +181,15 @@ __global__ void __launch_bounds__(kThreads, 1)
   ptx::pdl_trigger();
 
   const int wg = threadIdx.x >> 7;
-  if (wg == 0) {
+  if (wg == 0 && kPD) {
+    // ---------------- producer: W4 loads + dequantization (all 128 threads) ----------------
+    ptx::setmaxnreg_dec<kPdProducerRegs>();
+    if (threadIdx.x == 0) ptx::tma_prefetch_map(&x_map);
+    if constexpr (kPD == 2)
+      produce_dequantized_split<BM, MT, STAGES, kG128>(&x_map, p, xs, ws, w4s, full, empty, afull, aempty);
+    else
+      produce_dequantized<BM, MT, STAGES, kG128>(&x_map, p, xs, ws, w4s, full, empty, wfull);
+  } else if (wg == 0) {
     // ---------------- producer ----------------
     ptx::setmaxnreg_dec<40>();
     if (threadIdx.x == 0) {
@@ -246,7 +252,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   } else {
     // ---------------- consumers ----------------
-    ptx::setmaxnreg_inc<232>();
+    if constexpr (kPD)
+      ptx::setmaxnreg_inc<kPdConsumerRegs>();
+    else
+      ptx::setmaxnreg_inc<232>();
     ptx::pdl_wait();  // before reading s_x / a_sum and writing y, partials, counters
     const int cw = wg - 1;                  // consumer warpgroup 0 / 1
     const int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
@@ -317,7 +326,22 @@ __global__ void __launch_bounds__(kThreads, 1)
         __syncwarp();
         if (lane == 0) ptx::mbar_arrive(&empty[s_]);
       };
-      if constexpr (kS8) {
+      auto release_a = [&](int a_) {
+        __syncwarp();
+        if (lane == 0) ptx::mbar_arrive(&aempty[a_]);
+      };
+      if constexpr (kPD == 2) {
+        // As kS8, with the A tile in slot it % 2 (written by the producer).
+        for (; kt < ke; ++kt, ++it) {
+          const int s = stage_of(it);
+          ptx::mbar_wait(&full[s], (it / STAGES) & 1);
+          ptx::mbar_wait(&afull[it & 1], (it >> 1) & 1);
+          issue_stage_ss<BM, MT>(acc, ws + (it & 1) * kWBytes, cw, ptx::smem_desc_sw128(xs + s * kXBytes));
+          ptx::wgmma_wait<1>();
+          if (prev >= 0) release(prev), release_a((it - 1) & 1);  // the previous stage's A slot
+          prev = s;
+        }
+      } else if constexpr (kSS) {
         // INT8 weights: nothing to prepare in registers; one group in flight
         // behind the one just issued, the stage before it released.
         for (; kt < ke; ++kt, ++it) {
@@ -352,7 +376,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         load_stage<MT, kG128>(p, &full[stage_of(it)], (it / STAGES) & 1, ws + stage_of(it) * kWBytes, w_off, t16, kt,
                               g, a0);
       }
-      }  // kS8
+      }  // kSS
       ptx::wgmma_wait<0>();
 #pragma unroll
       for (int j = 0; j < MT; ++j) ptx::reg_fence(acc[j]);
@@ -365,6 +389,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
       release(prev);
+      if constexpr (kPD == 2) release_a((it - 1) & 1);
 
       // ---- epilogue: acc[j][4 i + 2 h + e] = channel o_base[j] + 8 h, token t_base + 8 i + e ----
       const int t_base = m_blk * BM + 2 * q;

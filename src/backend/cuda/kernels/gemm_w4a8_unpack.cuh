@@ -1,0 +1,41 @@
+// INT4 -> INT8 unpacking (+ g128 level-2 dequantization) of one 32-bit word
+// of the repacked compute order (quant/w4a8_repack.h), shared by the wgmma
+// consumers, the producer-dequantizing tiles and the dequantization pass.
+#pragma once
+
+#include <cstdint>
+
+#include "quant/w4a8_repack.h"
+
+namespace qserve::cuda::w4a8::wgmma {
+
+// Level-2 parameters of rows g and g + 8 for one group, in the form the
+// unpacking below uses: s2 and C (quant/w4a8_repack.h). The stored entry has
+// s2 | szero << 8 per row (rows g, g + 8 in the low, high half).
+struct Level2 {
+  uint32_t s2_lo, c_lo, s2_hi, c_hi;
+};
+__device__ __forceinline__ Level2 level2_params(uint32_t e) {
+  Level2 l;
+  l.s2_lo = e & 0xffu;
+  l.c_lo = quant::level2_offset_constant(e >> 8);
+  l.s2_hi = (e >> 16) & 0xffu;
+  l.c_hi = quant::level2_offset_constant(e >> 24);
+  return l;
+}
+
+// INT4 x 8 (one word of the compute order) -> two registers of 4 INT8 each
+// (rows g and g + 8). g128: three instructions per 4 weights, a 32-bit
+// multiply-add with no carry between bytes and an XOR
+// (quant::level2_dequant_offset4, exact under the protective range).
+template <bool kG128>
+__device__ __forceinline__ void unpack8(uint32_t word, const Level2& l, uint32_t& lo, uint32_t& hi) {
+  lo = word & 0x0f0f0f0fu;
+  hi = (word >> 4) & 0x0f0f0f0fu;
+  if constexpr (kG128) {
+    lo = quant::level2_dequant_offset4(lo, l.s2_lo, l.c_lo);
+    hi = quant::level2_dequant_offset4(hi, l.s2_hi, l.c_hi);
+  }
+}
+
+}  // namespace qserve::cuda::w4a8::wgmma
