@@ -237,8 +237,8 @@ TEST(DecodeAttentionCuda, BiasedValueCodes) {
     }
 }
 
-// Long contexts with the default (subnormal) value codes: the f32 sums over
-// thousands of keys of both plans, one split and several.
+// Long contexts with the default (subnormal) value codes: f32 sums over
+// thousands of keys, in one split (forced) and in the automatic plan.
 TEST(DecodeAttentionCuda, LongContexts) {
   QS_SKIP_WITHOUT_CUDA();
   uint32_t seed = 370;
