@@ -5,7 +5,7 @@
 // weights come from HBM, not from the 60 MB L2, unless --hot), warm-up
 // replays first, then the median over replays.
 //
-//   bench_gemm [--quick] [--sweep] [--hot] [--no-pd] [--no-pd2] [--g128-s8-only] [--graph-us US] [--json FILE] [--md FILE]
+//   bench_gemm [--quick] [--sweep] [--hot] [--no-pd] [--g128-s8-only] [--graph-us US] [--json FILE] [--md FILE]
 //              [--m 1,16,...] [--shapes NAME,...]
 //
 // --g128-s8-only: of the INT8-weight tiles time only g128 with the pass (not
@@ -29,8 +29,7 @@
 // weights, fused epilogue) against cuBLASLt INT8 + the separate epilogue
 // kernel, what the W8A8 layer ran before. And the producer-dequantizing
 // tiles (pd_*: the INT8-weight consumers fed from the W4 weights without the
-// pass), g128, each with the cost model's split-K: "g128 pd" columns (one
-// ring of stages) and "g128 pd2" (the INT8 tiles in two slots apart).
+// pass), g128, each with the cost model's split-K: "g128 pd" columns.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -147,9 +146,9 @@ struct Row {
   double g_s8_us[4] = {}, pc_s8_us[4] = {}, w8_s8_us[4] = {};
   int s8_splits[4] = {};
   double g_pass_us = 0, pc_pass_us = 0, w8a8_lt_us = 0;  // the pass alone; cuBLASLt INT8 + epilogue kernel
-  // Producer-dequantizing tiles (0: not run), g128: pd_* (tiles 20-22), pd2_* (23-25).
-  double g_pd_us[3] = {}, g_pd2_us[3] = {};
-  int pd_splits[3] = {}, pd2_splits[3] = {};
+  // Producer-dequantizing tiles (0: not run), g128: pd_* (tiles 20-22).
+  double g_pd_us[3] = {};
+  int pd_splits[3] = {};
   template <int N>
   static int best(const double (&t)[N]) {
     int b = 0;
@@ -162,7 +161,7 @@ struct Row {
 int run(int argc, char** argv) {
   std::vector<int64_t> ms = {1, 16, 32, 64, 128, 256, 512, 1024, 4096, 8192};
   std::string json_path, md_path, shape_filter;
-  bool sweep = false, hot = false, pd = true, pd2 = true, g128_s8_only = false;
+  bool sweep = false, hot = false, pd = true, g128_s8_only = false;
   double graph_us = 2000.0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -177,7 +176,6 @@ int run(int argc, char** argv) {
     else if (a == "--sweep") sweep = true;
     else if (a == "--hot") hot = true;
     else if (a == "--no-pd") pd = false;
-    else if (a == "--no-pd2") pd2 = false;
     else if (a == "--g128-s8-only") g128_s8_only = true;
     else if (a == "--graph-us") graph_us = std::stod(next());
     else if (a == "--quick") ms = {1, 16, 64, 256, 1024, 4096};
@@ -349,9 +347,6 @@ int run(int argc, char** argv) {
           cuda::W4A8Plan pl;
           r.g_pd_us[i] = time_w4(dg, cuda::kW4A8FirstPdTile + i, 0, &pl, 2);
           r.pd_splits[i] = pl.splits;
-          if (!pd2) continue;
-          r.g_pd2_us[i] = time_w4(dg, cuda::kW4A8FirstPdTile + 3 + i, 0, &pl, 2);
-          r.pd2_splits[i] = pl.splits;
         }
         r.g_pass_us = timer.time(copies, [&](int c) { cuda::dequantize_w4a8(dg[c], w8s.as<int8_t>(), stream); });
         if (!g128_s8_only) r.pc_pass_us = timer.time(copies, [&](int c) { cuda::dequantize_w4a8(dp[c], w8s.as<int8_t>(), stream); });
@@ -368,15 +363,12 @@ int run(int argc, char** argv) {
                     r.pc_s8_us[bp], r.int8_us / r.pc_s8_us[bp], cuda::w4a8_tile_name(cuda::kW4A8FirstS8Tile + bp),
                     r.s8_splits[bp], r.w8_s8_us[bw], r.int8_us / r.w8_s8_us[bw], r.w8a8_lt_us / r.w8_s8_us[bw],
                     r.w8a8_lt_us, cuda::w4a8_tile_name(cuda::kW4A8FirstS8Tile + bw), r.s8_splits[bw]);
-        const int bd = Row::best(r.g_pd_us), bd2 = Row::best(r.g_pd2_us);
+        const int bd = Row::best(r.g_pd_us);
         if (pd)
-          std::printf("%-9s %-7s m=%-5lld   pd: g128 %8.1f us x%.2f int8 [%s/%d] (tiles %.1f %.1f %.1f) x%.2f s8+pass | "
-                      "pd2 %8.1f us x%.2f int8 [%s/%d] (tiles %.1f %.1f %.1f) x%.2f s8+pass\n",
+          std::printf("%-9s %-7s m=%-5lld   pd: g128 %8.1f us x%.2f int8 [%s/%d] (tiles %.1f %.1f %.1f) x%.2f s8+pass\n",
                       sh.model, sh.layer, static_cast<long long>(m), r.g_pd_us[bd], r.int8_us / r.g_pd_us[bd],
                       cuda::w4a8_tile_name(cuda::kW4A8FirstPdTile + bd), r.pd_splits[bd], r.g_pd_us[0], r.g_pd_us[1],
-                      r.g_pd_us[2], r.g_s8_us[bg] / r.g_pd_us[bd], r.g_pd2_us[bd2], r.int8_us / r.g_pd2_us[bd2],
-                      cuda::w4a8_tile_name(cuda::kW4A8FirstPdTile + 3 + bd2), r.pd2_splits[bd2], r.g_pd2_us[0],
-                      r.g_pd2_us[1], r.g_pd2_us[2], r.g_s8_us[bg] / r.g_pd2_us[bd2]);
+                      r.g_pd_us[2], r.g_s8_us[bg] / r.g_pd_us[bd]);
       }
       const double xy = static_cast<double>(m) * k + static_cast<double>(m) * n * 2;
       r.pc_bytes = dp[0].weight_bytes() + xy;
@@ -438,10 +430,9 @@ int run(int argc, char** argv) {
         "TOPS | vs INT8 | vs FP16 | per-chn shipped us [plan] | vs INT8 | vs FP16 | g128 mma.sync us | g128 wgmma us | "
         "TOPS | vs INT8 | vs FP16 | g128 shipped us [plan] | vs INT8 | vs FP16 | per-chn shipped no PDL us | vs INT8 | "
         "g128 shipped no PDL us | vs INT8 | g128 s8+pass us [tile/split] | vs INT8 | pass us | per-chn s8+pass us | vs INT8 "
-        "| w8a8 s8 us | vs INT8 | cuBLASLt+epi us | g128 pd us [tile/split] | vs INT8 | pd tiles us | "
-        "g128 pd2 us [tile/split] | vs INT8 | pd2 tiles us |\n"
+        "| w8a8 s8 us | vs INT8 | cuBLASLt+epi us | g128 pd us [tile/split] | vs INT8 | pd tiles us |\n"
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-        "---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+        "---|---|---|---|---|---|---|---|---|---|---|\n";
   std::ostringstream js;
   js << "[\n";
   char buf[4096];
@@ -462,16 +453,14 @@ int run(int argc, char** argv) {
     md << std::string(buf, std::strlen(buf) - 1);  // without the newline: the s8 columns follow
     const int bg = Row::best(r.g_s8_us), bp = Row::best(r.pc_s8_us), bw = Row::best(r.w8_s8_us);
     auto ratio = [&](double t) { return t > 0 ? r.int8_us / t : 0.0; };
-    const int bd = Row::best(r.g_pd_us), bd2 = Row::best(r.g_pd2_us);
+    const int bd = Row::best(r.g_pd_us);
     std::snprintf(buf, sizeof buf,
                   " %.1f [%s/%d] | %.2fx | %.1f | %.1f | %.2fx | %.1f | %.2fx | %.1f | %.1f [%s/%d] | %.2fx | %.1f / %.1f / "
-                  "%.1f | %.1f [%s/%d] | %.2fx | %.1f / %.1f / %.1f |\n",
+                  "%.1f |\n",
                   r.g_s8_us[bg], cuda::w4a8_tile_name(cuda::kW4A8FirstS8Tile + bg), r.s8_splits[bg],
                   ratio(r.g_s8_us[bg]), r.g_pass_us, r.pc_s8_us[bp], ratio(r.pc_s8_us[bp]), r.w8_s8_us[bw],
                   ratio(r.w8_s8_us[bw]), r.w8a8_lt_us, r.g_pd_us[bd], cuda::w4a8_tile_name(cuda::kW4A8FirstPdTile + bd),
-                  r.pd_splits[bd], ratio(r.g_pd_us[bd]), r.g_pd_us[0], r.g_pd_us[1], r.g_pd_us[2], r.g_pd2_us[bd2],
-                  cuda::w4a8_tile_name(cuda::kW4A8FirstPdTile + 3 + bd2), r.pd2_splits[bd2], ratio(r.g_pd2_us[bd2]),
-                  r.g_pd2_us[0], r.g_pd2_us[1], r.g_pd2_us[2]);
+                  r.pd_splits[bd], ratio(r.g_pd_us[bd]), r.g_pd_us[0], r.g_pd_us[1], r.g_pd_us[2]);
     md << buf;
     std::snprintf(buf, sizeof buf,
                   "  {\"model\": \"%s\", \"layer\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"cublaslt_int8_us\": "
@@ -484,8 +473,7 @@ int run(int argc, char** argv) {
                   "\"s8_splits\": [%d, %d, %d, %d], \"s8_g128_us\": [%.2f, %.2f, %.2f, %.2f], "
                   "\"s8_per_channel_us\": [%.2f, %.2f, %.2f, %.2f], \"s8_w8a8_us\": [%.2f, %.2f, %.2f, %.2f], "
                   "\"pass_g128_us\": %.2f, \"pass_per_channel_us\": %.2f, \"cublaslt_w8a8_epilogue_us\": %.2f, "
-                  "\"pd_splits\": [%d, %d, %d], \"pd_g128_us\": [%.2f, %.2f, %.2f], "
-                  "\"pd2_splits\": [%d, %d, %d], \"pd2_g128_us\": [%.2f, %.2f, %.2f]}%s\n",
+                  "\"pd_splits\": [%d, %d, %d], \"pd_g128_us\": [%.2f, %.2f, %.2f]}%s\n",
                   r.model.c_str(), r.layer.c_str(), (long long)r.m, (long long)r.n, (long long)r.k, r.int8_us,
                   r.fp16_us, r.pc_us, r.g128_us, cuda::w4a8_tile_name(r.pc_tile), r.pc_splits,
                   cuda::w4a8_tile_name(r.g_tile), r.g_splits, r.pc_wg_us, r.g_wg_us, cuda::w4a8_tile_name(r.pcw_tile),
@@ -496,7 +484,6 @@ int run(int argc, char** argv) {
                   r.g_s8_us[2], r.g_s8_us[3], r.pc_s8_us[0], r.pc_s8_us[1], r.pc_s8_us[2], r.pc_s8_us[3],
                   r.w8_s8_us[0], r.w8_s8_us[1], r.w8_s8_us[2], r.w8_s8_us[3], r.g_pass_us, r.pc_pass_us, r.w8a8_lt_us,
                   r.pd_splits[0], r.pd_splits[1], r.pd_splits[2], r.g_pd_us[0], r.g_pd_us[1], r.g_pd_us[2],
-                  r.pd2_splits[0], r.pd2_splits[1], r.pd2_splits[2], r.g_pd2_us[0], r.g_pd2_us[1], r.g_pd2_us[2],
                   i + 1 < rows.size() ? "," : "");
     js << buf;
   }

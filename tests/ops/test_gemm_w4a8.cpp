@@ -115,9 +115,7 @@ std::vector<Case> all_cases() {
   for (bool g : {false, true}) {
     for (int64_t m : {255, 1024, 4097}) cases.push_back({g, m, 6144, 4096, cuda::kW4A8FirstPdTile, 0, true});
     for (int64_t m : {33, 1024}) cases.push_back({g, m, 4096, 14336, cuda::kW4A8FirstPdTile + 1, 0, true});
-    // The second ring layout (pd2_*) with several work units per CTA.
-    cases.push_back({g, 4097, 6144, 4096, cuda::kW4A8FirstPdTile + 3, 0, true});
-    cases.push_back({g, 1024, 6144, 4096, cuda::kW4A8FirstPdTile + 5, 0, true});
+    cases.push_back({g, 1024, 6144, 4096, cuda::kW4A8FirstPdTile + 2, 0, true});
     for (int tile = cuda::kW4A8FirstPdTile; tile < cuda::kW4A8TileCount; ++tile) {
       for (int64_t m : {7, 255, 1031}) cases.push_back({g, m, 1408, 2880, tile, 0, true});
       for (int64_t m : {2, 129}) cases.push_back({g, m, 203, 448, tile, 0, true});

@@ -49,8 +49,7 @@ const char* w4a8_tile_name(int tile) {
                                               "256x128",    "wg256x8",    "wg256x16",   "wg256x32",   "wg256x64",
                                               "wg256x128",  "wg128x256",  "wg128x128",  "wg256x8a2",  "wg256x16a2",
                                               "wg256x32a2", "s8_256x128", "s8_128x256", "s8_128x128",
-                                              "s8_256x64",  "pd_256x128", "pd_128x256", "pd_128x128", "pd2_256x128",
-                                              "pd2_128x256", "pd2_128x128"};
+                                              "s8_256x64",  "pd_256x128", "pd_128x256", "pd_128x128"};
   return tile >= 0 && tile < kW4A8TileCount ? names[tile] : "?";
 }
 

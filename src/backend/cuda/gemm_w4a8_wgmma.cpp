@@ -86,13 +86,10 @@ bool use_wgmma(int64_t m, int64_t n, int64_t k, bool g128) {
 namespace {
 constexpr int64_t kS8MinTokens = 1024;
 
-// Which large-m path g128 takes from kS8MinTokens (the pd tiles or the pass +
-// INT8-weight tiles).
-enum class LargeM { kW4, kS8, kPd };
-LargeM g128_large_m_path(int64_t m, int64_t n, int64_t k) {
-  (void)n, (void)k;
-  return m >= kS8MinTokens ? LargeM::kS8 : LargeM::kW4;
-}
+// Which tiles the planner takes: the W4 tiles (the measured table first) or
+// the pass + INT8-weight tiles (g128 from kS8MinTokens; W8A8). The
+// producer-dequantizing tiles (pd) are not planned: not timed yet.
+enum class LargeM { kW4, kS8 };
 
 W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile, int force_splits, bool g128,
                    LargeM path) {
@@ -115,16 +112,12 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
       if (best < 0 || c < best * 0.999) best = c, local = t, splits = sp;
     }
   };
-  constexpr int s8 = w4a8::wgmma::kFirstS8Tile, pd = w4a8::wgmma::kFirstPdTile;
+  constexpr int s8 = w4a8::wgmma::kFirstS8Tile;
   if (force_tile >= 0) {
     local = force_tile - kW4A8FirstWgmmaTile;
     QS_CHECK(local < w4a8::wgmma::kTileCount);
     if (force_splits > 0) splits = force_splits;
     else consider(local, 1.0);
-  } else if (path == LargeM::kPd) {
-    consider(pd, 1.0);         // 256 x 128
-    consider(pd + 1, 1.0);     // 128 x 256
-    consider(pd + 2, 0.85);    // 128 x 128
   } else if (any_s8 && m < kS8MinTokens) {
     // W8A8 at 256 <= m < 1024: the large tiles' split-K measured 1.2-2.3x
     // slower than 128 x 128, which the model does not see.
@@ -163,15 +156,11 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
 W4A8Plan plan_w4a8_wgmma(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile, int force_splits,
                          bool g128) {
   return plan_impl(dev, m, n, k, force_tile, force_splits, g128,
-                   force_tile < 0 && g128 ? g128_large_m_path(m, n, k) : LargeM::kW4);
+                   force_tile < 0 && g128 && m >= kS8MinTokens ? LargeM::kS8 : LargeM::kW4);
 }
 
 W4A8Plan plan_w4a8_wgmma_s8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_splits) {
   return plan_impl(dev, m, n, k, -1, force_splits, true, LargeM::kS8);
-}
-
-W4A8Plan plan_w4a8_wgmma_pd(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_splits, bool g128) {
-  return plan_impl(dev, m, n, k, -1, force_splits, g128, LargeM::kPd);
 }
 
 w4a8::wgmma::Params wgmma_params(const W4A8Args& args, const W4A8Plan& plan, void* workspace, int64_t n, int64_t k) {

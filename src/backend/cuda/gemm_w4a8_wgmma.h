@@ -15,8 +15,6 @@ bool use_wgmma(int64_t m, int64_t n, int64_t k, bool g128);
 // The cheapest INT8-weight tile for the problem (with the W4 weight scratch;
 // gemm_s8.h's plan_s8 drops it for INT8 weights).
 W4A8Plan plan_w4a8_wgmma_s8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_splits);
-// The cheapest producer-dequantizing (pd) tile for the problem by the cost model.
-W4A8Plan plan_w4a8_wgmma_pd(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_splits, bool g128);
 
 // Runs a plan of a wgmma tile (plan.tile >= kW4A8FirstWgmmaTile).
 void gemm_w4a8_wgmma(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A8Plan& plan, void* workspace,

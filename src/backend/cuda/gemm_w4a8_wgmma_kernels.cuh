@@ -74,14 +74,11 @@ void launch(const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p,
   template <>                                                                                                \
   void launch_kind_pd<G128>(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, \
                             bool pdl) {                                                                      \
-    static_assert(kTileCount == 20, "add the new tile to the switch");                                       \
+    static_assert(kTileCount == 17, "add the new tile to the switch");                                       \
     switch (tile) {                                                                                          \
       case 14: detail::launch<14, G128>(x_map, x_map, p, ctas, stream, pdl); break;                          \
       case 15: detail::launch<15, G128>(x_map, x_map, p, ctas, stream, pdl); break;                          \
       case 16: detail::launch<16, G128>(x_map, x_map, p, ctas, stream, pdl); break;                          \
-      case 17: detail::launch<17, G128>(x_map, x_map, p, ctas, stream, pdl); break;                          \
-      case 18: detail::launch<18, G128>(x_map, x_map, p, ctas, stream, pdl); break;                          \
-      case 19: detail::launch<19, G128>(x_map, x_map, p, ctas, stream, pdl); break;                          \
       default: QS_CUDA_CHECK(cudaErrorInvalidValue);                                                         \
     }                                                                                                        \
   }

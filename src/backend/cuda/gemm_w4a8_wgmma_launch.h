@@ -42,21 +42,20 @@ struct TileShape {
   int acc_sets = 1;  // accumulator sets the consumers alternate between per stage (1 or 2)
   bool s8 = false;   // INT8 weights [n, k] through TMA, both wgmma operands in shared memory
   // W4 weights dequantized by the producer into INT8 tiles (consumers as s8):
-  // 1: each stage holds X, the INT8 tile and the W4 staging; 2: the stages hold
-  // X and the W4 staging, the INT8 tiles have two slots of their own.
-  int pd = 0;
+  // the stages hold X and the W4 staging, the INT8 tiles two slots of their own.
+  bool pd = false;
   int bn() const { return 128 * mt; }
   // Bytes of one stage's weights: W4 repacked (8 KB per 128 channels x 128 k)
-  // or INT8 (16 KB per 128 channels x 128 k, 128-B swizzled rows); pd: both
-  // (the W4 staging and the INT8 tile); pd 2: the W4 staging (the INT8 slots apart).
-  constexpr int w_stage_bytes() const { return mt * (s8 ? 16384 : pd == 1 ? 16384 + 8192 : 8192); }
-  constexpr int a_slot_bytes() const { return pd == 2 ? 2 * mt * 16384 : 0; }
+  // or INT8 (16 KB per 128 channels x 128 k, 128-B swizzled rows); pd: the W4
+  // staging, and apart from the stages two INT8 tile slots.
+  constexpr int w_stage_bytes() const { return mt * (s8 ? 16384 : 8192); }
+  constexpr int a_slot_bytes() const { return pd ? 2 * mt * 16384 : 0; }
 };
 
 // Indices are the planner's tile ids minus kFirstTile (gemm_w4a8.h).
-inline constexpr int kTileCount = 20;
+inline constexpr int kTileCount = 17;
 inline constexpr int kFirstS8Tile = 10;  // tiles 10..13: INT8 weights (s8)
-inline constexpr int kFirstPdTile = 14;  // tiles 14..19: W4 dequantized by the producer (pd 1: 14..16, pd 2: 17..19)
+inline constexpr int kFirstPdTile = 14;  // tiles 14..16: W4 dequantized by the producer (pd)
 inline constexpr TileShape kTiles[kTileCount] = {
     {8, 2, 12},    // decode
     {16, 2, 11},
@@ -76,16 +75,11 @@ inline constexpr TileShape kTiles[kTileCount] = {
     {128, 1, 6, 1, true},  // 128 x 128
     {64, 2, 5, 1, true},   // 256 x 64
     // W4 weights dequantized by the producer warpgroup into INT8 tiles (the
-    // s8 consumers without the pass); a stage holds the X tile, the INT8
-    // tile and the W4 staging.
-    {128, 2, 3, 1, false, 1},  // 256 x 128
-    {256, 1, 3, 1, false, 1},  // 128 x 256
-    {128, 1, 5, 1, false, 1},  // 128 x 128
-    // The same with the INT8 tiles in two slots of their own: deeper load
-    // rings (the loads run further ahead of the dequantization).
-    {128, 2, 4, 1, false, 2},  // 256 x 128
-    {256, 1, 4, 1, false, 2},  // 128 x 256
-    {128, 1, 7, 1, false, 2},  // 128 x 128
+    // s8 consumers without the pass); a stage holds the X tile and the W4
+    // staging, the INT8 tiles have two slots apart.
+    {128, 2, 4, 1, false, true},  // 256 x 128
+    {256, 1, 4, 1, false, true},  // 128 x 256
+    {128, 1, 7, 1, false, true},  // 128 x 128
 };
 inline constexpr int kThreads = 384;  // warpgroup 0: TMA producer; 1, 2: consumers
 
@@ -102,7 +96,7 @@ inline constexpr int epi_bytes(const TileShape& s) { return epi_staging_bytes(s.
 // stages, mbarriers and the split-K flag, the epilogue buffers.
 inline constexpr int smem_bytes(const TileShape& s) {
   return s.stages * (s.bm * 128 + s.w_stage_bytes()) + s.a_slot_bytes() +
-         (s.pd == 1 ? 3 * s.stages : s.pd == 2 ? 2 * s.stages + 4 : 2 * s.stages) * 8 + 16 + epi_bytes(s) + 1024;
+         (2 * s.stages + (s.pd ? 4 : 0)) * 8 + 16 + epi_bytes(s) + 1024;
 }
 static_assert([] {
   for (const TileShape& s : kTiles)

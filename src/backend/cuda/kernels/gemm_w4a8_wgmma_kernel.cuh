@@ -36,11 +36,11 @@
 // B), so the consumers only wait, issue and release. Used for g128 / per-
 // channel W4 after a dequantization pass (gemm_w4a8_dequant.cu) and W8A8.
 //
-// kPD (the producer-dequantizing tiles, 1 or 2: two ring layouts): the
-// consumers of kS8, but the producer warpgroup reads the W4 weights (bulk
-// copies into a staging ring) and writes the INT8 A tiles itself, all 128
-// threads unpacking (kernels/gemm_w4a8_wgmma_pd.cuh): no pass, the weights
-// read once at 4 bits.
+// kPD (the producer-dequantizing tiles): the consumers of kS8, but the
+// producer warpgroup reads the W4 weights (bulk copies into the stages, next
+// to X) and writes the INT8 A tiles (two slots apart from the stages) itself,
+// all 128 threads unpacking (kernels/gemm_w4a8_wgmma_pd.cuh): no pass, the
+// weights read once at 4 bits.
 #pragma once
 
 #include <cstdint>
@@ -128,16 +128,16 @@ __device__ __forceinline__ void issue_stage_ss(int32_t (&acc)[MT][BM / 2], const
   ptx::wgmma_commit();
 }
 
-template <int BM, int MT, int STAGES, bool kG128, int ASETS, bool kS8 = false, int kPD = 0>
+template <int BM, int MT, int STAGES, bool kG128, int ASETS, bool kS8 = false, bool kPD = false>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_w4a8_wgmma_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap w_map,
                            const Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  // kPD 1: the INT8 A tiles as kS8's, plus a ring of W4 staging [STAGES][MT][8 KB];
-  // kPD 2: the TMA ring holds X and the W4 staging, the INT8 A tiles have two slots of their own.
+  // kPD: the stages hold X and the W4 staging [MT][8 KB], the INT8 A tiles
+  // (as kS8's) have two slots of their own.
   constexpr bool kSS = kS8 || kPD;  // both wgmma operands in shared memory
   constexpr int kXBytes = BM * 128, kWBytes = MT * (kSS ? 16384 : 8192), kW4Bytes = kPD ? MT * 8192 : 0;
-  constexpr int kWSlots = kPD == 2 ? 2 : STAGES;  // buffers of ws
+  constexpr int kWSlots = kPD ? 2 : STAGES;  // buffers of ws
   // kPD register split (x 128 producer + x 256 consumer threads <= 168 x 384):
   // the producer unpacks, so it needs more than 40; the consumers of the
   // 256-wide tiles hold 128 accumulators and need 224 (ptxas -v: no spills).
@@ -146,16 +146,15 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Align to 1024 B (the 128-B swizzle atom) by an offset from smem_raw, so
   // that the compiler still knows the pointers are shared (LDS, not LD).
   uint8_t* smem = smem_raw + ((1024u - (ptx::smem_addr(smem_raw) & 1023u)) & 1023u);
-  // (kPD 2: the two A slots first, then X.)
-  uint8_t* ws = kPD == 2 ? smem : smem + STAGES * kXBytes;  // [kWSlots][MT][8192 or 16384]
-  uint8_t* xs = kPD == 2 ? smem + kWSlots * kWBytes : smem;  // [STAGES][BM][128]
-  uint8_t* w4s = kPD == 2 ? xs + STAGES * kXBytes : ws + STAGES * kWBytes;  // kPD: [STAGES][MT][8192]
-  uint64_t* full = reinterpret_cast<uint64_t*>(w4s + STAGES * kW4Bytes);
+  // (kPD: the two A slots first, then X.)
+  uint8_t* ws = kPD ? smem : smem + STAGES * kXBytes;  // [kWSlots][MT][8192 or 16384]
+  uint8_t* xs = kPD ? smem + kWSlots * kWBytes : smem;  // [STAGES][BM][128]
+  uint8_t* w4s = xs + STAGES * kXBytes;         // kPD: [STAGES][MT][8192] (after X)
+  uint64_t* full = reinterpret_cast<uint64_t*>(kPD ? w4s + STAGES * kW4Bytes : ws + STAGES * kWBytes);
   uint64_t* empty = full + STAGES;
-  uint64_t* wfull = empty + STAGES;             // kPD 1: the W4 staging has landed
-  uint64_t* afull = wfull;                      // kPD 2: [2] the A slot is written
-  uint64_t* aempty = afull + 2;                 // kPD 2: [2] the consumers are done with the A slot
-  int* s_is_last = reinterpret_cast<int*>(wfull + (kPD == 1 ? STAGES : kPD == 2 ? 4 : 0));
+  uint64_t* afull = empty + STAGES;             // kPD: [2] the A slot is written
+  uint64_t* aempty = afull + 2;                 // kPD: [2] the consumers are done with the A slot
+  int* s_is_last = reinterpret_cast<int*>(afull + (kPD ? 4 : 0));
   uint8_t* epi = reinterpret_cast<uint8_t*>(s_is_last) + 16;     // [2 warpgroups][epi_chunk][epi_row_bytes]
   float* fac = reinterpret_cast<float*>(epi + epi_staging_bytes(BM, MT));  // [2 warpgroups][s_x, a_sum][BM]
 
@@ -163,11 +162,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int kt_total = (k64_total + 1) >> 1;  // 128-wide stages (the last may be half)
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
-      ptx::mbar_init(&full[s], kPD == 1 ? 1 + 128 : 1);  // kPD 1: + one arrival per producer thread
-      ptx::mbar_init(&empty[s], kPD == 2 ? 8 + 4 : 8);  // one arrival per consumer warp (kPD 2: and producer warp)
-      if constexpr (kPD == 1) ptx::mbar_init(&wfull[s], 1);
+      ptx::mbar_init(&full[s], 1);
+      ptx::mbar_init(&empty[s], kPD ? 8 + 4 : 8);  // one arrival per consumer warp (kPD: and producer warp)
     }
-    if constexpr (kPD == 2)
+    if constexpr (kPD)
       for (int a = 0; a < 2; ++a) {
         ptx::mbar_init(&afull[a], 128);  // one arrival per producer thread
         ptx::mbar_init(&aempty[a], 8);   // one arrival per consumer warp
@@ -185,10 +183,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     // ---------------- producer: W4 loads + dequantization (all 128 threads) ----------------
     ptx::setmaxnreg_dec<kPdProducerRegs>();
     if (threadIdx.x == 0) ptx::tma_prefetch_map(&x_map);
-    if constexpr (kPD == 2)
-      produce_dequantized_split<BM, MT, STAGES, kG128>(&x_map, p, xs, ws, w4s, full, empty, afull, aempty);
-    else
-      produce_dequantized<BM, MT, STAGES, kG128>(&x_map, p, xs, ws, w4s, full, empty, wfull);
+    produce_dequantized<BM, MT, STAGES, kG128>(&x_map, p, xs, ws, w4s, full, empty, afull, aempty);
   } else if (wg == 0) {
     // ---------------- producer ----------------
     ptx::setmaxnreg_dec<40>();
@@ -330,7 +325,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         __syncwarp();
         if (lane == 0) ptx::mbar_arrive(&aempty[a_]);
       };
-      if constexpr (kPD == 2) {
+      if constexpr (kPD) {
         // As kS8, with the A tile in slot it % 2 (written by the producer).
         for (; kt < ke; ++kt, ++it) {
           const int s = stage_of(it);
@@ -389,7 +384,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
       release(prev);
-      if constexpr (kPD == 2) release_a((it - 1) & 1);
+      if constexpr (kPD) release_a((it - 1) & 1);
 
       // ---- epilogue: acc[j][4 i + 2 h + e] = channel o_base[j] + 8 h, token t_base + 8 i + e ----
       const int t_base = m_blk * BM + 2 * q;

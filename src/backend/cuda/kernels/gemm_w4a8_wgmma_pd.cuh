@@ -5,26 +5,24 @@
 // loop (both wgmma operands in shared memory) without a separate
 // dequantization pass over the weights.
 //
-// kPD 1, per 128-wide k stage s (STAGES of them in a ring):
-//   thread 0 waits `empty[s]`, then issues the stage's W4 weights (one bulk
-//     copy per 128-channel block, 8 KB, into the staging ring `w4s`, on
-//     `wfull[s]`) and its activations (TMA box, on `full[s]`), STAGES - 1
-//     stages ahead of the dequantization;
-//   all 128 threads wait `wfull[s]`, unpack (+ level-2 dequantize) the W4
-//     words exactly as the W4 consumers do (unpack8) and store the INT8 rows
-//     into the stage's A tile [128 MT rows][128 B] in the 128-B swizzle that
-//     TMA would write (16-B chunk c of row r at c ^ (r & 7)); then each
-//     thread fences its writes to the async proxy and arrives on `full[s]`
-//     (count 1 + 128: thread 0's expect-tx arrival and the 128 writers).
-//   The staging slot of a stage is free when the stage is: the writers read
-//   it before they arrive on `full`, the consumers release the stage after.
-//   Issuing stage j + STAGES - 1 right after the dequantization of stage j
-//   waits for the consumers to release stage j - 1, which needs only stages
-//   that are already full: no cycle.
-// kPD 2: the ring's stages hold X and the W4 staging only (`full`: both
-//   bytes, `empty`: 8 consumer warps + 4 producer warps), the INT8 A tiles
-//   two slots apart (`afull` / `aempty`): for the same shared memory the
-//   loads run one or two stages further ahead.
+// Per 128-wide k stage (a ring of STAGES: X and the W4 staging; the INT8 A
+// tiles in two slots apart):
+//   thread 0 waits for the stage's `empty` (the 8 consumer warps are done
+//     with X, the 4 producer warps with the W4 staging), then issues one TMA
+//     box of X and one bulk copy per 128-channel block (8 KB of the repacked
+//     W4 layout) on the stage's `full`, STAGES - 1 stages ahead of the
+//     dequantization (the copies of stage j + STAGES - 1 right after the
+//     dequantization of stage j, whose wait needs only stages already full);
+//   all 128 threads wait for `full` and for the A slot's `aempty`, unpack
+//     (+ level-2 dequantize) the W4 words exactly as the W4 consumers do
+//     (unpack8) and store the INT8 rows into the A slot [128 MT rows][128 B]
+//     in the 128-B swizzle that TMA would write (16-B chunk c of row r at
+//     c ^ (r & 7)); each thread fences its writes to the async proxy and
+//     arrives on `afull`; each warp then releases the W4 staging on `empty`.
+// (A first layout with the A tile inside each stage, 3 stages deep, `full`
+// counting the 128 writers, aborted on the H200 in the cases where a CTA ran
+// more stages than the ring holds; cause not found, not kept:
+// bench/results/2026-11-30-gemm-h200-r5.md.)
 //
 // Lane L of producer warp w handles, per 128-channel block b, the 16 x 64
 // tiles tib = w and w + 4 of both k64 halves: 16 B each (rows g = L / 4 and
@@ -135,55 +133,15 @@ __device__ __forceinline__ void issue_w4(const Params& p, int j, const StageWalk
   }
 }
 
-// kPD 1: one ring; stage s holds X, the INT8 A tile and the W4 staging.
+// The producer: the TMA ring (X and the W4 staging, STAGES deep, `full`
+// expecting both, `empty` released by the 8 consumer warps and the 4
+// producer warps) and two INT8 A slots (`afull`: the 128 writers, `aempty`:
+// the 8 consumer warps). The loads run STAGES - 1 stages ahead of the
+// dequantization, which runs at most one stage ahead of the consumers.
 template <int BM, int MT, int STAGES, bool kG128>
 __device__ __forceinline__ void produce_dequantized(const CUtensorMap* x_map, const Params& p, uint8_t* xs,
                                                     uint8_t* ws, const uint8_t* w4s, uint64_t* full, uint64_t* empty,
-                                                    uint64_t* wfull) {
-  constexpr int kXBytes = BM * 128, kWBytes = MT * 16384;
-  const int kt_total = ((p.k >> 6) + 1) >> 1;
-  const int ptid = threadIdx.x;
-  auto issue_x = [&](int j, const StageWalk& c) {
-    const int s = j % STAGES;
-    ptx::mbar_arrive_expect_tx(&full[s], kXBytes);
-    ptx::tma_load_2d(xs + s * kXBytes, x_map, c.kt * 128, c.m_blk(p) * BM, &full[s]);
-  };
-  StageWalk ic{static_cast<int>(blockIdx.x)};
-  ic.set(p, kt_total);
-  StageWalk dc = ic;
-  if (ptid == 0) {
-    int issued = 0;
-    // The weights of the first stages before the dependency wait (no kernel
-    // writes them), their activations after it.
-    StageWalk c0 = ic;
-    for (; issued < STAGES - 1 && ic.valid(p); ++issued, ic.next(p, kt_total))
-      issue_w4<MT, STAGES>(p, issued, ic, w4s, empty, wfull, 0);
-    ptx::pdl_wait();
-    for (int j = 0; j < issued; ++j, c0.next(p, kt_total)) issue_x(j, c0);
-  }
-  for (int it = 0; dc.valid(p); ++it, dc.next(p, kt_total)) {
-    const int s = it % STAGES;
-    dequant_stage<MT, kG128>(p, dc, w4s + s * MT * 8192, ws + s * kWBytes,
-                             [&] { ptx::mbar_wait(&wfull[s], (it / STAGES) & 1); });
-    ptx::fence_proxy_async_shared();
-    ptx::mbar_arrive(&full[s]);
-    if (ptid == 0 && ic.valid(p)) {  // (ic valid: the prologue issued STAGES - 1 stages)
-      issue_w4<MT, STAGES>(p, it + STAGES - 1, ic, w4s, empty, wfull, 0);
-      issue_x(it + STAGES - 1, ic);
-      ic.next(p, kt_total);
-    }
-  }
-}
-
-// kPD 2: the TMA ring (X and the W4 staging, STAGES deep, `full` expecting
-// both, `empty` released by the 8 consumer warps and the 4 producer warps)
-// and two INT8 A slots (`afull`: the 128 writers, `aempty`: the 8 consumer
-// warps). The loads run STAGES - 1 stages ahead of the dequantization, which
-// runs at most one stage ahead of the consumers.
-template <int BM, int MT, int STAGES, bool kG128>
-__device__ __forceinline__ void produce_dequantized_split(const CUtensorMap* x_map, const Params& p, uint8_t* xs,
-                                                          uint8_t* ws, const uint8_t* w4s, uint64_t* full,
-                                                          uint64_t* empty, uint64_t* afull, uint64_t* aempty) {
+                                                    uint64_t* afull, uint64_t* aempty) {
   constexpr int kXBytes = BM * 128, kWBytes = MT * 16384;
   const int kt_total = ((p.k >> 6) + 1) >> 1;
   const int ptid = threadIdx.x, lane = ptid & 31;
