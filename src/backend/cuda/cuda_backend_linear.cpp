@@ -205,8 +205,9 @@ std::unique_ptr<Linear> make_f16_linear(const std::shared_ptr<CudaBackendState>&
 std::unique_ptr<Linear> make_quantized_linear(const std::shared_ptr<CudaBackendState>& state,
                                               quant::QuantizedLinear&& layer) {
   switch (layer.format) {
-    case WeightFormat::kF16:
-      return make_f16_linear(state, host_f16(std::move(layer.f16), {layer.n, layer.k}), Tensor());
+    case WeightFormat::kF16:  // already fp16 bits: uploaded as they are (no second host copy)
+      return std::make_unique<F16Linear>(state, device_copy(state, host_f16(std::move(layer.f16), {layer.n, layer.k})),
+                                         Tensor(), "fp16");
     case WeightFormat::kW4G128:
       return std::make_unique<W4A8Linear>(state, upload_w4a8(layer.g128));
     case WeightFormat::kW4PerChannel:
