@@ -125,32 +125,10 @@ template <KvDtype DT, int kWords, bool kSub>
 __device__ __forceinline__ void dequant_value_pair(const uint32_t (&wa)[kWords], const uint32_t (&wb)[kWords],
                                                    uint32_t* vb) {
   const half2 kBias = __half2half2(__ushort_as_half(0x6400));  // 1024
-  if constexpr (kSub && DT == KvDtype::kInt4) {
-#pragma unroll
-    for (int j = 0; j < kWords; ++j) {
-      const uint32_t lohi[2] = {__byte_perm(wa[j], wb[j], 0x5410), __byte_perm(wa[j], wb[j], 0x7632)};
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const uint32_t x = lohi[h], x8 = x >> 8;
-        uint32_t* o = vb + 8 * j + 4 * h;
-        o[0] = x & 0x000F000Fu;
-        o[1] = x & 0x00F000F0u;
-        o[2] = x8 & 0x000F000Fu;
-        o[3] = x8 & 0x00F000F0u;
-      }
-    }
-  } else if constexpr (kSub && DT == KvDtype::kInt8) {
-#pragma unroll
-    for (int j = 0; j < kWords; ++j) {
-      const uint32_t t0 = __byte_perm(wa[j], wb[j], 0x5140), t1 = __byte_perm(wa[j], wb[j], 0x7362);
-      vb[4 * j] = __byte_perm(t0, 0u, 0x4140);
-      vb[4 * j + 1] = __byte_perm(t0, 0u, 0x4342);
-      vb[4 * j + 2] = __byte_perm(t1, 0u, 0x4140);
-      vb[4 * j + 3] = __byte_perm(t1, 0u, 0x4342);
-    }
-  } else if constexpr (DT == KvDtype::kInt4) {
-    // even nibbles: (1024 + t) - 1024; odd nibbles: (1024 + 16 t) / 16 - 64 in
-    // one hfma2 (exact); one shift per 8 codes
+  if constexpr (DT == KvDtype::kInt4) {
+    // kSub: the nibbles masked out as they are; else even nibbles (1024 + t)
+    // - 1024, odd ones (1024 + 16 t) / 16 - 64 in one hfma2 (exact); one
+    // shift per 8 codes either way
     const half2 k16th = __half2half2(__ushort_as_half(0x2C00));  // 1/16
     const half2 kM64 = __half2half2(__ushort_as_half(0xD400));   // -64
 #pragma unroll
@@ -160,20 +138,30 @@ __device__ __forceinline__ void dequant_value_pair(const uint32_t (&wa)[kWords],
       for (int h = 0; h < 2; ++h) {
         const uint32_t x = lohi[h], x8 = x >> 8;
         uint32_t* o = vb + 8 * j + 4 * h;
-        o[0] = as_u32(__hsub2(as_half2(lop3_and_or(x, 0x000F000Fu, 0x64006400u)), kBias));
-        o[1] = as_u32(__hfma2(as_half2(lop3_and_or(x, 0x00F000F0u, 0x64006400u)), k16th, kM64));
-        o[2] = as_u32(__hsub2(as_half2(lop3_and_or(x8, 0x000F000Fu, 0x64006400u)), kBias));
-        o[3] = as_u32(__hfma2(as_half2(lop3_and_or(x8, 0x00F000F0u, 0x64006400u)), k16th, kM64));
+        if constexpr (kSub) {
+          o[0] = x & 0x000F000Fu;
+          o[1] = x & 0x00F000F0u;
+          o[2] = x8 & 0x000F000Fu;
+          o[3] = x8 & 0x00F000F0u;
+        } else {
+          o[0] = as_u32(__hsub2(as_half2(lop3_and_or(x, 0x000F000Fu, 0x64006400u)), kBias));
+          o[1] = as_u32(__hfma2(as_half2(lop3_and_or(x, 0x00F000F0u, 0x64006400u)), k16th, kM64));
+          o[2] = as_u32(__hsub2(as_half2(lop3_and_or(x8, 0x000F000Fu, 0x64006400u)), kBias));
+          o[3] = as_u32(__hfma2(as_half2(lop3_and_or(x8, 0x00F000F0u, 0x64006400u)), k16th, kM64));
+        }
       }
     }
   } else if constexpr (DT == KvDtype::kInt8) {
+    // each byte over a zero byte (kSub: t 2^-24) or over 0x64 (1024 + t, less 1024)
+    constexpr uint32_t kFill = kSub ? 0u : 0x64646464u;
 #pragma unroll
     for (int j = 0; j < kWords; ++j) {
-      const uint32_t t0 = __byte_perm(wa[j], wb[j], 0x5140), t1 = __byte_perm(wa[j], wb[j], 0x7362);
-      vb[4 * j] = as_u32(__hsub2(as_half2(__byte_perm(t0, 0x64646464u, 0x4140)), kBias));
-      vb[4 * j + 1] = as_u32(__hsub2(as_half2(__byte_perm(t0, 0x64646464u, 0x4342)), kBias));
-      vb[4 * j + 2] = as_u32(__hsub2(as_half2(__byte_perm(t1, 0x64646464u, 0x4140)), kBias));
-      vb[4 * j + 3] = as_u32(__hsub2(as_half2(__byte_perm(t1, 0x64646464u, 0x4342)), kBias));
+      const uint32_t t[2] = {__byte_perm(wa[j], wb[j], 0x5140), __byte_perm(wa[j], wb[j], 0x7362)};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const uint32_t v = __byte_perm(t[e / 2], kFill, e % 2 ? 0x4342 : 0x4140);
+        vb[4 * j + e] = kSub ? v : as_u32(__hsub2(as_half2(v), kBias));
+      }
     }
   } else {
 #pragma unroll
