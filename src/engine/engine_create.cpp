@@ -62,7 +62,8 @@ std::unique_ptr<LlamaModel> load_checkpoint_model(const EngineConfig& config, co
            asked->name(), path, asked->name());
     m.config.precision = config.precision == "fp32" ? "fp32" : "fp16";
   }
-  m.weight_bytes = estimate_weight_bytes(mc, have.weight_format(), have.group);
+  m.weight_format = have.weight_format();
+  m.weight_bytes = estimate_weight_bytes(mc, m.weight_format, have.group);
   check_fits_before_load(config, m.weight_bytes, fmt::format("{} {}", model_name(path), m.config.precision));
   LlamaModelOptions options;
   options.device = config.device;
@@ -97,7 +98,8 @@ LoadedModel load_engine_model(const EngineConfig& config) {
     dummy.precision = asked.value_or(PrecisionChoice{});
     dummy.seed = config.seed;
     m.config.precision = dummy.precision.name();
-    m.weight_bytes = estimate_weight_bytes(dummy_arch_config(config.arch), dummy.precision.weight_format(), dummy.precision.group);
+    m.weight_format = dummy.precision.weight_format();
+    m.weight_bytes = estimate_weight_bytes(dummy_arch_config(config.arch), m.weight_format, dummy.precision.group);
     check_fits_before_load(config, m.weight_bytes, fmt::format("{} {}", config.arch, m.config.precision));
     LlamaModelOptions options;
     options.device = config.device;
@@ -169,10 +171,9 @@ KvCachePlan plan_kv_cache(const LoadedModel& m, const EngineConfig& config) {
   in.utilization = config.gpu_memory_utilization;
   in.used_bytes = device ? mem.total_bytes - mem.free_bytes : m.weight_bytes;
   in.free_bytes = device ? mem.free_bytes : 0;
-  const std::optional<PrecisionChoice> precision = parse_precision_choice(m.config.precision);
-  const quant::WeightFormat weights = precision ? precision->weight_format() : quant::WeightFormat::kF16;
   in.reserve_bytes = estimate_workspace_bytes(mc, config.max_num_batched_tokens, config.max_num_seqs,
-                                              static_cast<int64_t>(dtype_size(backend.float_dtype())), device, weights);
+                                              static_cast<int64_t>(dtype_size(backend.float_dtype())), device,
+                                              m.weight_format);
   in.kv_bytes_per_page = plan.kv_bytes_per_page;
   in.what = fmt::format("{} {}", m.runner->name(), m.config.precision);
   const KvMemoryPlan p = plan_kv_memory(in);

@@ -13,6 +13,7 @@
 
 #include "engine/llama_runner.h"
 #include "engine/text_codec.h"
+#include "quant/precision.h"
 #include "qserve/engine.h"
 
 namespace qserve {
@@ -22,6 +23,7 @@ struct LoadedModel {
   std::shared_ptr<TextCodec> codec;  // null: token ids only (dummy weights, models without a tokenizer)
   EngineConfig config;               // as given, with `precision` resolved ("auto" -> the checkpoint's)
   int64_t weight_bytes = 0;          // device bytes of the weights (engine/kv_memory_plan.h estimate)
+  quant::WeightFormat weight_format = quant::WeightFormat::kF16;  // of the block linears
   double load_s = 0;
 };
 

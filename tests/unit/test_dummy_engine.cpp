@@ -137,6 +137,7 @@ TEST(DummyEngine, MemoryBudgetSizesTheKvCacheOnTheCpu) {
   c.max_num_seqs = 64;
   LoadedModel m = load_engine_model(c);
   const ModelConfig mc = dummy_arch_config("tiny");
+  EXPECT_EQ(m.weight_format, quant::WeightFormat::kW4G128);
   EXPECT_EQ(m.weight_bytes, estimate_weight_bytes(mc, quant::WeightFormat::kW4G128, 128));
   const int64_t page = m.runner->kv_bytes_per_page(c.page_size);
   const int64_t reserve =
