@@ -1,12 +1,12 @@
 // The W4 -> INT8 dequantization pass (gemm_w4a8_dequant.h). One warp per
 // repacked 16 x 64 tile: lane L's 16 B (rows g = L / 4 and g + 8, k 16 w +
 // 4 (L % 4) + b) are unpacked exactly as the wgmma consumers do
-// (kernels/gemm_w4a8_wgmma_kernel.cuh: unpack8), staged in shared memory as
+// (kernels/gemm_w4a8_unpack.cuh: unpack8), staged in shared memory as
 // the tile's 16 rows x 64 B, and stored as 16-B row pieces.
 #include "backend/cuda/gemm_w4a8_dequant.h"
 
 #include "backend/cuda/cuda_check.h"
-#include "backend/cuda/kernels/gemm_w4a8_wgmma_kernel.cuh"
+#include "backend/cuda/kernels/gemm_w4a8_unpack.cuh"
 
 namespace qserve::cuda {
 namespace {
