@@ -1,8 +1,12 @@
-// Instantiation helper shared by gemm_w4a8_wgmma_{g128,pc}.cu (one file per
-// kind so that the two compile in parallel): launches tile `tile` of one kind.
+// The launchers of the sm_90a W4A8 tiles by family (W4, INT8-weight s8,
+// producer-dequantizing pd) and kind (g128, per-channel): each family x kind
+// is instantiated in its own gemm_w4a8_wgmma_*.cu, so that they compile in
+// parallel; gemm_w4a8_wgmma_launch.cu calls them.
 #pragma once
 
 #include <cuda.h>
+
+#include <utility>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/gemm_w4a8_wgmma_launch.h"
@@ -11,16 +15,8 @@
 
 namespace qserve::cuda::w4a8::wgmma {
 
-template <bool kG128>
-void launch_kind(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, bool pdl);
-template <bool kG128>
-void launch_kind_pd(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, bool pdl);
-template <bool kG128>
-void launch_kind_s8(int tile, const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas,
-                    cudaStream_t stream, bool pdl);
-
 namespace detail {
-// w_map: the INT8 weights' tensor map (s8 tiles; the W4 tiles ignore it).
+// w_map: the INT8 weights' tensor map (s8 tiles; the W4 and pd tiles ignore it).
 template <int kTile, bool kG128>
 void launch(const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas, cudaStream_t stream,
             bool pdl) {
@@ -34,53 +30,48 @@ void launch(const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p,
   (void)configured;
   launch_maybe_pdl(kernel, dim3(ctas), dim3(kThreads), smem, stream, pdl, x_map, w_map, p);
 }
+
+// Launches tile `tile` of the family [kBegin, kBegin + sizeof...(I)): one
+// kernel instantiation per tile of the range; a tile outside it is
+// cudaErrorInvalidValue.
+template <bool kG128, int kBegin, int... I>
+void launch_in(int tile, const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas,
+               cudaStream_t stream, bool pdl, std::integer_sequence<int, I...>) {
+  const bool launched =
+      ((tile == kBegin + I && (launch<kBegin + I, kG128>(x_map, w_map, p, ctas, stream, pdl), true)) || ...);
+  if (!launched) QS_CUDA_CHECK(cudaErrorInvalidValue);
+}
+template <bool kG128, int kBegin, int kEnd>
+void launch_range(int tile, const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas,
+                  cudaStream_t stream, bool pdl) {
+  launch_in<kG128, kBegin>(tile, x_map, w_map, p, ctas, stream, pdl, std::make_integer_sequence<int, kEnd - kBegin>{});
+}
 }  // namespace detail
 
-#define QS_WGMMA_LAUNCH_KIND(G128)                                                                          \
-  template <>                                                                                               \
-  void launch_kind<G128>(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, \
-                         bool pdl) {                                                                      \
-    static_assert(kFirstS8Tile == 10, "add the new tile to the switch");                                      \
-    switch (tile) {                                                                                         \
-      case 0: detail::launch<0, G128>(x_map, x_map, p, ctas, stream, pdl); break;                                      \
-      case 1: detail::launch<1, G128>(x_map, x_map, p, ctas, stream, pdl); break;                                      \
-      case 2: detail::launch<2, G128>(x_map, x_map, p, ctas, stream, pdl); break;                                      \
-      case 3: detail::launch<3, G128>(x_map, x_map, p, ctas, stream, pdl); break;                                      \
-      case 4: detail::launch<4, G128>(x_map, x_map, p, ctas, stream, pdl); break;                                      \
-      case 5: detail::launch<5, G128>(x_map, x_map, p, ctas, stream, pdl); break;                                      \
-      case 6: detail::launch<6, G128>(x_map, x_map, p, ctas, stream, pdl); break;\
-      case 7: detail::launch<7, G128>(x_map, x_map, p, ctas, stream, pdl); break;\
-      case 8: detail::launch<8, G128>(x_map, x_map, p, ctas, stream, pdl); break;\
-      case 9: detail::launch<9, G128>(x_map, x_map, p, ctas, stream, pdl); break;                                      \
-      default: QS_CUDA_CHECK(cudaErrorInvalidValue);                                                        \
-    }                                                                                                       \
-  }
+// The three families of one kind; each is instantiated in its own file
+// (gemm_w4a8_wgmma_{g128,pc,s8_g128,s8_pc,pd_g128,pd_pc}.cu), so that they
+// compile in parallel, and nowhere else (the extern declarations below).
+template <bool kG128>
+void launch_kind(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, bool pdl) {
+  detail::launch_range<kG128, 0, kFirstS8Tile>(tile, x_map, x_map, p, ctas, stream, pdl);
+}
+template <bool kG128>
+void launch_kind_s8(int tile, const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas,
+                    cudaStream_t stream, bool pdl) {
+  detail::launch_range<kG128, kFirstS8Tile, kFirstPdTile>(tile, x_map, w_map, p, ctas, stream, pdl);
+}
+template <bool kG128>
+void launch_kind_pd(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, bool pdl) {
+  detail::launch_range<kG128, kFirstPdTile, kTileCount>(tile, x_map, x_map, p, ctas, stream, pdl);
+}
 
-#define QS_WGMMA_LAUNCH_KIND_S8(G128)                                                                        \
-  template <>                                                                                                \
-  void launch_kind_s8<G128>(int tile, const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p,   \
-                            int ctas, cudaStream_t stream, bool pdl) {                                       \
-    static_assert(kFirstPdTile == 14, "add the new tile to the switch");                                    \
-    switch (tile) {                                                                                          \
-      case 10: detail::launch<10, G128>(x_map, w_map, p, ctas, stream, pdl); break;                          \
-      case 11: detail::launch<11, G128>(x_map, w_map, p, ctas, stream, pdl); break;                          \
-      case 12: detail::launch<12, G128>(x_map, w_map, p, ctas, stream, pdl); break;                          \
-      case 13: detail::launch<13, G128>(x_map, w_map, p, ctas, stream, pdl); break;                          \
-      default: QS_CUDA_CHECK(cudaErrorInvalidValue);                                                         \
-    }                                                                                                        \
-  }
-
-#define QS_WGMMA_LAUNCH_KIND_PD(G128)                                                                        \
-  template <>                                                                                                \
-  void launch_kind_pd<G128>(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, \
-                            bool pdl) {                                                                      \
-    static_assert(kTileCount == 17, "add the new tile to the switch");                                       \
-    switch (tile) {                                                                                          \
-      case 14: detail::launch<14, G128>(x_map, x_map, p, ctas, stream, pdl); break;                          \
-      case 15: detail::launch<15, G128>(x_map, x_map, p, ctas, stream, pdl); break;                          \
-      case 16: detail::launch<16, G128>(x_map, x_map, p, ctas, stream, pdl); break;                          \
-      default: QS_CUDA_CHECK(cudaErrorInvalidValue);                                                         \
-    }                                                                                                        \
-  }
+extern template void launch_kind<true>(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
+extern template void launch_kind<false>(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
+extern template void launch_kind_s8<true>(int, const CUtensorMap&, const CUtensorMap&, const Params&, int,
+                                          cudaStream_t, bool);
+extern template void launch_kind_s8<false>(int, const CUtensorMap&, const CUtensorMap&, const Params&, int,
+                                           cudaStream_t, bool);
+extern template void launch_kind_pd<true>(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
+extern template void launch_kind_pd<false>(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
 
 }  // namespace qserve::cuda::w4a8::wgmma

@@ -2,5 +2,5 @@
 #include "backend/cuda/gemm_w4a8_wgmma_kernels.cuh"
 
 namespace qserve::cuda::w4a8::wgmma {
-QS_WGMMA_LAUNCH_KIND_S8(true)
+template void launch_kind_s8<true>(int, const CUtensorMap&, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
 }  // namespace qserve::cuda::w4a8::wgmma
