@@ -5,7 +5,8 @@
 // weights come from HBM, not from the 60 MB L2, unless --hot), warm-up
 // replays first, then the median over replays.
 //
-//   bench_gemm [--quick] [--sweep] [--sweep-tiles NAME,...] [--hot] [--no-pd] [--g128-s8-only] [--graph-us US]
+//   bench_gemm [--quick] [--sweep] [--sweep-tiles NAME,...] [--sweep-splits 1,2,...] [--hot] [--no-pd]
+//              [--g128-s8-only] [--graph-us US]
 //              [--json FILE] [--md FILE] [--m 1,16,...] [--shapes NAME,...]
 //
 // --g128-s8-only: of the INT8-weight tiles time only g128 with the pass (not
@@ -15,8 +16,9 @@
 // with splits 1, 2, 3, 4, 6, 8, 12, 16; mma.sync tiles 1, 2, 4, 8, 16, not
 // above m = 256 on sm_90; cluster tiles up to 8, the cluster size) and prints
 // one "sweep" line per row and kind; --sweep-tiles limits it to the tiles
-// named (w4a8_tile_name: "wg256x16a2c,wg256x32"); --graph-us sets the work
-// per graph replay (default 2000 us; shorter makes a sweep cheaper).
+// named (w4a8_tile_name: "wg256x16a2c,wg256x32"), --sweep-splits to the split
+// counts given; --graph-us sets the work per graph replay (default 2000 us;
+// shorter makes a sweep cheaper).
 //
 // Reports microseconds, TOPS (2mnk / t), effective GB/s (weights + activations
 // + output bytes / t) and the ratios t(cuBLASLt INT8) / t and t(FP16) / t, for
@@ -165,6 +167,7 @@ int run(int argc, char** argv) {
   std::string json_path, md_path, shape_filter;
   bool sweep = false, hot = false, pd = true, g128_s8_only = false;
   std::vector<int> sweep_tiles;  // empty: every tile
+  std::vector<int64_t> sweep_splits = {1, 2, 3, 4, 6, 8, 12, 16};
   double graph_us = 2000.0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -177,6 +180,7 @@ int run(int argc, char** argv) {
     else if (a == "--md") md_path = next();
     else if (a == "--shapes") shape_filter = next();
     else if (a == "--sweep") sweep = true;
+    else if (a == "--sweep-splits") sweep_splits = bench::parse_list(next());
     else if (a == "--sweep-tiles") {
       sweep = true;
       const std::string list = next();
@@ -419,7 +423,8 @@ int run(int argc, char** argv) {
           int bt = -1, bs = 0;
           std::string line;
           for (int tile = 0; tile < cuda::kW4A8TileCount; ++tile)
-            for (int splits : {1, 2, 3, 4, 6, 8, 12, 16}) {
+            for (const int64_t split_count : sweep_splits) {
+              const int splits = static_cast<int>(split_count);
               const bool wg = cuda::w4a8_tile_is_wgmma(tile);
               if (!cuda::w4a8_tile_supported(dev, tile) || (!wg && splits % 3 == 0)) continue;
               if (!sweep_tiles.empty() && std::find(sweep_tiles.begin(), sweep_tiles.end(), tile) == sweep_tiles.end())

@@ -172,8 +172,7 @@ KvCachePlan plan_kv_cache(const LoadedModel& m, const EngineConfig& config) {
   in.used_bytes = device ? mem.total_bytes - mem.free_bytes : m.weight_bytes;
   in.free_bytes = device ? mem.free_bytes : 0;
   in.reserve_bytes = estimate_workspace_bytes(mc, config.max_num_batched_tokens, config.max_num_seqs,
-                                              static_cast<int64_t>(dtype_size(backend.float_dtype())), device,
-                                              m.weight_format);
+                                              static_cast<int64_t>(dtype_size(backend.float_dtype())), device);
   in.kv_bytes_per_page = plan.kv_bytes_per_page;
   in.what = fmt::format("{} {}", m.runner->name(), m.config.precision);
   const KvMemoryPlan p = plan_kv_memory(in);

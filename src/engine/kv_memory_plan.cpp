@@ -41,7 +41,7 @@ int64_t workspace_rows(int64_t max_batched_tokens, int64_t max_num_seqs) {
 }
 
 int64_t estimate_workspace_bytes(const ModelConfig& c, int64_t max_batched_tokens, int64_t max_num_seqs,
-                                 int64_t float_bytes, bool device, quant::WeightFormat weights) {
+                                 int64_t float_bytes, bool device) {
   const int64_t H = c.hidden_size, I = c.intermediate_size;
   // Per token: x, attn_in, mlp_in, head_in, o_out, mlp_out, last_x [H]; q, attn, o_in [q_dim];
   // k, v [kv_dim]; gate, up, down_in [I] (LlamaModel's workspace).
@@ -50,11 +50,7 @@ int64_t estimate_workspace_bytes(const ModelConfig& c, int64_t max_batched_token
   // Logits of the sampled rows: at most one per sequence of a step; device rows + host f32 copy.
   const int64_t rows = std::max<int64_t>(1, std::min(max_num_seqs, std::max<int64_t>(1, max_batched_tokens)));
   const int64_t logits = 2 * rows * c.vocab_size * 4;
-  // On a device, the g128 W4 GEMM's INT8 weight copy at large m (the
-  // dequantization pass, docs/gemm-hopper.md): one buffer for the largest
-  // block linear. Per-channel W4, W8, W4A16 and fp16 weights never make one.
-  const int64_t weight_scratch = weights == quant::WeightFormat::kW4G128 ? I * H : 0;
-  return tokens * per_token + logits + (device ? kDeviceFixedReserve + weight_scratch : 0);
+  return tokens * per_token + logits + (device ? kDeviceFixedReserve : 0);
 }
 
 KvMemoryPlan plan_kv_memory(const KvMemoryInputs& in) {

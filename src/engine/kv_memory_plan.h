@@ -32,12 +32,11 @@ int64_t workspace_rows(int64_t max_batched_tokens, int64_t max_num_seqs);
 // Activation buffers of workspace_rows(...) rows (reserved once, exactly) and
 // the logits of min(max_num_seqs, max_batched_tokens) rows (device rows + host
 // f32 copy), with `float_bytes` per float; plus a fixed reserve for the
-// backend's own workspaces (GEMM workspace, graphs, sampling) on a device,
-// and there, for g128 weights (`weights` kW4G128), the INT8 copy of the
-// largest block linear's weights (the W4 GEMM's dequantization pass at large
-// m: intermediate x hidden bytes); the other weight formats never make it.
+// backend's own workspaces (GEMM workspace, graphs, sampling) on a device.
+// No weight format needs a dequantized copy of its weights: the W4A8 GEMMs
+// dequantize in registers at every m (docs/gemm-hopper.md).
 int64_t estimate_workspace_bytes(const ModelConfig& config, int64_t max_batched_tokens, int64_t max_num_seqs,
-                                 int64_t float_bytes, bool device, quant::WeightFormat weights);
+                                 int64_t float_bytes, bool device);
 
 struct KvMemoryInputs {
   int64_t card_bytes = 0;       // > 0: the (emulated) card size

@@ -21,6 +21,7 @@
 #include "backend/cuda/cuda_context.h"
 #include "backend/cuda/gemm_s8.h"
 #include "backend/cuda/gemm_w4a8_measured.h"
+#include "backend/cuda/gemm_w4a8_wgmma.h"
 #include "gemm_test_util.h"
 #endif
 
@@ -156,9 +157,10 @@ TEST(GemmS8Planner, WhereTheInt8PathRuns) {
     for (int64_t m : {1, 64, 512, 1023, 1024, 4097, 8192})
       for (bool g : {false, true}) {
         SCOPED_TRACE("n " + std::to_string(n) + " k " + std::to_string(k) + " m " + std::to_string(m));
-        // The measured table's g128 m = 512 rows of the 4096-row layers take the pass too.
+        // The W4A8 planner takes the INT8-weight tiles (after the pass) only
+        // where the measured table says so (no entry does since round 6).
         const auto table = cuda::measured_w4a8_plan(m, n, k, g, false);
-        const bool s8 = (g && m >= 1024) || (table && cuda::w4a8_tile_is_s8(table->tile));
+        const bool s8 = table && cuda::w4a8_tile_is_s8(table->tile);
         const cuda::W4A8Plan p = cuda::plan_w4a8(h200, m, n, k, -1, 0, g);
         EXPECT_EQ(cuda::w4a8_tile_is_s8(p.tile), s8) << cuda::w4a8_tile_name(p.tile);
         EXPECT_FALSE(cuda::w4a8_tile_is_pd(p.tile));
@@ -180,11 +182,16 @@ TEST(GemmS8Planner, WhereTheInt8PathRuns) {
         EXPECT_EQ(w8.workspace_bytes, w8.workspace_bytes_for(m, n));
       }
   EXPECT_FALSE(cuda::use_s8_w8a8(h200, 1024, 4096, 4000));  // k % 64 != 0: cuBLASLt
-  // Measured: Llama-3-8B qkv at m = 1024 on 128 x 128 (48.3 us against 57.4 on
-  // 256 x 128: 1.45 rounds of units), gate_up on 256 x 128; W8A8 below m =
-  // 1024 on 128 x 128.
-  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 1024, 6144, 4096, -1, 0, true).tile), "s8_128x128");
-  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 1024, 28672, 4096, -1, 0, true).tile), "s8_256x128");
+  // Measured: g128 at m = 1024 on the W4 tiles that dequantize in the
+  // consumers (round 6: 128 x 256 / 128 x 128, faster than the pass + s8 on
+  // every benchmark layer); the pass + INT8 tiles still on request
+  // (plan_w4a8_wgmma_s8: qkv at m = 1024 on 128 x 128, 1.45 rounds of 256 x
+  // 128 units); W8A8 below m = 1024 on 128 x 128.
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{6144, 4096}, {28672, 4096}, {4096, 14336}}) {
+    const std::string tile = cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 1024, n, k, -1, 0, true).tile);
+    EXPECT_TRUE(tile == "wg128x256" || tile == "wg128x128") << tile;
+  }
+  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8_wgmma_s8(h200, 1024, 6144, 4096, 0).tile), "s8_128x128");
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_s8(h200, 256, 8192, 28672).tile), "s8_128x128");
 }
 

@@ -21,8 +21,9 @@ struct Entry {
 // (rotated over copies > 2x L2), with the level-2 words of g128 copied with
 // each stage; the m = 512 rows from the round-F sweep (the same tiles; the
 // W4 tiles with the same kernels but the level-2 words copied per 16-channel
-// tile), except g128 on the 4096-row layers, which keeps the dequantization
-// pass + s8_128x128 measured faster there. What the sweep showed: the
+// tile), except g128 on the 4096-row layers: from the round-K sweep of the
+// large tiles against the pass + INT8-weight tiles (the W4 tile faster on
+// every row). What the sweep showed: the
 // cluster tiles win at m <= 128 wherever the layer has fewer than ~64
 // output tiles (o, qkv, the down layers: 48-128 CTAs, 2-6 splits), the
 // persistent W4 tiles on the wide layers (gate_up) and above; g128 no longer
@@ -34,7 +35,7 @@ constexpr Entry kTable[] = {
     {4096, 4096, 64, {28, 2}, {28, 2}, {28, 2}, {28, 2}},  // pc wg128x64c/2 7.8; g128 wg128x64c/2 8.7
     {4096, 4096, 128, {28, 2}, {28, 2}, {28, 2}, {28, 2}},  // pc wg128x64c/2 10.1; g128 wg128x64c/2 11.5
     {4096, 4096, 256, {8, 1}, {8, 1}, {12, 1}, {12, 1}},  // pc wg256x32/1 14.1; g128 wg128x128/1 15.9
-    {4096, 4096, 512, {12, 1}, {12, 1}, {18, 1}, {18, 1}},  // pc wg128x128/1 15.9; g128 s8_128x128/1 (pass + INT8 tile, 2026-11-30-gemm-s8-h200-final.md)
+    {4096, 4096, 512, {12, 1}, {12, 1}, {12, 1}, {12, 1}},  // pc wg128x128/1 15.9; g128 wg128x128/1 17.5 (round K; pass + s8 20.9)
     {6144, 4096, 1, {6, 4}, {6, 4}, {6, 4}, {6, 4}},  // pc wg256x8/4 6.8; g128 wg256x8/4 8.2
     {6144, 4096, 16, {24, 4}, {24, 4}, {24, 4}, {24, 4}},  // pc wg256x16a2c/4 7.6; g128 wg256x16a2c/4 9.0
     {6144, 4096, 32, {25, 4}, {25, 4}, {25, 4}, {25, 4}},  // pc wg256x32c/4 8.4; g128 wg256x32c/4 9.7
@@ -69,14 +70,14 @@ constexpr Entry kTable[] = {
     {4096, 11008, 64, {28, 3}, {28, 3}, {28, 3}, {28, 3}},  // pc wg128x64c/3 12.9; g128 wg128x64c/3 15.1
     {4096, 11008, 128, {28, 2}, {28, 2}, {28, 2}, {28, 2}},  // pc wg128x64c/2 16.9; g128 wg128x64c/2 20.5
     {4096, 11008, 256, {26, 2}, {26, 2}, {12, 2}, {12, 2}},  // pc wg256x64c/2 24.7; g128 wg128x128/2 30.9
-    {4096, 11008, 512, {12, 1}, {12, 1}, {18, 1}, {18, 1}},  // pc wg128x128/1 34.1; g128 s8_128x128/1 (pass + INT8 tile, 2026-11-30-gemm-s8-h200-final.md)
+    {4096, 11008, 512, {12, 1}, {12, 1}, {12, 1}, {12, 1}},  // pc wg128x128/1 34.1; g128 wg128x128/1 39.1 (round K; pass + s8 49.0)
     {4096, 14336, 1, {23, 6}, {23, 6}, {13, 6}, {13, 6}},  // pc wg256x8a2c/6 11.4; g128 wg256x8a2/6 13.9
     {4096, 14336, 16, {24, 6}, {24, 6}, {24, 6}, {24, 6}},  // pc wg256x16a2c/6 12.2; g128 wg256x16a2c/6 15.9
     {4096, 14336, 32, {25, 6}, {25, 6}, {25, 6}, {25, 6}},  // pc wg256x32c/6 13.0; g128 wg256x32c/6 16.8
     {4096, 14336, 64, {28, 3}, {28, 3}, {28, 3}, {28, 3}},  // pc wg128x64c/3 15.1; g128 wg128x64c/3 18.3
     {4096, 14336, 128, {28, 2}, {28, 2}, {27, 6}, {27, 6}},  // pc wg128x64c/2 20.6; g128 wg256x128c/6 24.5
     {4096, 14336, 256, {26, 2}, {26, 2}, {12, 2}, {12, 2}},  // pc wg256x64c/2 30.0; g128 wg128x128/2 36.2
-    {4096, 14336, 512, {12, 1}, {12, 1}, {18, 1}, {18, 1}},  // pc wg128x128/1 43.2; g128 s8_128x128/1 (pass + INT8 tile, 2026-11-30-gemm-s8-h200-final.md)
+    {4096, 14336, 512, {12, 1}, {12, 1}, {12, 1}, {12, 1}},  // pc wg128x128/1 43.2; g128 wg128x128/1 49.3 (round K; pass + s8 62.1)
     {8192, 28672, 1, {6, 4}, {6, 4}, {6, 4}, {6, 4}},  // pc wg256x8/4 30.3; g128 wg256x8/4 36.4
     {8192, 28672, 16, {24, 3}, {24, 3}, {14, 4}, {14, 4}},  // pc wg256x16a2c/3 32.4; g128 wg256x16a2/4 39.8
     {8192, 28672, 32, {25, 3}, {25, 3}, {15, 4}, {15, 4}},  // pc wg256x32c/3 34.0; g128 wg256x32a2/4 45.2

@@ -50,17 +50,15 @@ double unit_cost(const TileShape& s, int64_t m, int64_t n, int64_t kt_total, int
 // per CTA to move more weight bytes per stage); above, the cheapest of the
 // large tiles by the model above. Split-K when the units would leave SMs idle.
 //
-// g128 at m >= kS8MinTokens: the dequantization pass + the cheapest
-// INT8-weight tile by the same model (docs/gemm-hopper.md). Measured on the
-// H200 (bench/results/2026-11-30-gemm-s8-h200.md), at m >= 1024 on the 9
-// benchmark layers: 0.78-1.15x of cuBLASLt INT8 (median 0.93) against
-// 0.64-0.94x (0.81) for the in-loop dequantization, faster or equal on every
-// row; at m = 256 the pass (28-51% of the time) makes it slower everywhere.
-// The model's tile is the measured fastest of the three on 25 of 27 rows and
-// within 4.3% on the other two. Per-channel keeps the W4 tiles (through the
-// pass it measured 1-3% faster on three rows at m = 4096, up to 1.36x slower
-// on the others: the W4 kernel's per-channel unpacking is nearly free).
+// The dequantization pass + INT8-weight tiles (s8) run only where asked for
+// (plan_w4a8_wgmma_s8, forced tiles) and for W8A8 (gemm_s8.h). They were the
+// g128 plan at m >= 1024 until the level-2 words came with each stage
+// (round 6): since then the W4 tiles dequantizing in the consumers measure
+// 0.82-1.12x of cuBLASLt INT8 at m = 1024 on the 9 benchmark layers against
+// 0.61-0.89x for the pass + s8 plan in the same run, and are faster on 26 of
+// 27 rows at m = 512-4096 (bench/results/2026-11-30-gemm-h200-r6.md, round K).
 namespace {
+// INT8-weight tiles below this m: the 128 x 128 tile only (W8A8 at 256 <= m < 1024).
 constexpr int64_t kS8MinTokens = 1024;
 
 // The cluster tile for m tokens on a layer outside the measured table
@@ -74,8 +72,8 @@ int cluster_tile_for(int64_t m) {
 }
 
 // Which tiles the planner takes: the W4 tiles (the measured table first) or
-// the pass + INT8-weight tiles (g128 from kS8MinTokens; W8A8). The
-// producer-dequantizing tiles (pd) are not planned: not timed yet.
+// the INT8-weight tiles (plan_w4a8_wgmma_s8: W8A8, or W4 after the pass).
+// The producer-dequantizing tiles (pd) are not planned (0.36-0.50x).
 enum class LargeM { kW4, kS8 };
 
 W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile, int force_splits, bool g128,
@@ -127,9 +125,12 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
   } else if (m <= 64) {
     consider(m <= 8 ? 0 : m <= 16 ? 1 : m <= 32 ? 2 : 3, 1.0);
   } else {
-    consider(4, 1.0);   // 256 x 128
-    consider(5, 1.0);   // 128 x 256
-    consider(6, 0.85);  // 128 x 128: less work per stage
+    // g128 dequantizes every weight it reads: the tiles with more tokens per
+    // weight (128 x 256, 128 x 128) won every g128 row of the m >= 512 sweep
+    // (bench/results/2026-11-30-gemm-h200-r6.md, round K).
+    if (!g128) consider(4, 1.0);  // 256 x 128
+    consider(5, 1.0);             // 128 x 256
+    consider(6, 0.85);            // 128 x 128: less work per stage
   }
   if (force_splits > 0) splits = force_splits;
   const TileShape& s = kTiles[local];
@@ -159,8 +160,7 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
 
 W4A8Plan plan_w4a8_wgmma(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile, int force_splits,
                          bool g128) {
-  return plan_impl(dev, m, n, k, force_tile, force_splits, g128,
-                   force_tile < 0 && g128 && m >= kS8MinTokens ? LargeM::kS8 : LargeM::kW4);
+  return plan_impl(dev, m, n, k, force_tile, force_splits, g128, LargeM::kW4);
 }
 
 W4A8Plan plan_w4a8_wgmma_s8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_splits) {
