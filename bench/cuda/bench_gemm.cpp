@@ -5,16 +5,18 @@
 // weights come from HBM, not from the 60 MB L2, unless --hot), warm-up
 // replays first, then the median over replays.
 //
-//   bench_gemm [--quick] [--sweep] [--hot] [--no-pd] [--g128-s8-only] [--graph-us US] [--json FILE] [--md FILE]
-//              [--m 1,16,...] [--shapes NAME,...]
+//   bench_gemm [--quick] [--sweep] [--sweep-tiles NAME,...] [--hot] [--no-pd] [--g128-s8-only] [--graph-us US]
+//              [--json FILE] [--md FILE] [--m 1,16,...] [--shapes NAME,...]
 //
 // --g128-s8-only: of the INT8-weight tiles time only g128 with the pass (not
 // per-channel W4 or W8A8: their columns read 0).
 //
 // --sweep times every tile x split-K of both families per row (wgmma tiles
 // with splits 1, 2, 3, 4, 6, 8, 12, 16; mma.sync tiles 1, 2, 4, 8, 16, not
-// above m = 256 on sm_90) and prints one "sweep" line per row and kind; --graph-us sets the work per
-// graph replay (default 2000 us; shorter makes a sweep cheaper).
+// above m = 256 on sm_90; cluster tiles up to 8, the cluster size) and prints
+// one "sweep" line per row and kind; --sweep-tiles limits it to the tiles
+// named (w4a8_tile_name: "wg256x16a2c,wg256x32"); --graph-us sets the work
+// per graph replay (default 2000 us; shorter makes a sweep cheaper).
 //
 // Reports microseconds, TOPS (2mnk / t), effective GB/s (weights + activations
 // + output bytes / t) and the ratios t(cuBLASLt INT8) / t and t(FP16) / t, for
@@ -162,6 +164,7 @@ int run(int argc, char** argv) {
   std::vector<int64_t> ms = {1, 16, 32, 64, 128, 256, 512, 1024, 4096, 8192};
   std::string json_path, md_path, shape_filter;
   bool sweep = false, hot = false, pd = true, g128_s8_only = false;
+  std::vector<int> sweep_tiles;  // empty: every tile
   double graph_us = 2000.0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -174,6 +177,23 @@ int run(int argc, char** argv) {
     else if (a == "--md") md_path = next();
     else if (a == "--shapes") shape_filter = next();
     else if (a == "--sweep") sweep = true;
+    else if (a == "--sweep-tiles") {
+      sweep = true;
+      const std::string list = next();
+      for (size_t b = 0; b <= list.size();) {
+        const size_t e = std::min(list.find(',', b), list.size());
+        const std::string name = list.substr(b, e - b);
+        int id = -1;
+        for (int t = 0; t < cuda::kW4A8TileCount; ++t)
+          if (name == cuda::w4a8_tile_name(t)) id = t;
+        if (id < 0) {
+          std::fprintf(stderr, "unknown tile %s\n", name.c_str());
+          return 2;
+        }
+        sweep_tiles.push_back(id);
+        b = e + 1;
+      }
+    }
     else if (a == "--hot") hot = true;
     else if (a == "--no-pd") pd = false;
     else if (a == "--g128-s8-only") g128_s8_only = true;
@@ -402,6 +422,9 @@ int run(int argc, char** argv) {
             for (int splits : {1, 2, 3, 4, 6, 8, 12, 16}) {
               const bool wg = cuda::w4a8_tile_is_wgmma(tile);
               if (!cuda::w4a8_tile_supported(dev, tile) || (!wg && splits % 3 == 0)) continue;
+              if (!sweep_tiles.empty() && std::find(sweep_tiles.begin(), sweep_tiles.end(), tile) == sweep_tiles.end())
+                continue;
+              if (cuda::w4a8_tile_is_cluster(tile) && splits > cuda::kW4A8MaxClusterSplits) continue;
               if (!wg && m > 256 && wgmma) continue;  // 1.6-3.3x slower than the wgmma tiles there
               if (splits > std::max<int64_t>(1, k / 256)) continue;  // >= 256 of k per split
               const double t = time_w4(kind ? dg : dp, tile, splits, nullptr);

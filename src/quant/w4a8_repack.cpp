@@ -36,18 +36,18 @@ uint8_t repacked_w4_at(const std::vector<uint8_t>& packed, int64_t k, int64_t o,
 }
 
 std::vector<uint32_t> repack_level2_mma(const uint8_t* s2, const uint8_t* zero, int64_t n, int64_t groups) {
-  const int64_t n16 = padded_rows(n) / kMmaTileRows;
-  std::vector<uint32_t> out(n16 * groups * 8);
+  const int64_t tiles = (n + 127) / 128 * 8;  // 16-channel tiles, padded to whole 128-channel blocks
+  std::vector<uint32_t> out(tiles * groups * 8);
   auto entry = [&](int64_t o, int64_t g) -> uint32_t {
     if (o >= n) return 1u;  // s2 = 1, szero = 0
     const uint8_t s = s2[o * groups + g];
     return s | static_cast<uint32_t>(scaled_zero(s, zero[o * groups + g])) << 8;
   };
-  for (int64_t t = 0; t < n16; ++t)
+  for (int64_t t = 0; t < tiles; ++t)
     for (int64_t g = 0; g < groups; ++g)
       for (int r = 0; r < 8; ++r) {
         const int64_t o = t * kMmaTileRows + r;
-        out[(t * groups + g) * 8 + r] = entry(o, g) | entry(o + 8, g) << 16;
+        out[level2_word_offset(t, g, groups) + r] = entry(o, g) | entry(o + 8, g) << 16;
       }
   return out;
 }

@@ -15,9 +15,13 @@
 // forming the k-step 0..31 fragment and 4-7 the k-step 32..63 fragment.
 // Channels n..128 * ceil(n / 128) are padding (W4 = 0).
 //
-// g128 level-2 parameters, scale_mma [n16][groups][8] uint32: entry g holds
+// g128 level-2 parameters, scale_mma [ceil(n / 128)][groups][8 tiles][8]
+// uint32, block-major like the weights: the 8 x 8 words of one 128-channel
+// block and one group are 256 contiguous bytes (one copy per block per k
+// stage for the sm_90a kernels). Word g of 16-channel tile t holds
 //   s2(row g) | szero(row g) << 8 | s2(row g + 8) << 16 | szero(row g + 8) << 24
-// with szero = low byte of -z * s2 (padding rows: s2 = 1, szero = 0).
+// with szero = low byte of -z * s2 (padding rows and tiles: s2 = 1, szero = 0);
+// level2_word_offset(t, group, groups) is the index of its word 0.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +31,10 @@
 #include "quant/weight_format.h"
 
 namespace qserve::quant {
+
+QS_HOST_DEVICE int64_t level2_word_offset(int64_t t16, int64_t group, int64_t groups) {
+  return ((t16 >> 3) * groups + group) * 64 + (t16 & 7) * 8;
+}
 
 inline constexpr int kMmaTileK = 64;     // input channels per repacked tile
 inline constexpr int kMmaTileRows = 16;  // output channels per repacked tile
@@ -56,7 +64,7 @@ QS_HOST_DEVICE uint32_t level2_dequant_offset4(uint32_t w4x4, uint32_t s2, uint3
 std::vector<uint8_t> repack_w4_mma(const uint8_t* qweight, int64_t n, int64_t k);
 // The inverse (for tests): W4 value of (o, i) read back from the repacked layout.
 uint8_t repacked_w4_at(const std::vector<uint8_t>& packed, int64_t k, int64_t o, int64_t i);
-// s2 / zero [n, groups] -> [n16][groups][8] uint32 as above.
+// s2 / zero [n, groups] -> [ceil(n / 128)][groups][8][8] uint32 as above.
 std::vector<uint32_t> repack_level2_mma(const uint8_t* s2, const uint8_t* zero, int64_t n, int64_t groups);
 
 }  // namespace qserve::quant

@@ -121,6 +121,18 @@ std::vector<Case> all_cases() {
       for (int64_t m : {2, 129}) cases.push_back({g, m, 203, 448, tile, 0, true});
     }
   }
+  // The cluster tiles (split-K summed through distributed shared memory),
+  // forced: a real layer at decode and mid m with the largest cluster (8),
+  // the long-k layer with an uneven one (k = 14336: 112 stages, 23 per split
+  // -> 5 splits), and each tile on the odd shapes (k % 128 == 64, n not a
+  // multiple of the tile or of 4) with 2 and 7 splits; 1 and 3 above.
+  for (bool g : {false, true})
+    for (int tile = cuda::kW4A8FirstClusterTile; tile < cuda::kW4A8TileCount; ++tile) {
+      for (int64_t m : {1, 16, 33, 64, 130}) cases.push_back({g, m, 6144, 4096, tile, 8, true});
+      cases.push_back({g, 7, 4096, 14336, tile, 5, true});
+      for (int64_t m : {2, 129}) cases.push_back({g, m, 203, 448, tile, 2, true});
+      cases.push_back({g, 45, 1410, 2880, tile, 7, true});
+    }
   // n not a multiple of 8: the staged epilogue's partial 16-B pieces.
   for (bool g : {false, true})
     for (bool wg : {false, true})
@@ -252,13 +264,14 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
     int64_t m;
     int family;  // 0: top-level plan, 1: mma.sync with split-K 3, 2: wgmma with split-K 3,
                  // 3: the first INT8-weight tile with split-K 3 (after the dequantization pass),
-                 // 4: the first producer-dequantizing tile with split-K 3
+                 // 4: the first producer-dequantizing tile with split-K 3,
+                 // 5: the cluster tile 256 x 32 with 3 splits (a cluster of 3)
   };
   const bool hopper = cuda::w4a8_wgmma_supported(ctx.info());
   for (const PdlCase c : {PdlCase{false, 5, 0}, PdlCase{true, 5, 0}, PdlCase{false, 64, 0}, PdlCase{true, 300, 0},
                           PdlCase{false, 33, 1}, PdlCase{true, 17, 1}, PdlCase{false, 40, 2}, PdlCase{true, 129, 2},
                           PdlCase{false, 70, 3}, PdlCase{true, 300, 3}, PdlCase{false, 70, 4},
-                          PdlCase{true, 300, 4}}) {
+                          PdlCase{true, 300, 4}, PdlCase{false, 5, 5}, PdlCase{true, 40, 5}}) {
     if (c.family >= 2 && !hopper) continue;
     SCOPED_TRACE(std::string(c.g128 ? "g128" : "per-channel") + " m " + std::to_string(c.m) + " family " +
                  std::to_string(c.family));
@@ -267,6 +280,7 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
                                 : c.family == 2 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, -1, 3, c.g128)
                                 : c.family == 3 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstS8Tile, 3, c.g128)
                                 : c.family == 4 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstPdTile, 3, c.g128)
+                                : c.family == 5 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstClusterTile + 2, 3, c.g128)
                                                 : cuda::plan_w4a8(ctx.info(), dw, c.m);
     const test::QuantizedActivations a = random_activations(c.m, k, rng);
     std::vector<int32_t> acc_ref(c.m * n);
@@ -320,23 +334,36 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
       for (bool g : {false, true}) {
         SCOPED_TRACE("n " + std::to_string(n) + " k " + std::to_string(k) + " m " + std::to_string(m));
         EXPECT_FALSE(cuda::w4a8_tile_is_wgmma(cuda::plan_w4a8(a100, m, n, k, -1, 0, g).tile));
-        if (m > 256) {
-          EXPECT_TRUE(cuda::w4a8_tile_is_wgmma(cuda::plan_w4a8(h200, m, n, k, -1, 0, g).tile));
-        }
+        EXPECT_TRUE(cuda::w4a8_tile_is_wgmma(cuda::plan_w4a8(h200, m, n, k, -1, 0, g).tile));
         const cuda::W4A8Plan p = cuda::plan_w4a8_wgmma(h200, m, n, k, -1, 0, g);
         ASSERT_TRUE(cuda::w4a8_tile_is_wgmma(p.tile));
         const int64_t kt_total = (k + 127) / 128;
         EXPECT_GE(int64_t{p.splits} * p.kt_per_split, kt_total);
         EXPECT_LT(int64_t{p.splits - 1} * p.kt_per_split, kt_total);  // no empty split
         const int64_t units = int64_t{p.grid_n} * p.grid_m * p.splits;
-        EXPECT_GE(p.ctas, 1);
-        EXPECT_LE(p.ctas, std::min<int64_t>(units, h200.sm_count));
-        const size_t partials = p.splits > 1 ? static_cast<size_t>(p.splits) * m * n * 4 : 0;
-        EXPECT_GE(p.workspace_bytes, static_cast<size_t>(p.grid_n) * p.grid_m * 4 + partials);
+        if (cuda::w4a8_tile_is_cluster(p.tile)) {
+          // One CTA per unit, the splits of a tile one cluster; no workspace.
+          EXPECT_EQ(p.ctas, units);
+          EXPECT_LE(p.splits, cuda::kW4A8MaxClusterSplits);
+          EXPECT_EQ(p.workspace_bytes, 0u);
+        } else {
+          EXPECT_GE(p.ctas, 1);
+          EXPECT_LE(p.ctas, std::min<int64_t>(units, h200.sm_count));
+          const size_t partials = p.splits > 1 ? static_cast<size_t>(p.splits) * m * n * 4 : 0;
+          EXPECT_GE(p.workspace_bytes, static_cast<size_t>(p.grid_n) * p.grid_m * 4 + partials);
+        }
       }
-  // Decode: per-channel on wgmma, g128 on mma.sync (measured on the H200).
-  EXPECT_TRUE(cuda::w4a8_tile_is_wgmma(cuda::plan_w4a8(h200, 1, 28672, 4096, -1, 0, false).tile));
-  EXPECT_FALSE(cuda::w4a8_tile_is_wgmma(cuda::plan_w4a8(h200, 1, 28672, 4096, -1, 0, true).tile));
+  // Outside the measured table, few output tiles at small m take a cluster
+  // tile with splits for about 96 CTAs: Llama-2-70B o (8192 x 8192) at m = 1
+  // has 32 tiles of 256 channels -> 3 splits; the 576 x 576 layer's k allows 2.
+  const cuda::W4A8Plan o70 = cuda::plan_w4a8(h200, 1, 8192, 8192, -1, 0, true);
+  EXPECT_STREQ(cuda::w4a8_tile_name(o70.tile), "wg256x8a2c");
+  EXPECT_EQ(o70.splits, 3);
+  const cuda::W4A8Plan tiny = cuda::plan_w4a8(h200, 7, 576, 576, -1, 0, false);
+  EXPECT_STREQ(cuda::w4a8_tile_name(tiny.tile), "wg256x8a2c");
+  EXPECT_EQ(tiny.splits, 2);
+  // A wide layer keeps the persistent W4 tiles (Llama-2-70B gate_up, 224 tiles).
+  EXPECT_FALSE(cuda::w4a8_tile_is_cluster(cuda::plan_w4a8(h200, 1, 57344, 8192, -1, 0, false).tile));
 }
 
 // The measured table (sm_90, the benchmark's layers at m <= 512) drives both
@@ -365,17 +392,21 @@ TEST(GemmW4A8Planner, MeasuredPlans) {
         const cuda::W4A8Plan pw = cuda::plan_w4a8_wgmma(h200, m, n, k, -1, 0, g);
         EXPECT_EQ(pw.tile, wg->tile);
         EXPECT_EQ(pw.splits, wg->splits);
-        EXPECT_GE(pw.workspace_bytes, pw.workspace_bytes_for(m, n));
+        if (cuda::w4a8_tile_is_cluster(pw.tile))
+          EXPECT_EQ(pw.workspace_bytes, 0u);
+        else
+          EXPECT_GE(pw.workspace_bytes, pw.workspace_bytes_for(m, n));
         EXPECT_FALSE(cuda::w4a8_tile_is_wgmma(cuda::plan_w4a8(a100, m, n, k, -1, 0, g).tile));
       }
   // No entry: other shapes, m > 512.
   EXPECT_FALSE(cuda::measured_w4a8_plan(64, 576, 576, false, false));
   EXPECT_FALSE(cuda::measured_w4a8_plan(513, 6144, 4096, false, false));
-  // The sweep's finding: at m = 64 a 16-token tile, unsplit, beats the tile
-  // that holds m (Llama-3-8B qkv per-channel: 13.5 vs 26.8 us).
-  const cuda::W4A8Plan qkv = cuda::plan_w4a8(h200, 64, 6144, 4096, -1, 0, false);
-  EXPECT_STREQ(cuda::w4a8_tile_name(qkv.tile), "wg256x16");
-  EXPECT_EQ(qkv.splits, 1);
+  // The sweep's finding: on the narrow layers at small m, split-K within a
+  // cluster (Llama-3-8B o per-channel at m = 16: 6.6 us against 9.1 for the
+  // persistent tile with the global split-K fix-up).
+  const cuda::W4A8Plan o = cuda::plan_w4a8(h200, 16, 4096, 4096, -1, 0, false);
+  EXPECT_STREQ(cuda::w4a8_tile_name(o.tile), "wg256x16a2c");
+  EXPECT_EQ(o.splits, 3);
 }
 
 using GemmBaselines = GpuTest;

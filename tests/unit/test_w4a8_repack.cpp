@@ -55,10 +55,13 @@ TEST(W4A8Repack, Level2Entries) {
     z[i] = static_cast<uint8_t>(i % 15);
   }
   const auto l2 = quant::repack_level2_mma(s2.data(), z.data(), n, groups);
-  ASSERT_EQ(l2.size(), static_cast<size_t>(2 * groups * 8));
-  for (int64_t o = 0; o < 32; ++o)
+  ASSERT_EQ(l2.size(), static_cast<size_t>(8 * groups * 8));  // one 128-channel block
+  for (int64_t o = 0; o < 128; ++o)
     for (int64_t g = 0; g < groups; ++g) {
-      const uint32_t e = l2[((o / 16) * groups + g) * 8 + o % 8] >> (o % 16 >= 8 ? 16 : 0);
+      // block-major: block o / 128, group g, tile (o / 16) % 8, word o % 8
+      const size_t at = static_cast<size_t>(((o / 128) * groups + g) * 64 + ((o / 16) % 8) * 8 + o % 8);
+      ASSERT_EQ(at, static_cast<size_t>(quant::level2_word_offset(o / 16, g, groups) + o % 8));
+      const uint32_t e = l2[at] >> (o % 16 >= 8 ? 16 : 0);
       if (o < n) {
         EXPECT_EQ(e & 0xff, s2[o * groups + g]);
         EXPECT_EQ((e >> 8) & 0xff, quant::scaled_zero(s2[o * groups + g], z[o * groups + g]));

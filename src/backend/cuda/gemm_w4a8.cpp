@@ -49,7 +49,9 @@ const char* w4a8_tile_name(int tile) {
                                               "256x128",    "wg256x8",    "wg256x16",   "wg256x32",   "wg256x64",
                                               "wg256x128",  "wg128x256",  "wg128x128",  "wg256x8a2",  "wg256x16a2",
                                               "wg256x32a2", "s8_256x128", "s8_128x256", "s8_128x128",
-                                              "s8_256x64",  "pd_256x128", "pd_128x256", "pd_128x128"};
+                                              "s8_256x64",  "pd_256x128", "pd_128x256", "pd_128x128",
+                                              "wg256x8a2c", "wg256x16a2c", "wg256x32c", "wg256x64c",  "wg256x128c",
+                                              "wg128x64c"};
   return tile >= 0 && tile < kW4A8TileCount ? names[tile] : "?";
 }
 
@@ -172,8 +174,9 @@ W4A8Plan plan_w4a8_mma(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, i
 }
 
 // On sm_90: the measured plan for the benchmark's layer shapes at m <= 512
-// (gemm_w4a8_measured.cpp, either family), else the family by problem size
-// (fitted to the H200 tables in bench/results/2026-11-29-gemm-wgmma-h200.md).
+// (gemm_w4a8_measured.cpp), else the wgmma family's rules: with the cluster
+// tiles and the level-2 words copied with each stage, the mma.sync tiles no
+// longer win anywhere in the H200 sweep (bench/results/2026-11-30-gemm-h200-r6.md).
 // mma.sync elsewhere.
 W4A8Plan plan_w4a8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile, int force_splits,
                    bool g128) {
@@ -183,8 +186,7 @@ W4A8Plan plan_w4a8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
   if (force_tile >= 0)
     return w4a8_tile_is_wgmma(force_tile) ? plan_w4a8_wgmma(dev, m, n, k, force_tile, force_splits, g128)
                                           : plan_w4a8_mma(dev, m, n, k, force_tile, force_splits, g128);
-  if (w4a8_wgmma_supported(dev) && use_wgmma(m, n, k, g128))
-    return plan_w4a8_wgmma(dev, m, n, k, -1, force_splits, g128);
+  if (w4a8_wgmma_supported(dev)) return plan_w4a8_wgmma(dev, m, n, k, -1, force_splits, g128);
   return plan_w4a8_mma(dev, m, n, k, -1, force_splits, g128);
 }
 

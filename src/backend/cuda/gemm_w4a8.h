@@ -39,7 +39,7 @@ struct W4A8DeviceWeights {
   W4A8Kind kind = W4A8Kind::kG128;
   int64_t n = 0, k = 0, n16 = 0, groups = 0;
   DeviceBuffer qweight;   // [n/128][k/64][8][32][16] bytes
-  DeviceBuffer level2;    // g128: [n16][groups][8] uint32 (s2, scaled zero of rows g, g+8)
+  DeviceBuffer level2;    // g128: [ceil(n/128)][groups][8][8] uint32 (s2, scaled zero of rows g, g+8)
   DeviceBuffer ch_scale;  // [n16*16] f32: s1 (g128) or s (per-channel)
   DeviceBuffer ch_szero;  // [n16*16] f32: s * z (per-channel)
   size_t weight_bytes() const { return qweight.size() + level2.size() + ch_scale.size() + ch_szero.size(); }
@@ -50,7 +50,7 @@ W4A8DeviceWeights upload_w4a8(const quant::W4G128Weights& w);
 W4A8DeviceWeights upload_w4a8(const quant::W4PerChannelWeights& w);
 
 inline constexpr int kW4A8FirstWgmmaTile = 6;  // mma.sync tiles 0..5 (any sm_80+ device)
-inline constexpr int kW4A8TileCount = 23;       // wgmma tiles 6..22 (sm_90 only)
+inline constexpr int kW4A8TileCount = 29;       // wgmma tiles 6..28 (sm_90 only)
 // Tiles 16..19: INT8-weight wgmma tiles, run after a pass that dequantizes
 // the W4 weights into an INT8 copy in the workspace (docs/gemm-hopper.md).
 inline constexpr int kW4A8FirstS8Tile = 16;
@@ -59,8 +59,14 @@ inline constexpr int kW4A8FirstS8Tile = 16;
 // Not in the planner: correct on the one case measured so far, not timed yet
 // (docs/gemm-hopper.md).
 inline constexpr int kW4A8FirstPdTile = 20;
+// Tiles 23..28: the W4 wgmma kernel with split-K across the CTAs of a thread
+// block cluster (partial tiles summed through distributed shared memory; no
+// workspace), at most 8 splits (the cluster size); one CTA per work unit.
+inline constexpr int kW4A8FirstClusterTile = 23;
+inline constexpr int kW4A8MaxClusterSplits = 8;
 inline bool w4a8_tile_is_s8(int tile) { return tile >= kW4A8FirstS8Tile && tile < kW4A8FirstPdTile; }
-inline bool w4a8_tile_is_pd(int tile) { return tile >= kW4A8FirstPdTile && tile < kW4A8TileCount; }
+inline bool w4a8_tile_is_pd(int tile) { return tile >= kW4A8FirstPdTile && tile < kW4A8FirstClusterTile; }
+inline bool w4a8_tile_is_cluster(int tile) { return tile >= kW4A8FirstClusterTile && tile < kW4A8TileCount; }
 const char* w4a8_tile_name(int tile);
 inline bool w4a8_tile_is_wgmma(int tile) { return tile >= kW4A8FirstWgmmaTile; }
 // Whether `tile` runs on this device (the wgmma tiles need compute capability 9.0).
@@ -72,7 +78,7 @@ struct W4A8Plan {
   int splits = 1;            // split-K factor (1: none)
   int kt_per_split = 0;      // 64-wide k tiles per split
   int grid_n = 0, grid_m = 0;  // output tiles along channels and tokens
-  int ctas = 0;                // wgmma tiles: persistent CTAs (the mma.sync grid is grid_n x grid_m x splits)
+  int ctas = 0;                // wgmma tiles: persistent CTAs (the mma.sync grid and the cluster tiles' is grid_n x grid_m x splits)
   size_t workspace_bytes = 0;
   size_t scratch_bytes = 0;    // s8 tiles: the INT8 weight copy [n, k], after the split-K part
   bool pdl = false;            // programmatic dependent launch (launch_pdl.cuh; sm_90+)

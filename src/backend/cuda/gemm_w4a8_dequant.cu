@@ -7,6 +7,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/gemm_w4a8_unpack.cuh"
+#include "quant/w4a8_repack.h"
 
 namespace qserve::cuda {
 namespace {
@@ -31,7 +32,7 @@ __global__ void __launch_bounds__(kWarps * 32) w4_dequant_kernel(const uint4* __
   const uint4 v = __ldg(qw + tile * 32 + lane);
   w4a8::wgmma::Level2 l{};
   if constexpr (kG128) {
-    const uint32_t e = t16 < n16 ? __ldg(level2 + (static_cast<size_t>(t16) * groups + kt / 2) * 8 + g) : 0x00010001u;
+    const uint32_t e = t16 < n16 ? __ldg(level2 + quant::level2_word_offset(t16, kt / 2, groups) + g) : 0x00010001u;
     l = w4a8::wgmma::level2_params(e);
   }
   uint8_t* st = stage[warp];

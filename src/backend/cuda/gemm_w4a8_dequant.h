@@ -13,7 +13,7 @@
 
 namespace qserve::cuda {
 
-// qweight: [ceil(n/128)][k/64][8][32][16 B]; level2: [n16][groups][8] (g128
+// qweight: [ceil(n/128)][k/64][8][32][16 B]; level2: [ceil(n/128)][groups][8][8] (g128
 // only); out: [n, k] int8, 16-B aligned. k % 64 == 0.
 void launch_w4_dequant(const uint8_t* qweight, const uint32_t* level2, int64_t n, int64_t k, int64_t n16,
                        int64_t groups, bool g128, int8_t* out, cudaStream_t stream);

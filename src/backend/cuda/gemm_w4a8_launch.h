@@ -13,7 +13,7 @@ namespace qserve::cuda::w4a8 {
 struct KernelParams {
   const int8_t* x;          // [m, k] row-major
   const uint4* w;           // [n/128][k/64][8][32] x 16 B compute order
-  const uint32_t* level2;   // [n16][groups][8] (g128)
+  const uint32_t* level2;   // [ceil(n/128)][groups][8][8] (g128; quant/w4a8_repack.h)
   const __half* s_x;        // [m]
   const __half* a_sum;      // [m] (per-channel)
   const float* ch_scale;    // [n16*16]

@@ -18,7 +18,9 @@ using w4a8::wgmma::kTiles;
 using w4a8::wgmma::TileShape;
 static_assert(kW4A8FirstS8Tile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstS8Tile);
 static_assert(kW4A8FirstPdTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstPdTile);
+static_assert(kW4A8FirstClusterTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstClusterTile);
 static_assert(kW4A8TileCount - kW4A8FirstWgmmaTile == w4a8::wgmma::kTileCount);
+static_assert(kW4A8MaxClusterSplits == w4a8::wgmma::kMaxClusterSplits);
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -42,31 +44,6 @@ double unit_cost(const TileShape& s, int64_t m, int64_t n, int64_t kt_total, int
 
 }  // namespace
 
-// Fitted to the full H200 table and sweeps (bench/results/
-// 2026-11-29-gemm-wgmma-h200.md: 9 layer shapes x m = 1..8192, both families
-// timed side by side, every tile x split at m = 64 and 256):
-//  - m > 256: wgmma everywhere (1.6-3.3x the mma.sync kernels);
-//  - 64 < m <= 256: wgmma (1.1-3.3x) except on small layers (n k <= 2^24, and
-//    per-channel n k <= 2^25 at m <= 128), where the few output tiles leave
-//    the wgmma kernel split-K bound;
-//  - m <= 64 (memory-bound): per-channel wgmma up to m = 16 (1.1-1.7x) and at
-//    33..64 on layers of >= 16384 rows or inputs; g128 keeps mma.sync there
-//    (its dequantization costs the wgmma consumer more than the loads it
-//    hides) except on small square layers at m <= 16 and the large layers at
-//    33..64.
-bool use_wgmma(int64_t m, int64_t n, int64_t k, bool g128) {
-  const bool small_layer = n * k <= (int64_t{1} << 24);
-  const bool large_layer = n >= 16384 || k >= 16384;
-  if (m > 256) return true;
-  if (m > 64) {
-    if (small_layer && (m <= 128 || !g128)) return false;
-    return g128 || !(m <= 128 && n * k <= (int64_t{1} << 25));
-  }
-  if (m > 32) return large_layer;
-  if (m > 16) return false;
-  return g128 ? small_layer : true;
-}
-
 // The measured wgmma plan where the table has one (the benchmark's layer
 // shapes at m <= 512: gemm_w4a8_measured.cpp); else tile by m: the smallest
 // wgmma N that holds m up to 64 tokens (decode: memory-bound, 256 channels
@@ -86,6 +63,16 @@ bool use_wgmma(int64_t m, int64_t n, int64_t k, bool g128) {
 namespace {
 constexpr int64_t kS8MinTokens = 1024;
 
+// The cluster tile for m tokens on a layer outside the measured table
+// (local ids): 256 x 8 / 16 / 32 (two accumulator sets up to 16), 128 x 64
+// up to m = 128; -1 above. Taken while the layer has fewer than
+// kClusterMaxTiles output tiles, with splits for about kClusterCtas CTAs.
+constexpr int64_t kClusterMaxTiles = 64, kClusterCtas = 96;
+int cluster_tile_for(int64_t m) {
+  constexpr int c = w4a8::wgmma::kFirstClusterTile;
+  return m <= 8 ? c : m <= 16 ? c + 1 : m <= 32 ? c + 2 : m <= 128 ? c + 5 : -1;
+}
+
 // Which tiles the planner takes: the W4 tiles (the measured table first) or
 // the pass + INT8-weight tiles (g128 from kS8MinTokens; W8A8). The
 // producer-dequantizing tiles (pd) are not planned: not timed yet.
@@ -101,7 +88,10 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
   }
   const int sms = std::max(1, dev.sm_count);
   const int64_t kt_total = cdiv(k, 128);
-  const int max_splits = static_cast<int>(std::clamp<int64_t>(kt_total / 2, 1, 16));  // >= 2 stages per split
+  // >= 2 stages per split; a cluster tile's splits are the cluster's CTAs.
+  const int max_cluster_splits = static_cast<int>(std::clamp<int64_t>(kt_total / 2, 1, kW4A8MaxClusterSplits));
+  const bool cluster = force_tile >= 0 && w4a8_tile_is_cluster(force_tile);
+  const int max_splits = cluster ? max_cluster_splits : static_cast<int>(std::clamp<int64_t>(kt_total / 2, 1, 16));
   W4A8Plan plan;
   int local = 0, splits = 1;
   double best = -1;
@@ -126,6 +116,14 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
     consider(s8, 1.0);         // 256 x 128
     consider(s8 + 1, 1.0);     // 128 x 256
     consider(s8 + 2, 0.85);    // 128 x 128
+  } else if (const int ct = cluster_tile_for(m);
+             ct >= 0 && cdiv(n, kTiles[ct].bn()) * cdiv(m, kTiles[ct].bm) < kClusterMaxTiles) {
+    // Few output tiles at small and mid m: split-K within clusters, about
+    // kClusterCtas CTAs (the measured optimum on the benchmark's o, qkv and
+    // down layers: 48-128 CTAs, i.e. 2-6 splits).
+    local = ct;
+    const int64_t tiles = cdiv(n, kTiles[ct].bn()) * cdiv(m, kTiles[ct].bm);
+    splits = static_cast<int>(std::clamp<int64_t>(kClusterCtas / tiles, 1, max_cluster_splits));
   } else if (m <= 64) {
     consider(m <= 8 ? 0 : m <= 16 ? 1 : m <= 32 ? 2 : 3, 1.0);
   } else {
@@ -136,6 +134,7 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
   if (force_splits > 0) splits = force_splits;
   const TileShape& s = kTiles[local];
   splits = static_cast<int>(std::clamp<int64_t>(splits, 1, kt_total));
+  if (s.cluster) splits = std::min(splits, kW4A8MaxClusterSplits);
   plan.tile = kW4A8FirstWgmmaTile + local;
   plan.kt_per_split = static_cast<int>(cdiv(kt_total, splits));
   plan.splits = static_cast<int>(cdiv(kt_total, plan.kt_per_split));  // no empty split
@@ -144,6 +143,11 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
   const int64_t units = int64_t{plan.grid_n} * plan.grid_m * plan.splits;
   plan.ctas = static_cast<int>(std::min<int64_t>(units, sms));
   plan.workspace_bytes = plan.workspace_bytes_for(m, n);
+  if (s.cluster) {  // one CTA per unit; the split-K sums stay in the clusters
+    QS_CHECK(units < (int64_t{1} << 31));
+    plan.ctas = static_cast<int>(units);
+    plan.workspace_bytes = 0;
+  }
   if (s.s8) {
     plan.scratch_bytes = static_cast<size_t>(n) * k;
     plan.workspace_bytes = plan.scratch_offset(m, n) + plan.scratch_bytes;

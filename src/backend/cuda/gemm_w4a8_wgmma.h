@@ -9,9 +9,6 @@
 
 namespace qserve::cuda {
 
-// Whether the planner takes the wgmma family for this problem on sm_90.
-bool use_wgmma(int64_t m, int64_t n, int64_t k, bool g128);
-
 // The cheapest INT8-weight tile for the problem (with the W4 weight scratch;
 // gemm_s8.h's plan_s8 drops it for INT8 weights).
 W4A8Plan plan_w4a8_wgmma_s8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_splits);

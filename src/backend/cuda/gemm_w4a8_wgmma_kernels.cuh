@@ -1,5 +1,5 @@
 // The launchers of the sm_90a W4A8 tiles by family (W4, INT8-weight s8,
-// producer-dequantizing pd) and kind (g128, per-channel): each family x kind
+// producer-dequantizing pd, W4 with split-K in a cluster) and kind (g128, per-channel): each family x kind
 // is instantiated in its own gemm_w4a8_wgmma_*.cu, so that they compile in
 // parallel; gemm_w4a8_wgmma_launch.cu calls them.
 #pragma once
@@ -21,14 +21,20 @@ template <int kTile, bool kG128>
 void launch(const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas, cudaStream_t stream,
             bool pdl) {
   constexpr TileShape s = kTiles[kTile];
-  auto* kernel = &gemm_w4a8_wgmma_kernel<s.bm, s.mt, s.stages, kG128, s.acc_sets, s.s8, s.pd>;
+  auto* kernel = &gemm_w4a8_wgmma_kernel<s.bm, s.mt, s.stages, kG128, s.acc_sets, s.s8, s.pd, s.cluster>;
   constexpr int smem = smem_bytes(s);
   static const bool configured = [&] {
     QS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     return true;
   }();
   (void)configured;
-  launch_maybe_pdl(kernel, dim3(ctas), dim3(kThreads), smem, stream, pdl, x_map, w_map, p);
+  if constexpr (s.cluster) {
+    // One CTA per unit; the p.splits CTAs of one output tile form a cluster.
+    if (ctas != p.units || p.splits < 1 || p.splits > kMaxClusterSplits) QS_CUDA_CHECK(cudaErrorInvalidValue);
+    launch_clustered(kernel, dim3(ctas), dim3(kThreads), smem, stream, pdl, p.splits, x_map, w_map, p);
+  } else {
+    launch_maybe_pdl(kernel, dim3(ctas), dim3(kThreads), smem, stream, pdl, x_map, w_map, p);
+  }
 }
 
 // Launches tile `tile` of the family [kBegin, kBegin + sizeof...(I)): one
@@ -48,8 +54,8 @@ void launch_range(int tile, const CUtensorMap& x_map, const CUtensorMap& w_map, 
 }
 }  // namespace detail
 
-// The three families of one kind; each is instantiated in its own file
-// (gemm_w4a8_wgmma_{g128,pc,s8_g128,s8_pc,pd_g128,pd_pc}.cu), so that they
+// The four families of one kind; each is instantiated in its own file
+// (gemm_w4a8_wgmma_{g128,pc,s8_g128,s8_pc,pd_g128,pd_pc,cl_g128,cl_pc}.cu), so that they
 // compile in parallel, and nowhere else (the extern declarations below).
 template <bool kG128>
 void launch_kind(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, bool pdl) {
@@ -62,7 +68,11 @@ void launch_kind_s8(int tile, const CUtensorMap& x_map, const CUtensorMap& w_map
 }
 template <bool kG128>
 void launch_kind_pd(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, bool pdl) {
-  detail::launch_range<kG128, kFirstPdTile, kTileCount>(tile, x_map, x_map, p, ctas, stream, pdl);
+  detail::launch_range<kG128, kFirstPdTile, kFirstClusterTile>(tile, x_map, x_map, p, ctas, stream, pdl);
+}
+template <bool kG128>
+void launch_kind_cl(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, bool pdl) {
+  detail::launch_range<kG128, kFirstClusterTile, kTileCount>(tile, x_map, x_map, p, ctas, stream, pdl);
 }
 
 extern template void launch_kind<true>(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
@@ -73,5 +83,7 @@ extern template void launch_kind_s8<false>(int, const CUtensorMap&, const CUtens
                                            cudaStream_t, bool);
 extern template void launch_kind_pd<true>(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
 extern template void launch_kind_pd<false>(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
+extern template void launch_kind_cl<true>(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
+extern template void launch_kind_cl<false>(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
 
 }  // namespace qserve::cuda::w4a8::wgmma

@@ -15,6 +15,8 @@ void launch_kind(int tile, const CUtensorMap& x_map, const Params& p, int ctas, 
 template <bool kG128>
 void launch_kind_pd(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, bool pdl);
 template <bool kG128>
+void launch_kind_cl(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, bool pdl);
+template <bool kG128>
 void launch_kind_s8(int tile, const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas,
                     cudaStream_t stream, bool pdl);
 
@@ -56,6 +58,13 @@ void launch_kernel(int tile, bool g128, const Params& p, int ctas, cudaStream_t 
   if (tile < 0 || tile >= kTileCount || (tile >= kFirstS8Tile && tile < kFirstPdTile))
     QS_CUDA_CHECK(cudaErrorInvalidValue);
   const CUtensorMap map = make_x_map(p.x, p.m, p.k, kTiles[tile].bm);
+  if (tile >= kFirstClusterTile) {
+    if (g128)
+      launch_kind_cl<true>(tile, map, p, ctas, stream, pdl);
+    else
+      launch_kind_cl<false>(tile, map, p, ctas, stream, pdl);
+    return;
+  }
   if (tile >= kFirstPdTile) {
     if (g128)
       launch_kind_pd<true>(tile, map, p, ctas, stream, pdl);

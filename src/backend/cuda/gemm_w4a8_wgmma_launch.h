@@ -12,7 +12,7 @@ namespace qserve::cuda::w4a8::wgmma {
 
 struct Params {
   const uint8_t* w;        // repacked W4 [n/128][k/64][8][32][16 B] (quant/w4a8_repack.h)
-  const uint32_t* level2;  // [n16][groups][8] (g128)
+  const uint32_t* level2;  // [ceil(n/128)][groups][8][8] (g128; quant/w4a8_repack.h)
   const int8_t* x;         // [m, k] row-major (read through the tensor map; kept for checks)
   const __half* s_x;       // [m]
   const __half* a_sum;     // [m] (per-channel)
@@ -44,18 +44,30 @@ struct TileShape {
   // W4 weights dequantized by the producer into INT8 tiles (consumers as s8):
   // the stages hold X and the W4 staging, the INT8 tiles two slots of their own.
   bool pd = false;
+  // Split-K across the CTAs of a thread block cluster (W4 tiles): the grid is
+  // one CTA per work unit (not persistent), the `splits` CTAs of one output
+  // tile form a cluster and sum their partial tiles through distributed
+  // shared memory, each CTA reducing and storing a slice of the tile: no
+  // INT32 partials in global memory, no counters.
+  bool cluster = false;
   int bn() const { return 128 * mt; }
   // Bytes of one stage's weights: W4 repacked (8 KB per 128 channels x 128 k)
   // or INT8 (16 KB per 128 channels x 128 k, 128-B swizzled rows); pd: the W4
   // staging, and apart from the stages two INT8 tile slots.
   constexpr int w_stage_bytes() const { return mt * (s8 ? 16384 : 8192); }
+  // W4 tiles (register-A): the stage's g128 level-2 words (s2, scaled zero)
+  // of the CTA's 8 mt 16-channel tiles, [8 mt][8] uint32, copied with the
+  // weights (reserved for per-channel too, unused there).
+  constexpr int l2_stage_bytes() const { return s8 || pd ? 0 : mt * 256; }
   constexpr int a_slot_bytes() const { return pd ? 2 * mt * 16384 : 0; }
 };
 
 // Indices are the planner's tile ids minus kFirstTile (gemm_w4a8.h).
-inline constexpr int kTileCount = 17;
-inline constexpr int kFirstS8Tile = 10;  // tiles 10..13: INT8 weights (s8)
-inline constexpr int kFirstPdTile = 14;  // tiles 14..16: W4 dequantized by the producer (pd)
+inline constexpr int kTileCount = 23;
+inline constexpr int kFirstS8Tile = 10;       // tiles 10..13: INT8 weights (s8)
+inline constexpr int kFirstPdTile = 14;       // tiles 14..16: W4 dequantized by the producer (pd)
+inline constexpr int kFirstClusterTile = 17;  // tiles 17..22: W4, split-K within a cluster
+inline constexpr int kMaxClusterSplits = 8;   // the portable cluster size
 inline constexpr TileShape kTiles[kTileCount] = {
     {8, 2, 12},    // decode
     {16, 2, 11},
@@ -80,6 +92,17 @@ inline constexpr TileShape kTiles[kTileCount] = {
     {128, 2, 4, 1, false, true},  // 256 x 128
     {256, 1, 4, 1, false, true},  // 128 x 256
     {128, 1, 7, 1, false, true},  // 128 x 128
+    // W4 weights, split-K within a cluster (small and mid m: more CTAs per
+    // layer without the global fix-up's INT32 round trip).
+    // As many stages as shared memory holds (no staged-epilogue buffers
+    // here): the weights of a split's stages stream in before the
+    // dependency wait (PDL) while the previous kernel runs.
+    {8, 2, 12, 2, false, false, true},   // 256 x 8, two accumulator sets
+    {16, 2, 12, 2, false, false, true},  // 256 x 16, two accumulator sets
+    {32, 2, 10, 1, false, false, true},  // 256 x 32
+    {64, 2, 8, 1, false, false, true},   // 256 x 64
+    {128, 2, 6, 1, false, false, true},  // 256 x 128
+    {64, 1, 12, 1, false, false, true},  // 128 x 64
 };
 inline constexpr int kThreads = 384;  // warpgroup 0: TMA producer; 1, 2: consumers
 
@@ -93,10 +116,11 @@ inline constexpr int epi_staging_bytes(int bm, int mt) { return 2 * epi_chunk(bm
 inline constexpr int epi_bytes(const TileShape& s) { return epi_staging_bytes(s.bm, s.mt) + 2 * 2 * s.bm * 4; }
 
 // Shared memory of one CTA (+1 KB for the 1024-B alignment of the swizzled tiles):
-// stages, mbarriers and the split-K flag, the epilogue buffers.
+// stages (X, weights, level-2 words), mbarriers and the split-K flag, the
+// epilogue buffers (not for the cluster tiles: their epilogue runs in the stages).
 inline constexpr int smem_bytes(const TileShape& s) {
-  return s.stages * (s.bm * 128 + s.w_stage_bytes()) + s.a_slot_bytes() +
-         (2 * s.stages + (s.pd ? 4 : 0)) * 8 + 16 + epi_bytes(s) + 1024;
+  return s.stages * (s.bm * 128 + s.w_stage_bytes() + s.l2_stage_bytes()) + s.a_slot_bytes() +
+         (2 * s.stages + (s.pd ? 4 : 0)) * 8 + 16 + (s.cluster ? 0 : epi_bytes(s)) + 1024;
 }
 static_assert([] {
   for (const TileShape& s : kTiles)
@@ -104,10 +128,28 @@ static_assert([] {
   return true;
 }());
 
-// Launches tile `tile` (index into kTiles: a W4 or a pd tile) on `ctas` persistent CTAs; builds
+// Cluster tiles: after the main loop the stages hold this CTA's partial tile
+// [bm tokens][cluster_row_ints(mt)] int32 (rows padded by 16 B: the
+// accumulator stores of one warp hit distinct banks), then the epilogue's
+// factors: channel scales and scaled zeros [2][128 mt] f32, per-token s_x and
+// a_sum [2][bm] f32.
+inline constexpr int cluster_row_ints(int mt) { return 128 * mt + 4; }
+inline constexpr int cluster_partial_bytes(const TileShape& s) { return s.bm * cluster_row_ints(s.mt) * 4; }
+inline constexpr int cluster_reduce_bytes(const TileShape& s) {
+  return cluster_partial_bytes(s) + (2 * 128 * s.mt + 2 * s.bm) * 4;
+}
+static_assert([] {
+  for (const TileShape& s : kTiles)
+    if (s.cluster && cluster_reduce_bytes(s) > s.stages * (s.bm * 128 + s.w_stage_bytes())) return false;
+  return true;
+}());
+
+// Launches tile `tile` (index into kTiles: a W4, pd or cluster tile) on `ctas` persistent CTAs; builds
 // the activations' tensor map. Only for sm_90 devices. `pdl`: programmatic
 // dependent launch (the weights of the first stages stream in while the
 // previous kernel finishes; launch_pdl.cuh).
+// Cluster tiles: `ctas` must be p.units, and p.splits (the cluster size) at
+// most kMaxClusterSplits.
 void launch_kernel(int tile, bool g128, const Params& p, int ctas, cudaStream_t stream, bool pdl);
 // The INT8-weight tiles: `w8` INT8 [n, k] row-major (16-B aligned, k % 64 == 0),
 // g128 = the epilogue without the zero-point term (also W8A8's).

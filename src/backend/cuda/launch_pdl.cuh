@@ -1,9 +1,11 @@
-// Kernel launches with programmatic dependent launch (PDL), two ways:
+// Kernel launches with programmatic dependent launch (PDL), three ways:
 //   launch_kernel(k, ...): with the attribute when the process-wide switch of
 //     launch_pdl.h is on (the attention and fused kernels, which execute
 //     pdl_wait_and_trigger() first);
 //   launch_maybe_pdl(k, ..., pdl, ...): the caller decides (the GEMMs, whose
-//     planner asks pdl_enabled(), cuda_context.h: that switch and the device).
+//     planner asks pdl_enabled(), cuda_context.h: that switch and the device);
+//   launch_clustered(k, ..., pdl, cluster_x, ...): the same, with the blocks
+//     in thread block clusters (the W4A8 cluster tiles' split-K).
 //
 // With `pdl`, the kernel may begin while the previous kernel of the stream
 // finishes; it must then call ptx::pdl_wait() (kernels/pdl.cuh) before it
@@ -53,6 +55,29 @@ void launch_maybe_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t sm
   }
   kernel<<<grid, block, smem, stream>>>(std::forward<Args>(args)...);
   QS_CUDA_CHECK_LAUNCH();
+}
+
+// A launch whose blocks form clusters of `cluster_x` consecutive blocks
+// (grid.x a multiple of it), with the PDL attribute when `pdl`. Throws on a
+// launch error.
+template <typename... KArgs, typename... Args>
+void launch_clustered(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, bool pdl,
+                      int cluster_x, Args&&... args) {
+  cudaLaunchAttribute attr[2];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = static_cast<unsigned>(cluster_x);
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[1].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl ? 2 : 1;
+  QS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
 }
 
 // Waits until the previous grid of the stream has completed and its writes

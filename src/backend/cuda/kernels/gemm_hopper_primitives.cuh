@@ -1,7 +1,8 @@
 // Inline-PTX building blocks of the sm_90a GEMM: mbarriers, TMA (bulk and
 // tensor copies completing on an mbarrier), wgmma fences and shared-memory
-// descriptors, setmaxnreg. Every function compiles to nothing outside the
-// sm_90a pass (the kernels that call them are empty there).
+// descriptors, setmaxnreg, the cluster barrier and distributed shared memory.
+// Every function compiles to nothing outside the sm_90a pass (the kernels
+// that call them are empty there).
 #pragma once
 
 #include <cstdint>
@@ -101,6 +102,37 @@ __device__ __forceinline__ void reg_fence(int32_t (&d)[R]) {
 __device__ __forceinline__ uint64_t smem_desc_sw128(const void* p) {
   const uint64_t addr = smem_addr(p);
   return ((addr & 0x3ffff) >> 4) | (uint64_t{1} << 16) | (uint64_t{1024 >> 4} << 32) | (uint64_t{1} << 62);
+}
+
+// ---- thread block clusters: barrier and distributed shared memory ----
+
+// This CTA's rank in its cluster (0 when launched without clusters).
+__device__ __forceinline__ uint32_t cluster_ctarank() {
+  uint32_t r = 0;
+  QS_SM90A_ASM("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// Every thread of every CTA of the cluster arrives (release: its shared
+// memory writes become visible cluster-wide), then waits for all (acquire).
+__device__ __forceinline__ void cluster_sync() {
+  QS_SM90A_ASM("barrier.cluster.arrive.release;\n" ::: "memory");
+  QS_SM90A_ASM("barrier.cluster.wait.acquire;\n" ::: "memory");
+}
+// The shared::cluster address of the same shared-memory location (a
+// shared::cta address) in the CTA of rank `rank`.
+__device__ __forceinline__ uint32_t map_shared_rank(uint32_t addr, uint32_t rank) {
+  uint32_t r = 0;
+  QS_SM90A_ASM("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
+  return r;
+}
+// 16-B load from a shared::cluster address (any CTA of the cluster).
+__device__ __forceinline__ int4 ld_shared_cluster_v4(uint32_t addr) {
+  int4 v{0, 0, 0, 0};
+  QS_SM90A_ASM("ld.shared::cluster.v4.s32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
 }
 
 // ---- register reallocation between warpgroups ----

@@ -22,6 +22,7 @@
 #include "backend/cuda/kernels/mma_primitives.cuh"
 #include "backend/cuda/kernels/pdl.cuh"
 #include "quant/gemm_epilogue.h"
+#include "quant/w4a8_repack.h"
 
 namespace qserve::cuda::w4a8 {
 
@@ -87,7 +88,7 @@ struct StageLoader {
       const int i = tid + j * T;
       const int t = n16_base + (i >> 1);
       const bool ok = i < kLChunks && t < p.n16;
-      l_off[j] = ok ? static_cast<uint32_t>(t) * p.groups * 8 + (i & 1) * 4 : 0u;
+      l_off[j] = ok ? static_cast<uint32_t>(quant::level2_word_offset(t, 0, p.groups)) + (i & 1) * 4 : 0u;
       valid |= static_cast<uint32_t>(ok) << (16 + j);
     }
   }
@@ -105,7 +106,7 @@ struct StageLoader {
       for (int j = 0; j < kLIters; ++j)
         if (kLChunks % T == 0 || tid + j * T < kLChunks)
           ptx::cp_async16(stage + Cfg::kWBytes + Cfg::kXBytes + (tid + j * T) * 16,
-                          p.level2 + l_off[j] + (kt >> 1) * 8, (valid >> (16 + j)) & 1);
+                          p.level2 + l_off[j] + (kt >> 1) * 64, (valid >> (16 + j)) & 1);  // next group: +64 words
     }
   }
   // The activations of k tile kt (written by the previous kernel).

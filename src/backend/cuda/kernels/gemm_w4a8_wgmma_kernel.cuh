@@ -24,6 +24,11 @@
 // CTAs, m fastest (the CTAs running together share weight blocks in L2).
 // Split-K: each split stores INT32 partials; the last CTA of a tile to arrive
 // (a counter) sums them and runs the epilogue, as in the mma.sync kernel.
+// kCL (the cluster tiles): one CTA per unit, the splits of one output tile
+// are the CTAs of one cluster (split fastest in the unit order); each stores
+// its partial tile in its own shared memory, and after a cluster barrier CTA
+// r sums slice r of the tile over the cluster (distributed shared memory)
+// and runs the epilogue on it (kernels/gemm_w4a8_wgmma_cluster.cuh).
 //
 // Shared memory: X stages [STAGES][BM][128 B] (1024-B aligned, TMA 128-B
 // swizzle: 16-B chunk c of row r at c ^ (r & 7)), W stages [STAGES][MT][8 KB]
@@ -51,6 +56,7 @@
 #include "backend/cuda/gemm_w4a8_wgmma_launch.h"
 #include "backend/cuda/kernels/gemm_hopper_primitives.cuh"
 #include "backend/cuda/kernels/gemm_w4a8_unpack.cuh"
+#include "backend/cuda/kernels/gemm_w4a8_wgmma_cluster.cuh"
 #include "backend/cuda/kernels/gemm_w4a8_wgmma_pd.cuh"
 #include "backend/cuda/kernels/gemm_wgmma_s8.cuh"
 #include "backend/cuda/kernels/gemm_wgmma_s8_ss.cuh"
@@ -60,27 +66,41 @@
 
 namespace qserve::cuda::w4a8::wgmma {
 
+// Work unit u -> (m block, n block, split): m fastest, so that the CTAs
+// running together share weight blocks in L2; kCL: split fastest, so that
+// the CTAs of one cluster (consecutive block indices) are the splits of one
+// output tile.
+struct Unit {
+  int m_blk, n_blk, split;
+};
+template <bool kCL>
+__device__ __forceinline__ Unit unit_of(const Params& p, int u) {
+  if constexpr (kCL) {
+    const int rest = u / p.splits;
+    return {rest % p.grid_m, rest / p.grid_m, u % p.splits};
+  } else {
+    const int rest = u / p.grid_m;
+    return {u % p.grid_m, rest % p.grid_n, rest / p.grid_n};
+  }
+}
+
 // Consumer, one stage: waits for the stage's data and turns this warp's
 // weights into wgmma A registers: a[j][0..7] the first k64 half of m64 tile
 // j, a[j][8..15] the second. A half stage (the last one when k % 128 == 64)
 // computes the second half too, on whatever the weight buffer holds, against
 // the zeros that TMA wrote for the activations past k: no branch splits the
 // wgmma sequence (which made the compiler close the group with a dummy wgmma).
+// g128: the level-2 words of group kt (one 128-wide stage = one group) came
+// with the stage (l2st: [8 MT tiles][8] uint32; l2_off[j]: this lane's word
+// of its tile j, or -1 past n16).
 template <int MT, bool kG128>
-__device__ __forceinline__ void load_stage(const Params& p, uint64_t* full_bar, uint32_t parity, const uint8_t* wst,
-                                           const int (&w_off)[MT], const int (&t16)[MT], int kt, int g,
+__device__ __forceinline__ void load_stage(uint64_t* full_bar, uint32_t parity, const uint8_t* wst,
+                                           const uint32_t* l2st, const int (&w_off)[MT], const int (&l2_off)[MT],
                                            uint32_t (&a)[MT][16]) {
-  uint32_t e[MT];
-#pragma unroll
-  for (int j = 0; j < MT; ++j) {
-    e[j] = 0;
-    if constexpr (kG128)  // group kt (one 128-wide stage = one group)
-      e[j] = t16[j] < p.n16 ? __ldg(p.level2 + (static_cast<size_t>(t16[j]) * p.groups + kt) * 8 + g) : 0x00010001u;
-  }
   ptx::mbar_wait(full_bar, parity);
 #pragma unroll
   for (int j = 0; j < MT; ++j) {
-    const Level2 l = kG128 ? level2_params(e[j]) : Level2{};
+    const Level2 l = kG128 ? level2_params(l2_off[j] >= 0 ? l2st[l2_off[j]] : 0x00010001u) : Level2{};
     const uint4 w0 = *reinterpret_cast<const uint4*>(wst + w_off[j]);
     unpack8<kG128>(w0.x, l, a[j][0], a[j][1]);
     unpack8<kG128>(w0.y, l, a[j][2], a[j][3]);
@@ -128,7 +148,7 @@ __device__ __forceinline__ void issue_stage_ss(int32_t (&acc)[MT][BM / 2], const
   ptx::wgmma_commit();
 }
 
-template <int BM, int MT, int STAGES, bool kG128, int ASETS, bool kS8 = false, bool kPD = false>
+template <int BM, int MT, int STAGES, bool kG128, int ASETS, bool kS8 = false, bool kPD = false, bool kCL = false>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_w4a8_wgmma_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap w_map,
                            const Params p) {
@@ -137,6 +157,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // (as kS8's) have two slots of their own.
   constexpr bool kSS = kS8 || kPD;  // both wgmma operands in shared memory
   constexpr int kXBytes = BM * 128, kWBytes = MT * (kSS ? 16384 : 8192), kW4Bytes = kPD ? MT * 8192 : 0;
+  constexpr int kL2Bytes = kSS ? 0 : MT * 256;  // level-2 words per stage (W4 tiles; used by g128)
   constexpr int kWSlots = kPD ? 2 : STAGES;  // buffers of ws
   // kPD register split (x 128 producer + x 256 consumer threads <= 168 x 384):
   // the producer unpacks, so it needs more than 40; the consumers of the
@@ -150,7 +171,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   uint8_t* ws = kPD ? smem : smem + STAGES * kXBytes;  // [kWSlots][MT][8192 or 16384]
   uint8_t* xs = kPD ? smem + kWSlots * kWBytes : smem;  // [STAGES][BM][128]
   uint8_t* w4s = xs + STAGES * kXBytes;         // kPD: [STAGES][MT][8192] (after X)
-  uint64_t* full = reinterpret_cast<uint64_t*>(kPD ? w4s + STAGES * kW4Bytes : ws + STAGES * kWBytes);
+  uint32_t* l2s = reinterpret_cast<uint32_t*>(ws + STAGES * kWBytes);  // W4 tiles: [STAGES][8 MT][8]
+  uint64_t* full =
+      reinterpret_cast<uint64_t*>(kPD ? w4s + STAGES * kW4Bytes : ws + STAGES * kWBytes + STAGES * kL2Bytes);
   uint64_t* empty = full + STAGES;
   uint64_t* afull = empty + STAGES;             // kPD: [2] the A slot is written
   uint64_t* aempty = afull + 2;                 // kPD: [2] the consumers are done with the A slot
@@ -197,7 +220,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       auto issue_x = [&](int count) {
         int i = 0;
         for (int u = blockIdx.x; u < p.units && i < count; u += gridDim.x) {
-          const int m_blk = u % p.grid_m, split = u / p.grid_m / p.grid_n;
+          const Unit un = unit_of<kCL>(p, u);
+          const int m_blk = un.m_blk, split = un.split;
           const int kb = split * p.kt_per_split, ke = min(kt_total, kb + p.kt_per_split);
           for (int kt = kb; kt < ke && i < count; ++kt, ++i)
             ptx::tma_load_2d(xs + (i % STAGES) * kXBytes, &x_map, kt * 128, m_blk * BM, &full[i % STAGES]);
@@ -210,8 +234,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         waited = true;
       }
       for (int u = blockIdx.x; u < p.units; u += gridDim.x) {
-        const int m_blk = u % p.grid_m, rest = u / p.grid_m;
-        const int n_blk = rest % p.grid_n, split = rest / p.grid_n;
+        const Unit un = unit_of<kCL>(p, u);
+        const int m_blk = un.m_blk, n_blk = un.n_blk, split = un.split;
         const int kb = split * p.kt_per_split, ke = min(kt_total, kb + p.kt_per_split);
         for (int kt = kb; kt < ke; ++kt, ++it) {
           const int s = it % STAGES;
@@ -232,18 +256,28 @@ __global__ void __launch_bounds__(kThreads, 1)
           int blocks = 0;  // 128-channel blocks that exist (the last CTA column may have fewer)
 #pragma unroll
           for (int b = 0; b < MT; ++b) blocks += n_blk * MT + b < p.blocks128;
-          ptx::mbar_arrive_expect_tx(&full[s], kXBytes + blocks * halves * 4096);
+          // g128: the level-2 words of group kt, 256 B per 128-channel block
+          ptx::mbar_arrive_expect_tx(&full[s], kXBytes + blocks * halves * 4096 + (kG128 ? blocks * 256 : 0));
           if (waited) ptx::tma_load_2d(xs + s * kXBytes, &x_map, kt * 128, m_blk * BM, &full[s]);
           for (int b = 0; b < blocks; ++b) {
             const uint8_t* src = p.w + ((static_cast<size_t>(n_blk) * MT + b) * k64_total + 2 * kt) * 4096;
             ptx::tma_load_1d(ws + s * kWBytes + b * 8192, src, halves * 4096, &full[s]);
           }
+          if constexpr (kG128)
+            for (int b = 0; b < blocks; ++b)
+              ptx::tma_load_1d(l2s + s * (kL2Bytes / 4) + b * 64,
+                               p.level2 + quant::level2_word_offset((n_blk * MT + b) * 8, kt, p.groups), 256,
+                               &full[s]);
         }
       }
       if (!waited) {
         ptx::pdl_wait();
         issue_x(it);
       }
+    }
+    if constexpr (kCL) {  // the consumers' two cluster barriers (every thread of the cluster takes part)
+      ptx::cluster_sync();
+      ptx::cluster_sync();
     }
   } else {
     // ---------------- consumers ----------------
@@ -258,20 +292,22 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int ctid = threadIdx.x - 128;     // 0..255 among consumers
     int it = 0;
     for (int u = blockIdx.x; u < p.units; u += gridDim.x) {
-      const int m_blk = u % p.grid_m, rest = u / p.grid_m;
-      const int n_blk = rest % p.grid_n, split = rest / p.grid_n;
+      const Unit un = unit_of<kCL>(p, u);
+      const int m_blk = un.m_blk, n_blk = un.n_blk, split = un.split;
       const int kb = split * p.kt_per_split, ke = min(kt_total, kb + p.kt_per_split);
 
       // m64 tile j of this warpgroup: channel block (cw * MT + j) / 2 of the
       // CTA, half (cw * MT + j) % 2 of it; this warp's 16-channel tile:
       int t16[MT];        // global 16-channel tile index
       int w_off[MT];      // byte offset of this lane's 16 B in a W stage (k64 half 0)
+      int l2_off[MT];     // g128: this lane's level-2 word in a stage's [8 MT][8], -1 past n16
 #pragma unroll
       for (int j = 0; j < MT; ++j) {
         const int mi = cw * MT + j;
         const int tib = (mi & 1) * 4 + warp;
         t16[j] = (n_blk * MT + (mi >> 1)) * 8 + tib;
         w_off[j] = (mi >> 1) * 8192 + tib * 512 + lane * 16;
+        l2_off[j] = t16[j] < p.n16 ? ((mi >> 1) * 8 + tib) * 8 + g : -1;
       }
 
       // ASETS = 2 (small token tiles): odd stages accumulate into acc_b, so
@@ -349,7 +385,12 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       } else {
       uint32_t a0[MT][16], a1[MT][16];
-      load_stage<MT, kG128>(p, &full[stage_of(it)], (it / STAGES) & 1, ws + stage_of(it) * kWBytes, w_off, t16, kt, g, a0);
+      auto load = [&](uint32_t(&a)[MT][16]) {
+        const int s_ = stage_of(it);
+        load_stage<MT, kG128>(&full[s_], (it / STAGES) & 1, ws + s_ * kWBytes, l2s + s_ * (kL2Bytes / 4), w_off, l2_off,
+                              a);
+      };
+      load(a0);
       while (true) {
         issue_stage<BM, MT>(acc, a0, ptx::smem_desc_sw128(xs + stage_of(it) * kXBytes));
         ptx::wgmma_wait<1>();
@@ -357,8 +398,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         prev = stage_of(it);
         ++kt, ++it;
         if (kt == ke) break;
-        load_stage<MT, kG128>(p, &full[stage_of(it)], (it / STAGES) & 1, ws + stage_of(it) * kWBytes, w_off, t16, kt,
-                              g, a1);
+        load(a1);
         if constexpr (ASETS > 1)
           issue_stage<BM, MT>(acc_b, a1, ptx::smem_desc_sw128(xs + stage_of(it) * kXBytes));
         else
@@ -368,8 +408,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         prev = stage_of(it);
         ++kt, ++it;
         if (kt == ke) break;
-        load_stage<MT, kG128>(p, &full[stage_of(it)], (it / STAGES) & 1, ws + stage_of(it) * kWBytes, w_off, t16, kt,
-                              g, a0);
+        load(a0);
       }
       }  // kSS
       ptx::wgmma_wait<0>();
@@ -385,6 +424,16 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       release(prev);
       if constexpr (kPD) release_a((it - 1) & 1);
+
+      if constexpr (kCL) {
+        // Both warpgroups are done with the stages (every stage of the unit
+        // was waited for, so no copy into them is in flight): they now hold
+        // the partial tile and the factors.
+        ptx::named_barrier(1, 256);
+        cluster_reduce_epilogue<BM, MT, kG128>(p, smem, acc, scale, szero, tok_sx, tok_asum, cw, warp, g, q, ctid,
+                                               m_blk, n_blk);
+        continue;
+      }
 
       // ---- epilogue: acc[j][4 i + 2 h + e] = channel o_base[j] + 8 h, token t_base + 8 i + e ----
       const int t_base = m_blk * BM + 2 * q;

@@ -39,6 +39,7 @@
 #include "backend/cuda/kernels/gemm_hopper_primitives.cuh"
 #include "backend/cuda/kernels/gemm_w4a8_unpack.cuh"
 #include "backend/cuda/kernels/pdl.cuh"
+#include "quant/w4a8_repack.h"
 
 namespace qserve::cuda::w4a8::wgmma {
 
@@ -74,7 +75,7 @@ __device__ __forceinline__ void dequant_stage(const Params& p, const StageWalk& 
   const int n_blk = dc.n_blk(p);
   auto level2_of = [&](int b, int tt) {  // rows g, g + 8 of tile pwarp + 4 tt of block b, group kt (g128)
     const int t16 = (n_blk * MT + b) * 8 + pwarp + 4 * tt;
-    return kG128 && t16 < p.n16 ? __ldg(p.level2 + (static_cast<size_t>(t16) * p.groups + dc.kt) * 8 + g)
+    return kG128 && t16 < p.n16 ? __ldg(p.level2 + quant::level2_word_offset(t16, dc.kt, p.groups) + g)
                                 : 0x00010001u;
   };
   uint32_t e0 = level2_of(0, 0), e1 = level2_of(0, 1);

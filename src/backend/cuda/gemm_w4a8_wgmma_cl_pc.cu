@@ -1,0 +1,6 @@
+// The sm_90a W4 tiles with split-K in a cluster (cl), per-channel instantiations.
+#include "backend/cuda/gemm_w4a8_wgmma_kernels.cuh"
+
+namespace qserve::cuda::w4a8::wgmma {
+template void launch_kind_cl<false>(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
+}  // namespace qserve::cuda::w4a8::wgmma

@@ -1,0 +1,125 @@
+// The cluster tiles' split-K reduction and epilogue (kernels/gemm_w4a8_wgmma_kernel.cuh,
+// kCL): the p.splits CTAs of one cluster computed the same output tile
+// [BM tokens][128 MT channels] over different k ranges. Each CTA stores its
+// partial tile in its own shared memory; after a cluster barrier, CTA r sums
+// slice r of the tile (16-B pieces, row-major) over every CTA of the cluster
+// through distributed shared memory, in rank order (the sums are exact
+// integers either way), applies the epilogue and stores fp16 outputs (or the
+// exact sums, p.acc_out). A second cluster barrier keeps every CTA's shared
+// memory alive until all slices have been read.
+//
+// Against the global split-K fix-up (INT32 partials [splits][m][n] written,
+// a counter, the last CTA reading the others' back), the partial tiles never
+// leave the SMs: no round trip through L2 on the critical path, no
+// workspace, and the reduction and the stores are spread over all CTAs of
+// the tile instead of the last one.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_fp16.h>
+
+#include "backend/cuda/gemm_w4a8_wgmma_launch.h"
+#include "backend/cuda/kernels/gemm_hopper_primitives.cuh"
+#include "quant/gemm_epilogue.h"
+
+namespace qserve::cuda::w4a8::wgmma {
+
+// Called by the 256 consumer threads (ctid 0..255) of every CTA of the
+// cluster, once per CTA, after a barrier among them that ends their use of
+// the stages: `smem` (the stages) then holds, per cluster_reduce_bytes():
+//   part  [BM][cluster_row_ints(MT)] int32  this CTA's partial tile
+//   ch_f  [2][128 MT] f32                   channel scale, scaled zero
+//   tok_f [2][BM] f32                       per-token s_x, a_sum
+// acc[j][4 i + 2 h + e]: channel (cw MT + j) 64 + warp 16 + g + 8 h of the
+// tile, token 8 i + 2 q + e (the wgmma D fragment of m64 tile j). The
+// factors (scale, szero: this thread's channels; tok_*: tokens wtid + 128 r)
+// were loaded at the tile's start (not when p.acc_out).
+template <int BM, int MT, bool kG128, int TPT>
+__device__ __forceinline__ void cluster_reduce_epilogue(const Params& p, uint8_t* smem, const int32_t (&acc)[MT][BM / 2],
+                                                        const float (&scale)[MT][2], const float (&szero)[MT][2],
+                                                        const float (&tok_sx)[TPT], const float (&tok_asum)[TPT],
+                                                        int cw, int warp, int g, int q, int ctid, int m_blk,
+                                                        int n_blk) {
+  constexpr int kRow = cluster_row_ints(MT), kCh = 128 * MT;
+  int32_t* part = reinterpret_cast<int32_t*>(smem);
+  float* ch_f = reinterpret_cast<float*>(part + BM * kRow);
+  float* tok_f = ch_f + 2 * kCh;
+  const int wtid = ctid & 127;
+
+  // 1. This CTA's partial tile and the tile's factors into its shared memory.
+#pragma unroll
+  for (int j = 0; j < MT; ++j) {
+    const int col0 = (cw * MT + j) * 64 + warp * 16 + g;
+#pragma unroll
+    for (int i = 0; i < BM / 8; ++i)
+#pragma unroll
+      for (int e4 = 0; e4 < 4; ++e4)
+        part[(8 * i + 2 * q + (e4 & 1)) * kRow + col0 + 8 * (e4 >> 1)] = acc[j][4 * i + e4];
+  }
+  if (!p.acc_out) {
+    if (q == 0)
+#pragma unroll
+      for (int j = 0; j < MT; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int col = (cw * MT + j) * 64 + warp * 16 + g + 8 * h;
+          ch_f[col] = scale[j][h];
+          ch_f[kCh + col] = szero[j][h];
+        }
+    if (cw == 0)
+#pragma unroll
+      for (int r = 0; r < TPT; ++r)
+        if (wtid + 128 * r < BM) {
+          tok_f[wtid + 128 * r] = tok_sx[r];
+          tok_f[BM + wtid + 128 * r] = tok_asum[r];
+        }
+  }
+  ptx::cluster_sync();  // every CTA's partial tile (and its own factors) in place
+
+  // 2. Slice `rank` of the tile's 16-B pieces, summed over the cluster.
+  const int rank = static_cast<int>(ptx::cluster_ctarank()), splits = p.splits;
+  constexpr int kPiecesPerRow = kCh / 4, kPieces = BM * kPiecesPerRow;
+  const int begin = rank * kPieces / splits, end = (rank + 1) * kPieces / splits;
+  const uint32_t base = ptx::smem_addr(part);
+  const bool vec_ok = (p.n & 3) == 0 && (reinterpret_cast<uintptr_t>(p.y) & 7) == 0;
+  for (int pc = begin + ctid; pc < end; pc += 256) {
+    const int row = pc / kPiecesPerRow, c = (pc % kPiecesPerRow) * 4;
+    const uint32_t off = base + static_cast<uint32_t>(row * kRow + c) * 4;
+    int32_t v[4] = {0, 0, 0, 0};
+    for (int z = 0; z < splits; ++z) {
+      const int4 w = ptx::ld_shared_cluster_v4(ptx::map_shared_rank(off, static_cast<uint32_t>(z)));
+      v[0] += w.x, v[1] += w.y, v[2] += w.z, v[3] += w.w;
+    }
+    const int t = m_blk * BM + row, o = n_blk * kCh + c;
+    if (t >= p.m || o >= p.n) continue;
+    const size_t idx = static_cast<size_t>(t) * p.n + o;
+    if (p.acc_out) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        if (o + e < p.n) p.acc_out[idx + e] = v[e];
+      continue;
+    }
+    const float sx = tok_f[row], asum = tok_f[BM + row];
+    __half h[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float f = kG128 ? quant::epilogue_g128(v[e], sx, ch_f[c + e])
+                            : quant::epilogue_per_channel(v[e], sx, ch_f[c + e], ch_f[kCh + c + e], asum);
+      h[e] = __float2half_rn(f);
+    }
+    if (vec_ok && o + 4 <= p.n) {
+      uint2 packed;
+      packed.x = static_cast<uint32_t>(__half_as_ushort(h[0])) | (static_cast<uint32_t>(__half_as_ushort(h[1])) << 16);
+      packed.y = static_cast<uint32_t>(__half_as_ushort(h[2])) | (static_cast<uint32_t>(__half_as_ushort(h[3])) << 16);
+      *reinterpret_cast<uint2*>(p.y + idx) = packed;
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        if (o + e < p.n) p.y[idx + e] = h[e];
+    }
+  }
+  ptx::cluster_sync();  // no CTA leaves while another may still read its partial tile
+}
+
+}  // namespace qserve::cuda::w4a8::wgmma
