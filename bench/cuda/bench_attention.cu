@@ -81,7 +81,7 @@ struct DecodeGrid {
 
 void bench_decode(bool quick, cuda::DecodeKernel kernel, const DecodeGrid& grid, bench::Report& report) {
   const Model models[] = {{"Llama-3-8B", 32, 8, 128}, {"Llama-2-7B", 32, 32, 128}};
-  std::vector<int> batches{1, 16, 64, 128, 256}, contexts{512, 1536, 4096, 16384};
+  std::vector<int> batches{1, 16, 64, 128, 256}, contexts{512, 1024, 1536, 4096, 16384};
   if (quick) batches = {1, 64, 256}, contexts = {1536, 4096};
   if (!grid.batches.empty()) batches = grid.batches;
   if (!grid.contexts.empty()) contexts = grid.contexts;
