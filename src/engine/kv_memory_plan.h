@@ -32,9 +32,10 @@ int64_t workspace_rows(int64_t max_batched_tokens, int64_t max_num_seqs);
 // Activation buffers of workspace_rows(...) rows (reserved once, exactly) and
 // the logits of min(max_num_seqs, max_batched_tokens) rows (device rows + host
 // f32 copy), with `float_bytes` per float; plus a fixed reserve for the
-// backend's own workspaces (GEMM workspace, graphs, sampling) on a device.
-// No weight format needs a dequantized copy of its weights: the W4A8 GEMMs
-// dequantize in registers at every m (docs/gemm-hopper.md).
+// backend's own workspaces (GEMM workspace, graphs, sampling; the W4A16
+// GEMM's 64 MiB fp16 slice scratch) on a device. No W4A8 weight format needs
+// an INT8 copy of its weights: those GEMMs dequantize in registers at every
+// m (docs/gemm-hopper.md).
 int64_t estimate_workspace_bytes(const ModelConfig& config, int64_t max_batched_tokens, int64_t max_num_seqs,
                                  int64_t float_bytes, bool device);
 

@@ -116,7 +116,7 @@ std::vector<Case> all_cases() {
     for (int64_t m : {255, 1024, 4097}) cases.push_back({g, m, 6144, 4096, cuda::kW4A8FirstPdTile, 0, true});
     for (int64_t m : {33, 1024}) cases.push_back({g, m, 4096, 14336, cuda::kW4A8FirstPdTile + 1, 0, true});
     cases.push_back({g, 1024, 6144, 4096, cuda::kW4A8FirstPdTile + 2, 0, true});
-    for (int tile = cuda::kW4A8FirstPdTile; tile < cuda::kW4A8TileCount; ++tile) {
+    for (int tile = cuda::kW4A8FirstPdTile; tile < cuda::kW4A8FirstClusterTile; ++tile) {
       for (int64_t m : {7, 255, 1031}) cases.push_back({g, m, 1408, 2880, tile, 0, true});
       for (int64_t m : {2, 129}) cases.push_back({g, m, 203, 448, tile, 0, true});
     }
@@ -262,7 +262,8 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
   struct PdlCase {
     bool g128;
     int64_t m;
-    int family;  // 0: top-level plan, 1: mma.sync with split-K 3, 2: wgmma with split-K 3,
+    int family;  // 0: top-level plan, 1: mma.sync with split-K 3, 2: the persistent wgmma tile
+                 // 256 x 32 with split-K 3 (the global fix-up: counters and partials),
                  // 3: the first INT8-weight tile with split-K 3 (after the dequantization pass),
                  // 4: the first producer-dequantizing tile with split-K 3,
                  // 5: the cluster tile 256 x 32 with 3 splits (a cluster of 3)
@@ -277,7 +278,7 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
                  std::to_string(c.family));
     const cuda::W4A8DeviceWeights& dw = c.g128 ? dg : dp;
     const cuda::W4A8Plan plan = c.family == 1   ? cuda::plan_w4a8_mma(ctx.info(), c.m, n, k, -1, 3, c.g128)
-                                : c.family == 2 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, -1, 3, c.g128)
+                                : c.family == 2 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstWgmmaTile + 2, 3, c.g128)
                                 : c.family == 3 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstS8Tile, 3, c.g128)
                                 : c.family == 4 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstPdTile, 3, c.g128)
                                 : c.family == 5 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstClusterTile + 2, 3, c.g128)

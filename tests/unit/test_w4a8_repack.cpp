@@ -48,15 +48,15 @@ TEST(W4A8Repack, FragmentOrderOfOneLane) {
 }
 
 TEST(W4A8Repack, Level2Entries) {
-  const int64_t n = 20, groups = 3;
+  const int64_t n = 200, groups = 3;  // two 128-channel blocks, the second partly padding
   std::vector<uint8_t> s2(n * groups), z(n * groups);
   for (int64_t i = 0; i < n * groups; ++i) {
     s2[i] = static_cast<uint8_t>(1 + i % 16);
     z[i] = static_cast<uint8_t>(i % 15);
   }
   const auto l2 = quant::repack_level2_mma(s2.data(), z.data(), n, groups);
-  ASSERT_EQ(l2.size(), static_cast<size_t>(8 * groups * 8));  // one 128-channel block
-  for (int64_t o = 0; o < 128; ++o)
+  ASSERT_EQ(l2.size(), static_cast<size_t>(2 * groups * 8 * 8));  // 2 blocks x groups x 8 tiles x 8 words
+  for (int64_t o = 0; o < 256; ++o)
     for (int64_t g = 0; g < groups; ++g) {
       // block-major: block o / 128, group g, tile (o / 16) % 8, word o % 8
       const size_t at = static_cast<size_t>(((o / 128) * groups + g) * 64 + ((o / 16) % 8) * 8 + o % 8);

@@ -15,9 +15,10 @@
 // activations through TMA, warp-specialized and persistent. It reads the same
 // repacked weights. The planner picks the family and tile per problem size;
 // tile ids < kW4A8FirstWgmmaTile are mma.sync tiles, the others wgmma tiles.
-// For g128 at large m the wgmma family also runs INT8-weight tiles after a
-// pass that dequantizes the weights into the workspace (plan.scratch_bytes),
-// or the same consumers fed by a dequantizing producer (the pd tiles).
+// The wgmma family also has INT8-weight tiles (W8A8; W4 after a pass that
+// dequantizes the weights into the workspace, plan.scratch_bytes, when asked
+// for), the same consumers fed by a dequantizing producer (the pd tiles), and
+// W4 tiles with split-K within a thread block cluster (small and mid m).
 #pragma once
 
 #include <cstddef>
@@ -56,8 +57,7 @@ inline constexpr int kW4A8TileCount = 29;       // wgmma tiles 6..28 (sm_90 only
 inline constexpr int kW4A8FirstS8Tile = 16;
 // Tiles 20..22: the INT8-weight tiles' consumers fed by a producer that
 // dequantizes the W4 weights into shared memory itself (no pass, no copy).
-// Not in the planner: correct on the one case measured so far, not timed yet
-// (docs/gemm-hopper.md).
+// Not in the planner: 0.36-0.50x of cuBLASLt INT8 (docs/gemm-hopper.md).
 inline constexpr int kW4A8FirstPdTile = 20;
 // Tiles 23..28: the W4 wgmma kernel with split-K across the CTAs of a thread
 // block cluster (partial tiles summed through distributed shared memory; no
@@ -78,7 +78,9 @@ struct W4A8Plan {
   int splits = 1;            // split-K factor (1: none)
   int kt_per_split = 0;      // 64-wide k tiles per split
   int grid_n = 0, grid_m = 0;  // output tiles along channels and tokens
-  int ctas = 0;                // wgmma tiles: persistent CTAs (the mma.sync grid and the cluster tiles' is grid_n x grid_m x splits)
+  // wgmma tiles: persistent CTAs; the mma.sync and cluster tiles' grid is
+  // grid_n x grid_m x splits (one CTA per unit).
+  int ctas = 0;
   size_t workspace_bytes = 0;
   size_t scratch_bytes = 0;    // s8 tiles: the INT8 weight copy [n, k], after the split-K part
   bool pdl = false;            // programmatic dependent launch (launch_pdl.cuh; sm_90+)

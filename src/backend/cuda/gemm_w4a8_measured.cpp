@@ -9,10 +9,9 @@ struct Entry {
   W4A8Choice pc, pc_wgmma, g128, g128_wgmma;
 };
 
-// Tile ids: 0 128x8, 1 128x16, 2 128x32 (mma.sync); 6 wg256x8, 7 wg256x16,
-// 8 wg256x32, 9 wg256x64, 10 wg256x128, 11 wg128x256, 12 wg128x128, 13-15
-// wg256x8a2 / x16a2 / x32a2 (two accumulator sets); 18 s8_128x128 (after
-// the dequantization pass); 23 wg256x8a2c, 24 wg256x16a2c, 25 wg256x32c,
+// Tile ids: 6 wg256x8, 7 wg256x16, 8 wg256x32, 9 wg256x64, 10 wg256x128,
+// 11 wg128x256, 12 wg128x128, 13-15 wg256x8a2 / x16a2 / x32a2 (two
+// accumulator sets); 23 wg256x8a2c, 24 wg256x16a2c, 25 wg256x32c,
 // 26 wg256x64c, 27 wg256x128c, 28 wg128x64c (split-K within a cluster).
 // From `bench_gemm --m 1,16,32,64,128,256 --graph-us 400 --sweep-tiles ...`
 // on the H200 (bench/results/2026-11-30-gemm-h200-r6.md, round G2): per row

@@ -45,10 +45,12 @@ double unit_cost(const TileShape& s, int64_t m, int64_t n, int64_t kt_total, int
 }  // namespace
 
 // The measured wgmma plan where the table has one (the benchmark's layer
-// shapes at m <= 512: gemm_w4a8_measured.cpp); else tile by m: the smallest
-// wgmma N that holds m up to 64 tokens (decode: memory-bound, 256 channels
-// per CTA to move more weight bytes per stage); above, the cheapest of the
-// large tiles by the model above. Split-K when the units would leave SMs idle.
+// shapes at m <= 512: gemm_w4a8_measured.cpp); else, at m <= 128 on a layer
+// of fewer than kClusterMaxTiles output tiles, a cluster tile (split-K
+// within a cluster, cluster_tile_for); else tile by m: the smallest wgmma N
+// that holds m up to 64 tokens (decode: memory-bound, 256 channels per CTA to
+// move more weight bytes per stage); above, the cheapest of the large tiles
+// by the model above. Split-K when the units would leave SMs idle.
 //
 // The dequantization pass + INT8-weight tiles (s8) run only where asked for
 // (plan_w4a8_wgmma_s8, forced tiles) and for W8A8 (gemm_s8.h). They were the
@@ -125,10 +127,11 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
   } else if (m <= 64) {
     consider(m <= 8 ? 0 : m <= 16 ? 1 : m <= 32 ? 2 : 3, 1.0);
   } else {
-    // g128 dequantizes every weight it reads: the tiles with more tokens per
-    // weight (128 x 256, 128 x 128) won every g128 row of the m >= 512 sweep
-    // (bench/results/2026-11-30-gemm-h200-r6.md, round K).
-    if (!g128) consider(4, 1.0);  // 256 x 128
+    // g128 dequantizes every weight it reads: from m = 512 the tiles with more
+    // tokens per weight (128 x 256, 128 x 128) won every g128 row of the sweep
+    // (bench/results/2026-11-30-gemm-h200-r6.md, round K); below, 256 x 128
+    // stays a candidate (the measured table takes it at m = 65-128 on the wide layers).
+    if (!g128 || m < 512) consider(4, 1.0);  // 256 x 128
     consider(5, 1.0);             // 128 x 256
     consider(6, 0.85);            // 128 x 128: less work per stage
   }
@@ -184,8 +187,10 @@ w4a8::wgmma::Params wgmma_params(const W4A8Args& args, const W4A8Plan& plan, voi
   p.a_sum = args.a_sum;
   p.y = args.y;
   p.acc_out = args.acc_out;
+  // (The cluster tiles need no workspace: null, and no split-K fix-up reads it.)
   p.counters = static_cast<int*>(workspace);
-  p.partials = reinterpret_cast<int32_t*>(static_cast<char*>(workspace) + plan.counter_bytes());
+  p.partials =
+      workspace ? reinterpret_cast<int32_t*>(static_cast<char*>(workspace) + plan.counter_bytes()) : nullptr;
   p.m = static_cast<int>(args.m);
   p.n = static_cast<int>(n);
   p.k = static_cast<int>(k);

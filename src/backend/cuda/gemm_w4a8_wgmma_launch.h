@@ -94,9 +94,10 @@ inline constexpr TileShape kTiles[kTileCount] = {
     {128, 1, 7, 1, false, true},  // 128 x 128
     // W4 weights, split-K within a cluster (small and mid m: more CTAs per
     // layer without the global fix-up's INT32 round trip).
-    // As many stages as shared memory holds (no staged-epilogue buffers
-    // here): the weights of a split's stages stream in before the
-    // dependency wait (PDL) while the previous kernel runs.
+    // Deep stages (no staged-epilogue buffers here): the weights of a
+    // split's stages stream in before the dependency wait (PDL) while the
+    // previous kernel runs. (256 x 32, 256 x 64 and 128 x 64 would hold one
+    // more stage each: 11, 9, 13; not measured.)
     {8, 2, 12, 2, false, false, true},   // 256 x 8, two accumulator sets
     {16, 2, 12, 2, false, false, true},  // 256 x 16, two accumulator sets
     {32, 2, 10, 1, false, false, true},  // 256 x 32

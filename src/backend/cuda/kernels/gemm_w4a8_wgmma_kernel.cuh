@@ -9,9 +9,11 @@
 //
 // Warp specialization (384 threads, one CTA per SM, persistent):
 //   warpgroup 0 (setmaxnreg 40): one thread issues, per 128-wide k stage,
-//     one TMA tensor box X [BM rows][128 B] and MT bulk copies of the weights
-//     (8 KB = 128 channels x 128 k, contiguous in the repacked layout) on the
-//     stage's `full` mbarrier, after waiting for its `empty` mbarrier;
+//     one TMA tensor box X [BM rows][128 B], MT bulk copies of the weights
+//     (8 KB = 128 channels x 128 k, contiguous in the repacked layout) and,
+//     g128, MT copies of the group's level-2 words (256 B per 128-channel
+//     block, block-major in quant/w4a8_repack.h) on the stage's `full`
+//     mbarrier, after waiting for its `empty` mbarrier;
 //   warpgroups 1, 2 (setmaxnreg 232): each owns 64 * MT channels; per stage:
 //     wait `full`, LDS.128 + unpack (+ level-2 dequant) the weights, 4 * MT
 //     wgmma m64nBMk32; two stages in flight (the dequantization of stage
@@ -32,14 +34,18 @@
 //
 // Shared memory: X stages [STAGES][BM][128 B] (1024-B aligned, TMA 128-B
 // swizzle: 16-B chunk c of row r at c ^ (r & 7)), W stages [STAGES][MT][8 KB]
-// ([2 k64 halves][8 tiles of 16 channels][32 lanes][16 B]), then mbarriers.
+// ([2 k64 halves][8 tiles of 16 channels][32 lanes][16 B]), the level-2
+// words [STAGES][8 MT tiles][8] uint32, then mbarriers, the split-K flag and
+// the staged epilogue's buffers (not allocated for the cluster tiles, whose
+// epilogue reuses the X and W stages: gemm_w4a8_wgmma_cluster.cuh).
 //
 // kS8 (the INT8-weight tiles): the weights are INT8 [n, k] row-major, read
 // by a second tensor map like X (box [128 MT rows][128 B], 128-B swizzle:
 // W stages [STAGES][128 MT][128 B]); both wgmma operands come from shared
 // memory (A = the stage's rows 64 mi.., K-major, the same descriptor form as
-// B), so the consumers only wait, issue and release. Used for g128 / per-
-// channel W4 after a dequantization pass (gemm_w4a8_dequant.cu) and W8A8.
+// B), so the consumers only wait, issue and release. Used for W8A8, and for
+// g128 / per-channel W4 after a dequantization pass (gemm_w4a8_dequant.cu)
+// when asked for (no plan takes that path since round 6).
 //
 // kPD (the producer-dequantizing tiles): the consumers of kS8, but the
 // producer warpgroup reads the W4 weights (bulk copies into the stages, next
@@ -177,6 +183,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   uint64_t* empty = full + STAGES;
   uint64_t* afull = empty + STAGES;             // kPD: [2] the A slot is written
   uint64_t* aempty = afull + 2;                 // kPD: [2] the consumers are done with the A slot
+  // kCL: s_is_last, epi and fac point past the allocation (smem_bytes leaves
+  // the epilogue's buffers out) and are never used.
   int* s_is_last = reinterpret_cast<int*>(afull + (kPD ? 4 : 0));
   uint8_t* epi = reinterpret_cast<uint8_t*>(s_is_last) + 16;     // [2 warpgroups][epi_chunk][epi_row_bytes]
   float* fac = reinterpret_cast<float*>(epi + epi_staging_bytes(BM, MT));  // [2 warpgroups][s_x, a_sum][BM]
