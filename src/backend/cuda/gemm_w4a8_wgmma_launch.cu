@@ -52,30 +52,22 @@ CUtensorMap make_x_map(const int8_t* x, int m, int k, int bm) {
   return map;
 }
 
+// The launcher of the family that holds W4 tile `tile` (W4, pd or cluster).
+using W4Launcher = void (*)(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
+template <bool kG128>
+W4Launcher w4_family_launcher(int tile) {
+  if (tile >= kFirstClusterTile) return &launch_kind_cl<kG128>;
+  if (tile >= kFirstPdTile) return &launch_kind_pd<kG128>;
+  return &launch_kind<kG128>;
+}
+
 }  // namespace
 
 void launch_kernel(int tile, bool g128, const Params& p, int ctas, cudaStream_t stream, bool pdl) {
   if (tile < 0 || tile >= kTileCount || (tile >= kFirstS8Tile && tile < kFirstPdTile))
     QS_CUDA_CHECK(cudaErrorInvalidValue);
   const CUtensorMap map = make_x_map(p.x, p.m, p.k, kTiles[tile].bm);
-  if (tile >= kFirstClusterTile) {
-    if (g128)
-      launch_kind_cl<true>(tile, map, p, ctas, stream, pdl);
-    else
-      launch_kind_cl<false>(tile, map, p, ctas, stream, pdl);
-    return;
-  }
-  if (tile >= kFirstPdTile) {
-    if (g128)
-      launch_kind_pd<true>(tile, map, p, ctas, stream, pdl);
-    else
-      launch_kind_pd<false>(tile, map, p, ctas, stream, pdl);
-    return;
-  }
-  if (g128)
-    launch_kind<true>(tile, map, p, ctas, stream, pdl);
-  else
-    launch_kind<false>(tile, map, p, ctas, stream, pdl);
+  (g128 ? w4_family_launcher<true>(tile) : w4_family_launcher<false>(tile))(tile, map, p, ctas, stream, pdl);
 }
 
 void launch_kernel_s8(int tile, bool g128, const int8_t* w8, const Params& p, int ctas, cudaStream_t stream, bool pdl) {
