@@ -110,6 +110,7 @@ struct DecodeVariant {
   int num_sms = 0;  // > 0: instead of the device's
   bool stage_before_wait = true;
   bool subnormal_values = true;
+  int misalign = 0;  // q and out passed this many elements past an aligned address
 };
 
 // One decode step over a scenario: each sequence's query (its last
@@ -149,7 +150,9 @@ void check_decode(AttentionShape shape, KvDtype dtype, int page_size, std::vecto
   const float scale = step.scale;
 
   DeviceBuffer<uint8_t> dk(s.k_pool), dv(s.v_pool);
-  DeviceBuffer<uint16_t> dq(q), dout(q.size());  // poisoned: 0xFFFF is a NaN
+  std::vector<uint16_t> q_host(var.misalign, 0);
+  q_host.insert(q_host.end(), q.begin(), q.end());
+  DeviceBuffer<uint16_t> dq(q_host), dout(q_host.size());  // poisoned: 0xFFFF is a NaN
   DeviceBuffer<int32_t> dctx(ctx), dpt(s.page_table);
   const int max_ctx = *std::max_element(ctx.begin(), ctx.end());
   cuda::DecodePlan plan = cuda::plan_decode_attention(shape, dtype, B, max_ctx, num_sms(), force_splits);
@@ -160,10 +163,13 @@ void check_decode(AttentionShape shape, KvDtype dtype, int page_size, std::vecto
   if (var.num_sms > 0) plan.num_sms = var.num_sms;
   DeviceBuffer<uint8_t> ws(plan.workspace_bytes);
   const PagedKvCache cache{dk.get(), dv.get(), s.num_pages, s.layout};
-  const cuda::DecodeArgs args{dq.get(), dout.get(), dctx.get(), dpt.get(), s.stride, B, scale};
+  const cuda::DecodeArgs args{dq.get() + var.misalign, dout.get() + var.misalign, dctx.get(), dpt.get(), s.stride, B,
+                              scale};
   QS_CUDA_OK(cuda::decode_attention(args, shape, cache, plan, ws.get(), nullptr));
   QS_CUDA_OK(cudaDeviceSynchronize());
-  const Fp16Diff diff = compare_half(dout.download(), want, 2e-2, 2e-2);
+  std::vector<uint16_t> got = dout.download();
+  got.erase(got.begin(), got.begin() + var.misalign);
+  const Fp16Diff diff = compare_half(got, want, 2e-2, 2e-2);
   EXPECT_EQ(diff.nan, 0) << "unwritten or NaN outputs";
   EXPECT_EQ(diff.bad, 0) << "max abs error " << diff.max_abs << ", first bad element " << diff.first_bad;
   EXPECT_LT(diff.rel_l2, 5e-3) << "relative L2 error";
@@ -277,6 +283,20 @@ TEST(DecodeAttentionCuda, PersistentGrid) {
     }
   check_decode({32, 8, 128}, KvDtype::kInt4, 64, {1500, 700, 3, 2048, 64, 1, 999}, seed++, 0,
                cuda::DecodeKernel::kAuto, {true, 1});
+}
+
+// q and out at addresses that are 2 bytes past 16-byte alignment: the kernel
+// falls back from its 16-byte loads of q and stores of the output (every
+// format, one split and several).
+TEST(DecodeAttentionCuda, UnalignedQueryAndOutput) {
+  QS_SKIP_WITHOUT_CUDA();
+  uint32_t seed = 490;
+  for (KvDtype dtype : {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16})
+    for (int splits : {1, 3}) {
+      DecodeVariant var;
+      var.misalign = 1;
+      check_decode({32, 8, 128}, dtype, 64, {300, 65, 1}, seed++, splits, cuda::DecodeKernel::kAuto, var);
+    }
 }
 
 // Two cases of the above, small enough for the sanitizers (memcheck, racecheck).

@@ -43,7 +43,7 @@ struct MmaTraits {
   static constexpr int kWarpRing = kStages * kStageBytes;
   static constexpr int kPBytes = kWK * 8 * 2;  // per warp: P' [kWK keys][8 heads] fp16
   static constexpr int kPipeBytes = kWarps * (kWarpRing + kPBytes);
-  static constexpr int kMergeBytes = kWarps * 8 * (D + 1) * 4 + kWarps * 8 * 2 * 4;  // the last unit's merge
+  static constexpr int kMergeBytes = kWarps * 8 * (D + 4) * 4 + kWarps * 8 * 2 * 4;  // the last unit's merge
   // after the rings: the unit table, then the merge area of the other units
   // (groups <= 4: [2 kKSteps][16 lanes] float2, then {m, l} [kWarps][8])
   static constexpr int kUnitBytes = kMaxUnits * 16;
@@ -169,6 +169,21 @@ __device__ __forceinline__ void dequant_value_pair(const uint32_t (&wa)[kWords],
       vb[2 * j] = __byte_perm(wa[j], wb[j], 0x5410);
       vb[2 * j + 1] = __byte_perm(wa[j], wb[j], 0x7632);
     }
+  }
+}
+
+// kv_pair_element(c, i, hi) - c D / 4 (every format): thread c's q elements
+// are the contiguous run [c D / 4, (c + 1) D / 4) of the row, and those of
+// pairs i = 4 w .. 4 w + 3 the 8 halves at c D / 4 + 8 w; for i < 4 this is
+// an element's place among those 8 (a constant after unrolling).
+template <KvDtype DT, int D>
+__host__ __device__ constexpr int kv_pair_local(int i, int hi) {
+  if constexpr (DT == KvDtype::kInt4) {
+    return 8 * (i / 4) + i % 4 + 4 * hi;
+  } else if constexpr (DT == KvDtype::kInt8) {
+    return 4 * (i / 2) + 2 * (i % 2) + hi;
+  } else {
+    return 2 * i + hi;
   }
 }
 

@@ -62,8 +62,10 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
   constexpr int kKSteps = D / 16;  // k-steps of S^T, m-tiles of O^T
   extern __shared__ __align__(16) uint8_t smem[];
 
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int g8 = lane / 4, c = lane % 4;
+  // (bit operations: the compiler rematerializes these in the loop, and a
+  // signed % costs four instructions there)
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int g8 = lane >> 2, c = lane & 3;
   const int group = p.group;
   const int hq = p.num_kv_heads * group;
   // This block's units u = blockIdx.x + k gridDim.x, k < nu <= kMaxUnits
@@ -89,10 +91,15 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
     const int u = blockIdx.x + tid * gridDim.x, r = u / p.num_kv_heads;
     s_unit[tid] = make_int4(r % p.batch, u % p.num_kv_heads, r / p.batch, p.context_lens[r % p.batch]);
   }
+  // A warp-chunk inside one page (page_size a multiple of kWK; chunks start at
+  // multiples of kWK): its values are one contiguous run, no per-key offsets,
+  // and its page-table entry is one (the same address in every lane).
+  const bool contiguous = p.page_size % T::kWK == 0;
   int first_page, first_pos;
   {
     const int r = blockIdx.x / p.num_kv_heads;
-    first_pos = (r / p.batch) * p.split_tokens + warp * T::kWK + lane;  // unit 0, local chunk 0
+    // unit 0, local chunk 0: its first key (contiguous), else this lane's key
+    first_pos = (r / p.batch) * p.split_tokens + warp * T::kWK + (contiguous ? 0 : lane);
     first_page = p.page_table[static_cast<int64_t>(r % p.batch) * p.page_table_stride +
                               max(0, min(page_of(first_pos), p.page_table_stride - 1))];
   }
@@ -124,23 +131,28 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
     }
   };
   settle();
-  // Page entry and slot of this lane's key at the cursor (page -1: past the
-  // end), looked up one issue ahead so that the page-table load is hidden.
+  // Page entry and slot of the chunk's first key (contiguous chunks: the same
+  // in every lane), else of this lane's key (page -1: past the end), at the
+  // cursor, looked up one issue ahead so that the page-table load is hidden.
   struct KeyLoc {
     int page, slot;
   };
   auto locate = [&]() -> KeyLoc {
-    const int pos = ibegin + (warp + iit * kWarps) * T::kWK + lane;
+    const int c0 = ibegin + (warp + iit * kWarps) * T::kWK;
+    if (contiguous) {
+      if (iu >= nu) return {-1, 0};
+      const int idx = page_of(c0);
+      return {p.page_table[static_cast<int64_t>(ib) * p.page_table_stride + idx], c0 - idx * p.page_size};
+    }
+    const int pos = c0 + lane;
     if (iu >= nu || lane >= T::kWK || pos >= iend) return {-1, 0};
     const int idx = page_of(pos);
     return {p.page_table[static_cast<int64_t>(ib) * p.page_table_stride + idx], pos - idx * p.page_size};
   };
-  // A warp-chunk inside one page (page_size a multiple of kWK; chunks start at
-  // multiples of kWK): its values are one contiguous run, no per-key offsets.
-  const bool contiguous = p.page_size % T::kWK == 0;
   KeyLoc next{-1, 0};
   if (iu == 0) {  // from the entry loaded with the table
-    if (lane < T::kWK && first_pos < iend) next = {first_page, first_pos - page_of(first_pos) * p.page_size};
+    if ((contiguous || lane < T::kWK) && first_pos < iend)
+      next = {first_page, first_pos - page_of(first_pos) * p.page_size};
   } else {
     next = locate();
   }
@@ -165,23 +177,33 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
   };
   auto issue = [&](uint8_t* st, KeyLoc loc) {
     const int64_t head_off = static_cast<int64_t>(ikvh) * p.head_block_bytes;
-    const int64_t base = loc.page < 0 ? -1 : loc.page * p.page_bytes + head_off;
     if (contiguous) {
-      // every key of the chunk lies in its page (valid or not): addresses in bounds
+      // loc: the chunk's page and first slot; every key of the chunk lies in
+      // that page (valid or not): addresses in bounds
       const int n_valid = iend - (ibegin + (warp + iit * kWarps) * T::kWK);  // >= 1
-      const int page0 = __shfl_sync(0xffffffffu, loc.page, 0), slot0 = __shfl_sync(0xffffffffu, loc.slot, 0);
-      const int64_t run = page0 * p.page_bytes + head_off + static_cast<int64_t>(slot0) * T::kVB + lane * 16;
-      const uint8_t* ksrc = p.k_pages + run;
-      const uint8_t* vsrc = p.v_pages + run;
+      const int64_t pg = static_cast<int64_t>(loc.page) * p.page_bytes + head_off;
+      const uint8_t* kpg = p.k_pages + pg;
+      const uint8_t* vpg = p.v_pages + pg;
+      const uint32_t voff = static_cast<uint32_t>(loc.slot * T::kVB + lane * 16);
+      // the K and V {scale, zero} of key lane (zeros past the end)
+      auto chunk_params = [&](bool valid) {
+        if constexpr (T::kParams) {
+          if (lane < T::kWK) {
+            const uint32_t poff = static_cast<uint32_t>(p.values_region_bytes + (loc.slot + lane) * 4);
+            cp_async_4(st + T::kParOff + lane * 8, kpg + poff, valid ? 4 : 0);
+            cp_async_4(st + T::kParOff + lane * 8 + 4, vpg + poff, valid ? 4 : 0);
+          }
+        }
+      };
       if constexpr (kLaneOffsets) {
         if (n_valid >= T::kWK) {  // a full chunk (all but a unit's last): no source sizes
           const uint32_t sb = static_cast<uint32_t>(__cvta_generic_to_shared(st));
 #pragma unroll
           for (int i = 0; i < T::kPieceIters; ++i) {
-            cp_async_16_full(sb + k_lane_off + i * kKeysPerIter * T::kVB, ksrc + i * 512);
-            cp_async_16_full(sb + v_lane_off + i * kKeysPerIter * T::kVB, vsrc + i * 512);
+            cp_async_16_full(sb + k_lane_off + i * kKeysPerIter * T::kVB, kpg + voff + i * 512);
+            cp_async_16_full(sb + v_lane_off + i * kKeysPerIter * T::kVB, vpg + voff + i * 512);
           }
-          issue_params(st, base, loc.slot);
+          chunk_params(true);
           return;
         }
       }
@@ -189,22 +211,25 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
       for (int i = 0; i < T::kPieceIters; ++i) {
         const int key = i * kKeysPerIter + lane_key;
         const int bytes = key < n_valid ? 16 : 0;
-        cp_async_16(st + key * T::kVB + 16 * (lane_piece ^ kv_swizzle<T::kKB, false>(key)), ksrc + i * 512, bytes);
-        cp_async_16(st + T::kVOff + key * T::kVB + 16 * (lane_piece ^ kv_swizzle<T::kVT, true>(key)), vsrc + i * 512,
+        cp_async_16(st + key * T::kVB + 16 * (lane_piece ^ kv_swizzle<T::kKB, false>(key)), kpg + voff + i * 512, bytes);
+        cp_async_16(st + T::kVOff + key * T::kVB + 16 * (lane_piece ^ kv_swizzle<T::kVT, true>(key)), vpg + voff + i * 512,
                     bytes);
       }
-    } else {
-      const int64_t voff = base < 0 ? -1 : base + static_cast<int64_t>(loc.slot) * T::kVB;
+      chunk_params(lane < n_valid);
+      return;
+    }
+    // keys in several pages: per-key offsets (loc: this lane's key)
+    const int64_t base = loc.page < 0 ? -1 : loc.page * p.page_bytes + head_off;
+    const int64_t voff = base < 0 ? -1 : base + static_cast<int64_t>(loc.slot) * T::kVB;
 #pragma unroll
-      for (int i = 0; i < T::kPieceIters; ++i) {
-        const int key = i * kKeysPerIter + lane_key, piece = lane_piece;
-        const int64_t off = __shfl_sync(0xffffffffu, voff, key);
-        const bool valid = off >= 0;
-        const int64_t src = valid ? off + piece * 16 : 0;
-        cp_async_16(st + key * T::kVB + 16 * (piece ^ kv_swizzle<T::kKB, false>(key)), p.k_pages + src, valid ? 16 : 0);
-        cp_async_16(st + T::kVOff + key * T::kVB + 16 * (piece ^ kv_swizzle<T::kVT, true>(key)), p.v_pages + src,
-                    valid ? 16 : 0);
-      }
+    for (int i = 0; i < T::kPieceIters; ++i) {
+      const int key = i * kKeysPerIter + lane_key, piece = lane_piece;
+      const int64_t off = __shfl_sync(0xffffffffu, voff, key);
+      const bool valid = off >= 0;
+      const int64_t src = valid ? off + piece * 16 : 0;
+      cp_async_16(st + key * T::kVB + 16 * (piece ^ kv_swizzle<T::kKB, false>(key)), p.k_pages + src, valid ? 16 : 0);
+      cp_async_16(st + T::kVOff + key * T::kVB + 16 * (piece ^ kv_swizzle<T::kVT, true>(key)), p.v_pages + src,
+                  valid ? 16 : 0);
     }
     issue_params(st, base, loc.slot);
   };
@@ -252,38 +277,60 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
       continue;
     }
     // ---- Q as B fragments: head g8 (zero past the group), pre-scaled fp16 ----
-    half qraw[kKSteps][2][2];
-    {
-      const bool ok = g8 < group;
-      const half* qrow = p.q + (static_cast<int64_t>(b) * hq + kvh * group + (ok ? g8 : 0)) * D;
-#pragma unroll
-      for (int kk = 0; kk < kKSteps; ++kk)
-#pragma unroll
-        for (int j = 0; j < 2; ++j)
-#pragma unroll
-          for (int hi = 0; hi < 2; ++hi)
-            qraw[kk][j][hi] = ok ? qrow[attn::kv_pair_element<DT, D>(c, 2 * kk + j, hi)] : __ushort_as_half(0);
-    }
+    // Every warp needs the same fragments: warp w converts the k-steps
+    // [w kQPer, (w + 1) kQPer) for every lane and shares them through shared
+    // memory (the small merge area, free here), a quarter of the work each.
     // KV4 keys come out as 1024 + 16 t at the odd pairs of a word (dequant_key):
     // their q is divided by 16 (fp16, exact but for subnormals). sq sums the
     // effective q (16 x the operand there), sb the operands themselves:
     // acc = 1024 sb + sum q_eff t, so q . (t - z) = acc - 1024 sb - z sq.
-    uint32_t qb[kKSteps][2];
-    float sq = 0.f, sb = 0.f;
+    constexpr int kQPer = kKSteps / kWarps;  // 2 (D = 128) or 1 (D = 64)
+    static_assert(kQPer * kWarps == kKSteps && 2 * kQPer * 32 * 4 <= 2 * kKSteps * 16 * 8);
+    uint32_t* s_qb = reinterpret_cast<uint32_t*>(s_acc);  // [kWarps][32 lanes][2 kQPer] words
+    float2* s_qs = reinterpret_cast<float2*>(s_wml);       // [8 heads][kWarps] {sq, sb} of warp w's k-steps
     {
+      const bool ok = g8 < group;
+      const half* qrow = p.q + (static_cast<int64_t>(b) * hq + kvh * group + (ok ? g8 : 0)) * D;
+      half qraw[kQPer][2][2];
+      bool vec = false;  // D = 128, q 16-byte aligned: one 16-byte load per thread
+      if constexpr (D == 128) vec = (reinterpret_cast<uintptr_t>(p.q) & 15) == 0;
+      if (vec) {
+        // thread c's elements of these k-steps: the 8 halves at c D / 4 + 8 w
+        // (kv_pair_element(c, 4 w + i, hi) = c D / 4 + 8 w + kv_pair_local(i, hi))
+        uint4 raw = make_uint4(0u, 0u, 0u, 0u);
+        if (ok) raw = *reinterpret_cast<const uint4*>(qrow + c * (D / 4) + 8 * warp);
+        const half* qh = reinterpret_cast<const half*>(&raw);
 #pragma unroll
-      for (int kk = 0; kk < kKSteps; ++kk)
+        for (int kl = 0; kl < kQPer; ++kl)
+#pragma unroll
+          for (int j = 0; j < 2; ++j)
+#pragma unroll
+            for (int hi = 0; hi < 2; ++hi) qraw[kl][j][hi] = qh[kv_pair_local<DT, D>(2 * kl + j, hi)];
+      } else {
+#pragma unroll
+        for (int kl = 0; kl < kQPer; ++kl)
+#pragma unroll
+          for (int j = 0; j < 2; ++j)
+#pragma unroll
+            for (int hi = 0; hi < 2; ++hi)
+              qraw[kl][j][hi] =
+                  ok ? qrow[attn::kv_pair_element<DT, D>(c, 2 * (warp * kQPer + kl) + j, hi)] : __ushort_as_half(0);
+      }
+      uint32_t qw[kQPer][2];
+      float sq = 0.f, sb = 0.f;
+#pragma unroll
+      for (int kl = 0; kl < kQPer; ++kl)
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
-          const int i = 2 * kk + j;  // the kb index of this pair
-          const bool by16 = DT == KvDtype::kInt4 && (i & 1);
+          // the kb index 2 (w kQPer + kl) + j of this pair is odd when j is
+          const bool by16 = DT == KvDtype::kInt4 && (j & 1);
           float v[2];
 #pragma unroll
           for (int hi = 0; hi < 2; ++hi) {
-            const float qs = __half2float(__float2half_rn(__half2float(qraw[kk][j][hi]) * p.scale_log2));
+            const float qs = __half2float(__float2half_rn(__half2float(qraw[kl][j][hi]) * p.scale_log2));
             v[hi] = by16 ? __half2float(__float2half_rn(qs * 0.0625f)) : qs;
           }
-          qb[kk][j] = attn::pack_half2(v[0], v[1]);
+          qw[kl][j] = attn::pack_half2(v[0], v[1]);
           sb += v[0] + v[1];
           sq += by16 ? 16.f * (v[0] + v[1]) : v[0] + v[1];
         }
@@ -292,13 +339,36 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
         sq += __shfl_xor_sync(0xffffffffu, sq, o);
         sb += __shfl_xor_sync(0xffffffffu, sb, o);
       }
+      if constexpr (kQPer == 2) {
+        *reinterpret_cast<uint4*>(s_qb + (warp * 32 + lane) * 4) = make_uint4(qw[0][0], qw[0][1], qw[1][0], qw[1][1]);
+      } else {
+        *reinterpret_cast<uint2*>(s_qb + (warp * 32 + lane) * 2) = make_uint2(qw[0][0], qw[0][1]);
+      }
+      if (c == 0) s_qs[g8 * kWarps + warp] = make_float2(sq, sb);
+    }
+    __syncthreads();  // every warp's share of q
+    uint32_t qb[kKSteps][2];
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      if constexpr (kQPer == 2) {
+        const uint4 u = *reinterpret_cast<const uint4*>(s_qb + (w * 32 + lane) * 4);
+        qb[2 * w][0] = u.x, qb[2 * w][1] = u.y, qb[2 * w + 1][0] = u.z, qb[2 * w + 1][1] = u.w;
+      } else {
+        const uint2 u = *reinterpret_cast<const uint2*>(s_qb + (w * 32 + lane) * 2);
+        qb[w][0] = u.x, qb[w][1] = u.y;
+      }
     }
     // for the heads 2c, 2c + 1 of this thread's C fragments: sum q, 1024 x sum operand
     // negated: the score accumulators start at -(1024 sb + z sq), so that the
     // tensor cores leave q . (t - z) and one multiply by the scale remains
-    const float nsumq[2] = {-__shfl_sync(0xffffffffu, sq, 8 * c), -__shfl_sync(0xffffffffu, sq, 8 * c + 4)};
-    const float nbias[2] = {-1024.f * __shfl_sync(0xffffffffu, sb, 8 * c),
-                            -1024.f * __shfl_sync(0xffffffffu, sb, 8 * c + 4)};
+    float nsumq[2], nbias[2];
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const float4* r = reinterpret_cast<const float4*>(s_qs + (2 * c + k) * kWarps);  // warps {0, 1}, {2, 3}
+      const float4 x = r[0], y = r[1];
+      nsumq[k] = -((x.x + x.z) + (y.x + y.z));
+      nbias[k] = -1024.f * ((x.y + x.w) + (y.y + y.w));
+    }
 
     // ---- online softmax state of the heads 2c, 2c + 1 ------------------------
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, corr[2] = {0.f, 0.f};
@@ -485,7 +555,9 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
       // stages, so the merge stays in the small area after them: {m, l} per
       // warp and head, then the warps add their weighted O in turn into one
       // accumulator (groups <= 4: the heads of lanes c < 2; thread-major, free
-      // of bank conflicts), and the last warp writes the output.
+      // of bank conflicts), and the last warp writes the output. (The area
+      // also carries q's fragments at a unit's start: barriers before and after.)
+      __syncthreads();
 #pragma unroll
       for (int kk = 0; kk < 2; ++kk)
         if (g8 == 0) {
@@ -541,53 +613,81 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
             }
           }
         }
-        if (step + 1 < kWarps) __syncthreads();
+        __syncthreads();
       }
       continue;
     }
     // The block's last unit: every ring is idle, the merge uses their space:
-    // O [warp][head][D + 1] and {m, l} [warp][head].
+    // O [warp][head][kORow] (this thread's D / 8 consecutive dims g8 D / 8..
+    // of heads 2c, 2c + 1 as 16-byte stores) and {m, l} [head][warp]; then
+    // thread (head h, dims 8j..8j + 7) weighs the warps' states once and
+    // writes its 8 outputs with one store.
     cp_async_wait<0>();
     __syncthreads();  // every warp is done with its ring
-    float* s_o = reinterpret_cast<float*>(smem);       // [kWarps][8][D + 1]
-    float* s_ml = s_o + kWarps * 8 * (D + 1);          // [kWarps][8][2]
+    constexpr int kORow = D + 4;  // floats: rows 16-byte aligned
+    float* s_o = reinterpret_cast<float*>(smem);                            // [kWarps][8][kORow]
+    float2* s_ml = reinterpret_cast<float2*>(s_o + kWarps * 8 * kORow);      // [8][kWarps]
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
       const int h = 2 * c + k;
-      float* so = s_o + (warp * 8 + h) * (D + 1) + g8 * (D / 8);
+      float4* so = reinterpret_cast<float4*>(s_o + (warp * 8 + h) * kORow + g8 * (D / 8));
 #pragma unroll
-      for (int e = 0; e < kKSteps; ++e) {
-        so[2 * e] = o[e][k] - corr[k];
-        so[2 * e + 1] = o[e][2 + k] - corr[k];
-      }
-      if (g8 == 0) {
-        s_ml[(warp * 8 + h) * 2] = m[k];
-        s_ml[(warp * 8 + h) * 2 + 1] = l[k];
-      }
+      for (int e = 0; e < kKSteps; e += 2)  // dims 2e, 2e + 1, 2e + 2, 2e + 3 of the slice
+        so[e / 2] = make_float4(o[e][k] - corr[k], o[e][2 + k] - corr[k], o[e + 1][k] - corr[k], o[e + 1][2 + k] - corr[k]);
+      if (g8 == 0) s_ml[h * kWarps + warp] = make_float2(m[k], l[k]);
     }
     __syncthreads();
-    for (int i = tid; i < group * D; i += kThreads) {
-      const int h = i / D, d = i % D;
+    constexpr int kRuns = D / 8;  // 8-dim runs per head
+    if (tid < group * kRuns) {
+      const int h = tid / kRuns, d0 = (tid % kRuns) * 8;
+      float2 ml[kWarps];
+#pragma unroll
+      for (int w = 0; w < kWarps; w += 2) {
+        const float4 x = *reinterpret_cast<const float4*>(s_ml + h * kWarps + w);
+        ml[w] = make_float2(x.x, x.y), ml[w + 1] = make_float2(x.z, x.w);
+      }
       float mx = -INFINITY;
 #pragma unroll
       for (int w = 0; w < kWarps; ++w)
-        if (s_ml[(w * 8 + h) * 2 + 1] > 0.f) mx = fmaxf(mx, s_ml[(w * 8 + h) * 2]);
-      float num = 0.f, den = 0.f;
+        if (ml[w].y > 0.f) mx = fmaxf(mx, ml[w].x);
+      float wt[kWarps], den = 0.f;
 #pragma unroll
       for (int w = 0; w < kWarps; ++w) {
-        const float lw = s_ml[(w * 8 + h) * 2 + 1];
-        if (lw > 0.f) {
-          const float wt = exp2f(s_ml[(w * 8 + h) * 2] - mx);
-          num += wt * s_o[(w * 8 + h) * (D + 1) + d];
-          den += wt * lw;
-        }
+        wt[w] = ml[w].y > 0.f ? exp2f(ml[w].x - mx) : 0.f;
+        den += wt[w] * ml[w].y;
+      }
+      float num[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) num[i] = 0.f;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) {
+        const float4* so = reinterpret_cast<const float4*>(s_o + (w * 8 + h) * kORow + d0);
+        const float4 x = so[0], y = so[1];
+        num[0] += wt[w] * x.x, num[1] += wt[w] * x.y, num[2] += wt[w] * x.z, num[3] += wt[w] * x.w;
+        num[4] += wt[w] * y.x, num[5] += wt[w] * y.y, num[6] += wt[w] * y.z, num[7] += wt[w] * y.w;
       }
       const int64_t row = static_cast<int64_t>(b) * hq + kvh * group + h;
       if (p.num_splits == 1) {
-        p.out[row * D + d] = __float2half_rn(den > 0.f ? num / den : 0.f);
+        const float inv = den > 0.f ? 1.f / den : 0.f;
+        uint32_t packed[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) packed[i] = attn::pack_half2(num[2 * i] * inv, num[2 * i + 1] * inv);
+        half* dst = p.out + row * D + d0;
+        if ((reinterpret_cast<uintptr_t>(p.out) & 15) == 0) {
+          *reinterpret_cast<uint4*>(dst) = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+        } else {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const half2 hv = as_half2(packed[i]);
+            dst[2 * i] = __low2half(hv);
+            dst[2 * i + 1] = __high2half(hv);
+          }
+        }
       } else {
-        p.part_o[(row * p.num_splits + split) * D + d] = num;
-        if (d == 0) {
+        float2* dst = reinterpret_cast<float2*>(p.part_o + (row * p.num_splits + split) * D + d0);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) dst[i] = make_float2(num[2 * i], num[2 * i + 1]);
+        if (d0 == 0) {
           p.part_ml[(row * p.num_splits + split) * 2] = mx;
           p.part_ml[(row * p.num_splits + split) * 2 + 1] = den;
         }
