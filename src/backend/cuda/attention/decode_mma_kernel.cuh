@@ -599,7 +599,7 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
               if (step + 1 < kWarps) {
                 *acc = v;
               } else if (h < group) {
-                const int d = g8 * (D / 8) + 2 * e;  // dims d, d + 1: as in the merge below
+                const int d = g8 * (D / 8) + 2 * e;  // dims d, d + 1 of this thread's slice
                 if (p.num_splits == 1) {
                   *reinterpret_cast<half2*>(p.out + row * D + d) = __floats2half2_rn(v.x / den[kk], v.y / den[kk]);
                 } else {
