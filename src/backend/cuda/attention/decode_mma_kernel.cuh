@@ -25,9 +25,9 @@
 //     accumulators start at -(1024 sum q_operand + z sum q), so that the
 //     tensor cores leave q . (t - z) and one multiply by the key's scale
 //     remains (one 8-byte read brings the key's K and V {scale, zero});
-//  2. masks, the online softmax per head (column): max over the 8 key rows
-//     of a column by 3 shuffles, the accumulators rescaled only when a
-//     column's max grew;
+//  2. masks, the online softmax per head (column): when a thread's own max
+//     exceeds the running max (one vote), the max over the 8 key rows of a
+//     column by 3 shuffles and the accumulators rescaled;
 //  3. P' = p s_v (fp16, a thread's two heads of a key packed in one half2)
 //     goes through a per-warp buffer [kWK keys][8 heads] and comes back as the
 //     B fragments by one ldmatrix.trans (thread = 2 keys x 1 head per
@@ -371,7 +371,8 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
     }
 
     // ---- online softmax state of the heads 2c, 2c + 1 ------------------------
-    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, corr[2] = {0.f, 0.f};
+    // (mu: m with -inf as 0, the exponent's reference)
+    float m[2] = {-INFINITY, -INFINITY}, mu[2] = {0.f, 0.f}, l[2] = {0.f, 0.f}, corr[2] = {0.f, 0.f};
     float o[kKSteps][4];
 #pragma unroll
     for (int e = 0; e < kKSteps; ++e) o[e][0] = o[e][1] = o[e][2] = o[e][3] = 0.f;
@@ -436,28 +437,31 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
           for (int r = 0; r < 2; ++r)
             if (c0 + 16 * t + g8 + 8 * r >= end) s[t][2 * r] = s[t][2 * r + 1] = -INFINITY;
       }
-      // 2. online softmax per head (column): max over the column's 8 threads
-      float mu[2];
+      // 2. online softmax per head (column). The column max is needed only
+      // when the running max m grows, i.e. when some thread's own max exceeds
+      // it (rare after the first chunks): one vote decides, and only then do
+      // the 3 shuffles reduce the column (the same m as reducing every chunk).
       {
-        float mx[2] = {-INFINITY, -INFINITY};
+        float mx[2] = {fmaxf(s[0][0], s[0][2]), fmaxf(s[0][1], s[0][3])};
 #pragma unroll
-        for (int t = 0; t < T::kTiles; ++t)
+        for (int t = 1; t < T::kTiles; ++t)
 #pragma unroll
           for (int k = 0; k < 2; ++k) mx[k] = fmaxf(mx[k], fmaxf(s[t][k], s[t][2 + k]));
-#pragma unroll
-        for (int k = 0; k < 2; ++k) {
-          mx[k] = fmaxf(mx[k], __shfl_xor_sync(0xffffffffu, mx[k], 4));
-          mx[k] = fmaxf(mx[k], __shfl_xor_sync(0xffffffffu, mx[k], 8));
-          mx[k] = fmaxf(mx[k], __shfl_xor_sync(0xffffffffu, mx[k], 16));
-        }
         const bool grew = mx[0] > m[0] || mx[1] > m[1];
         if (__any_sync(0xffffffffu, grew)) {  // rescale only when a max grew
+#pragma unroll
+          for (int k = 0; k < 2; ++k) {
+            mx[k] = fmaxf(mx[k], __shfl_xor_sync(0xffffffffu, mx[k], 4));
+            mx[k] = fmaxf(mx[k], __shfl_xor_sync(0xffffffffu, mx[k], 8));
+            mx[k] = fmaxf(mx[k], __shfl_xor_sync(0xffffffffu, mx[k], 16));
+          }
           float alpha[2];
 #pragma unroll
           for (int k = 0; k < 2; ++k) {
             const float m_new = fmaxf(m[k], mx[k]);
             alpha[k] = fast_exp2(m[k] - (m_new == -INFINITY ? 0.f : m_new));
             m[k] = m_new;
+            mu[k] = m_new == -INFINITY ? 0.f : m_new;
             l[k] *= alpha[k];
             corr[k] *= alpha[k];
           }
@@ -469,8 +473,6 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
             o[e][3] *= alpha[1];
           }
         }
-        mu[0] = m[0] == -INFINITY ? 0.f : m[0];
-        mu[1] = m[1] == -INFINITY ? 0.f : m[1];
       }
       // 3. P' = p s_v -> the P buffer (key-major: this thread's two heads of
       // a key are one half2), corr += P' z
