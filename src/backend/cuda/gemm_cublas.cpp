@@ -15,7 +15,7 @@ struct CublasLtGemm::Plan {
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
   std::vector<cublasLtMatmulAlgo_t> candidates;  // the usable heuristic results, in cuBLASLt's order
-  int chosen = 0;                                 // index into candidates of the tuned algo
+  int chosen = 0;                                 // index into candidates of algo
   TuneInfo info;
   ~Plan() {
     if (c) cublasLtMatrixLayoutDestroy(c);
@@ -132,6 +132,7 @@ void CublasLtGemm::select_candidate(bool int8, int64_t m, int64_t n, int64_t k, 
   Plan& p = *it->second;
   QS_CHECK(index >= 0 && index < static_cast<int>(p.candidates.size())) << "no candidate " << index;
   p.algo = p.candidates[index];
+  p.chosen = index;
 }
 
 void CublasLtGemm::gemm_s8(const int8_t* x, const int8_t* w, int32_t* y, int64_t m, int64_t n, int64_t k,

@@ -41,7 +41,7 @@ class CublasLtGemm {
   // For benchmarks that time the candidates their own way (cold weights,
   // graphs): after a shape's first call, how many usable heuristic candidates
   // it has, and which one its later calls run (index < candidate_count;
-  // tuning chose candidate chosen_candidate()).
+  // chosen_candidate(): the one they run now, the tuning's until selected).
   int candidate_count(bool int8, int64_t m, int64_t n, int64_t k) const;
   int chosen_candidate(bool int8, int64_t m, int64_t n, int64_t k) const;
   void select_candidate(bool int8, int64_t m, int64_t n, int64_t k, int index);
