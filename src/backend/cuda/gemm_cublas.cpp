@@ -14,6 +14,8 @@ struct CublasLtGemm::Plan {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
+  std::vector<cublasLtMatmulAlgo_t> candidates;  // the usable heuristic results, in cuBLASLt's order
+  int chosen = 0;                                 // index into candidates of algo
   TuneInfo info;
   ~Plan() {
     if (c) cublasLtMatrixLayoutDestroy(c);
@@ -77,6 +79,7 @@ CublasLtGemm::Plan& CublasLtGemm::plan(bool int8, int64_t m, int64_t n, int64_t 
   int best_index = -1;
   for (int i = 0; i < found; ++i) {
     if (results[i].state != CUBLAS_STATUS_SUCCESS) continue;
+    p->candidates.push_back(results[i].algo);
     p->algo = results[i].algo;
     run(*p, x, w, y, stream);
     run(*p, x, w, y, stream);
@@ -94,6 +97,7 @@ CublasLtGemm::Plan& CublasLtGemm::plan(bool int8, int64_t m, int64_t n, int64_t 
     if (times[3] < best) {
       best = times[3];
       best_index = i;
+      p->chosen = static_cast<int>(p->candidates.size()) - 1;
     }
   }
   cudaEventDestroy(start);
@@ -110,6 +114,25 @@ CublasLtGemm::Plan& CublasLtGemm::plan(bool int8, int64_t m, int64_t n, int64_t 
 CublasLtGemm::TuneInfo CublasLtGemm::tune_info(bool int8, int64_t m, int64_t n, int64_t k) const {
   auto it = plans_.find(std::make_tuple(int8, m, n, k));
   return it == plans_.end() ? TuneInfo{} : it->second->info;
+}
+
+int CublasLtGemm::candidate_count(bool int8, int64_t m, int64_t n, int64_t k) const {
+  auto it = plans_.find(std::make_tuple(int8, m, n, k));
+  return it == plans_.end() ? 0 : static_cast<int>(it->second->candidates.size());
+}
+
+int CublasLtGemm::chosen_candidate(bool int8, int64_t m, int64_t n, int64_t k) const {
+  auto it = plans_.find(std::make_tuple(int8, m, n, k));
+  return it == plans_.end() ? -1 : it->second->chosen;
+}
+
+void CublasLtGemm::select_candidate(bool int8, int64_t m, int64_t n, int64_t k, int index) {
+  auto it = plans_.find(std::make_tuple(int8, m, n, k));
+  QS_CHECK(it != plans_.end()) << "select_candidate before the shape's first call";
+  Plan& p = *it->second;
+  QS_CHECK(index >= 0 && index < static_cast<int>(p.candidates.size())) << "no candidate " << index;
+  p.algo = p.candidates[index];
+  p.chosen = index;
 }
 
 void CublasLtGemm::gemm_s8(const int8_t* x, const int8_t* w, int32_t* y, int64_t m, int64_t n, int64_t k,

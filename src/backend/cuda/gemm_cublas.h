@@ -38,6 +38,14 @@ class CublasLtGemm {
   };
   TuneInfo tune_info(bool int8, int64_t m, int64_t n, int64_t k) const;
 
+  // For benchmarks that time the candidates their own way (cold weights,
+  // graphs): after a shape's first call, how many usable heuristic candidates
+  // it has, and which one its later calls run (index < candidate_count;
+  // chosen_candidate(): the one they run now, the tuning's until selected).
+  int candidate_count(bool int8, int64_t m, int64_t n, int64_t k) const;
+  int chosen_candidate(bool int8, int64_t m, int64_t n, int64_t k) const;
+  void select_candidate(bool int8, int64_t m, int64_t n, int64_t k, int index);
+
  private:
   struct Plan;
   Plan& plan(bool int8, int64_t m, int64_t n, int64_t k, const void* x, const void* w, void* y, cudaStream_t stream);

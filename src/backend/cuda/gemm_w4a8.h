@@ -51,7 +51,7 @@ W4A8DeviceWeights upload_w4a8(const quant::W4G128Weights& w);
 W4A8DeviceWeights upload_w4a8(const quant::W4PerChannelWeights& w);
 
 inline constexpr int kW4A8FirstWgmmaTile = 6;  // mma.sync tiles 0..5 (any sm_80+ device)
-inline constexpr int kW4A8TileCount = 29;       // wgmma tiles 6..28 (sm_90 only)
+inline constexpr int kW4A8TileCount = 31;       // wgmma tiles 6..30 (sm_90 only)
 // Tiles 16..19: INT8-weight wgmma tiles, run after a pass that dequantizes
 // the W4 weights into an INT8 copy in the workspace (docs/gemm-hopper.md).
 inline constexpr int kW4A8FirstS8Tile = 16;
@@ -59,7 +59,7 @@ inline constexpr int kW4A8FirstS8Tile = 16;
 // dequantizes the W4 weights into shared memory itself (no pass, no copy).
 // Not in the planner: 0.36-0.50x of cuBLASLt INT8 (docs/gemm-hopper.md).
 inline constexpr int kW4A8FirstPdTile = 20;
-// Tiles 23..28: the W4 wgmma kernel with split-K across the CTAs of a thread
+// Tiles 23..30: the W4 wgmma kernel with split-K across the CTAs of a thread
 // block cluster (partial tiles summed through distributed shared memory; no
 // workspace), at most 8 splits (the cluster size); one CTA per work unit.
 inline constexpr int kW4A8FirstClusterTile = 23;

@@ -12,7 +12,8 @@ struct Entry {
 // Tile ids: 6 wg256x8, 7 wg256x16, 8 wg256x32, 9 wg256x64, 10 wg256x128,
 // 11 wg128x256, 12 wg128x128, 13-15 wg256x8a2 / x16a2 / x32a2 (two
 // accumulator sets); 23 wg256x8a2c, 24 wg256x16a2c, 25 wg256x32c,
-// 26 wg256x64c, 27 wg256x128c, 28 wg128x64c (split-K within a cluster).
+// 26 wg256x64c, 27 wg256x128c, 28 wg128x64c, 29 wg128x8c, 30 wg128x16c
+// (split-K within a cluster).
 // From `bench_gemm --m 1,16,32,64,128,256 --graph-us 400 --sweep-tiles ...`
 // on the H200 (bench/results/2026-11-30-gemm-h200-r6.md, round G2): per row
 // the fastest of every tile x split-K of the mma.sync tiles 128x8/16/32 and
@@ -26,10 +27,13 @@ struct Entry {
 // cluster tiles win at m <= 128 wherever the layer has fewer than ~64
 // output tiles (o, qkv, the down layers: 48-128 CTAs, 2-6 splits), the
 // persistent W4 tiles on the wide layers (gate_up) and above; g128 no longer
-// takes an mma.sync tile anywhere.
+// takes an mma.sync tile anywhere. The 4096 x 4096 rows at m = 1 and 16:
+// from the round-P sweep (bench/results/2026-11-30-gemm-h200-r7.md), which
+// added the 128-channel cluster tiles 29, 30 to every m <= 32 row; they won
+// on those two rows only (8-16%), every other row reproduced its entry.
 constexpr Entry kTable[] = {
-    {4096, 4096, 1, {23, 3}, {23, 3}, {23, 3}, {23, 3}},  // pc wg256x8a2c/3 5.7; g128 wg256x8a2c/3 7.1
-    {4096, 4096, 16, {24, 3}, {24, 3}, {24, 3}, {24, 3}},  // pc wg256x16a2c/3 6.6; g128 wg256x16a2c/3 7.9
+    {4096, 4096, 1, {29, 2}, {29, 2}, {29, 2}, {29, 2}},  // pc wg128x8c/2 5.2; g128 wg128x8c/2 6.5 (round P)
+    {4096, 4096, 16, {30, 2}, {30, 2}, {30, 2}, {30, 2}},  // pc wg128x16c/2 5.7; g128 wg128x16c/2 6.8 (round P)
     {4096, 4096, 32, {25, 4}, {25, 4}, {25, 3}, {25, 3}},  // pc wg256x32c/4 7.3; g128 wg256x32c/3 8.7
     {4096, 4096, 64, {28, 2}, {28, 2}, {28, 2}, {28, 2}},  // pc wg128x64c/2 7.8; g128 wg128x64c/2 8.7
     {4096, 4096, 128, {28, 2}, {28, 2}, {28, 2}, {28, 2}},  // pc wg128x64c/2 10.1; g128 wg128x64c/2 11.5

@@ -63,10 +63,10 @@ struct TileShape {
 };
 
 // Indices are the planner's tile ids minus kFirstTile (gemm_w4a8.h).
-inline constexpr int kTileCount = 23;
+inline constexpr int kTileCount = 25;
 inline constexpr int kFirstS8Tile = 10;       // tiles 10..13: INT8 weights (s8)
 inline constexpr int kFirstPdTile = 14;       // tiles 14..16: W4 dequantized by the producer (pd)
-inline constexpr int kFirstClusterTile = 17;  // tiles 17..22: W4, split-K within a cluster
+inline constexpr int kFirstClusterTile = 17;  // tiles 17..24: W4, split-K within a cluster
 inline constexpr int kMaxClusterSplits = 8;   // the portable cluster size
 inline constexpr TileShape kTiles[kTileCount] = {
     {8, 2, 12},    // decode
@@ -104,6 +104,10 @@ inline constexpr TileShape kTiles[kTileCount] = {
     {64, 2, 8, 1, false, false, true},   // 256 x 64
     {128, 2, 6, 1, false, false, true},  // 256 x 128
     {64, 1, 12, 1, false, false, true},  // 128 x 64
+    // 128 channels per CTA at decode: per stage half the unpacking of the
+    // 256-wide tiles, twice the CTAs for the same splits.
+    {8, 1, 20, 2, false, false, true},   // 128 x 8
+    {16, 1, 20, 2, false, false, true},  // 128 x 16
 };
 inline constexpr int kThreads = 384;  // warpgroup 0: TMA producer; 1, 2: consumers
 
