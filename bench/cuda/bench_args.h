@@ -8,14 +8,20 @@
 
 namespace qserve::bench {
 
+// "a,b,c" -> {"a", "b", "c"}.
+inline std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> v;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) v.push_back(item);
+  return v;
+}
+
 // "1,16,1024" -> {1, 16, 1024}; a token that is not a number throws
 // std::invalid_argument (std::stoll).
 template <typename T = int64_t>
 std::vector<T> parse_list(const std::string& s) {
   std::vector<T> v;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) v.push_back(static_cast<T>(std::stoll(item)));
+  for (const std::string& item : split_list(s)) v.push_back(static_cast<T>(std::stoll(item)));
   return v;
 }
 

@@ -37,7 +37,6 @@
 // pass), g128, each with the cost model's split-K: "g128 pd" columns.
 #include <algorithm>
 #include <chrono>
-#include <thread>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -45,6 +44,7 @@
 #include <functional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backend/cuda/cuda_check.h"
@@ -171,7 +171,7 @@ int run(int argc, char** argv) {
   std::string json_path, md_path, shape_filter;
   bool sweep = false, hot = false, pd = true, g128_s8_only = false;
   std::vector<int> sweep_tiles;  // empty: every tile
-  std::vector<int64_t> sweep_splits = {1, 2, 3, 4, 6, 8, 12, 16};
+  std::vector<int> sweep_splits = {1, 2, 3, 4, 6, 8, 12, 16};
   double graph_us = 2000.0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -184,13 +184,10 @@ int run(int argc, char** argv) {
     else if (a == "--md") md_path = next();
     else if (a == "--shapes") shape_filter = next();
     else if (a == "--sweep") sweep = true;
-    else if (a == "--sweep-splits") sweep_splits = bench::parse_list(next());
+    else if (a == "--sweep-splits") sweep_splits = bench::parse_list<int>(next());
     else if (a == "--sweep-tiles") {
       sweep = true;
-      const std::string list = next();
-      for (size_t b = 0; b <= list.size();) {
-        const size_t e = std::min(list.find(',', b), list.size());
-        const std::string name = list.substr(b, e - b);
+      for (const std::string& name : bench::split_list(next())) {
         int id = -1;
         for (int t = 0; t < cuda::kW4A8TileCount; ++t)
           if (name == cuda::w4a8_tile_name(t)) id = t;
@@ -199,7 +196,6 @@ int run(int argc, char** argv) {
           return 2;
         }
         sweep_tiles.push_back(id);
-        b = e + 1;
       }
     }
     else if (a == "--hot") hot = true;
@@ -230,8 +226,7 @@ int run(int argc, char** argv) {
     const std::string full = std::string(sh.model) + "/" + sh.layer;
     // --shapes takes model/layer names ("llama3-8b/qkv") or layer names ("qkv").
     bool wanted = shape_filter.empty();
-    std::stringstream filter(shape_filter);
-    for (std::string item; std::getline(filter, item, ',');)
+    for (const std::string& item : bench::split_list(shape_filter))
       wanted |= item == full || item == sh.layer;
     if (!wanted) continue;
     const int64_t n = sh.n, k = sh.k;
@@ -461,8 +456,7 @@ int run(int argc, char** argv) {
           int bt = -1, bs = 0;
           std::string line;
           for (int tile = 0; tile < cuda::kW4A8TileCount; ++tile)
-            for (const int64_t split_count : sweep_splits) {
-              const int splits = static_cast<int>(split_count);
+            for (const int splits : sweep_splits) {
               const bool wg = cuda::w4a8_tile_is_wgmma(tile);
               if (!cuda::w4a8_tile_supported(dev, tile) || (!wg && splits % 3 == 0)) continue;
               if (!sweep_tiles.empty() && std::find(sweep_tiles.begin(), sweep_tiles.end(), tile) == sweep_tiles.end())

@@ -13,9 +13,8 @@ struct CublasLtGemm::Plan {
   bool int8 = false;
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
-  cublasLtMatmulAlgo_t algo{};
   std::vector<cublasLtMatmulAlgo_t> candidates;  // the usable heuristic results, in cuBLASLt's order
-  int chosen = 0;                                 // index into candidates of algo
+  int chosen = 0;                                 // the candidate that runs
   TuneInfo info;
   ~Plan() {
     if (c) cublasLtMatrixLayoutDestroy(c);
@@ -34,7 +33,7 @@ void CublasLtGemm::run(const Plan& p, const void* x, const void* w, void* y, cud
   const void* alpha = p.int8 ? static_cast<const void*>(&one_i) : static_cast<const void*>(&one_f);
   const void* beta = p.int8 ? static_cast<const void*>(&zero_i) : static_cast<const void*>(&zero_f);
   // Column-major: D (n x m) = op(A) (n x k) * B (k x m), A = W stored k x n (transposed), B = X^T stored k x m.
-  QS_CUDA_CHECK(cublasLtMatmul(ctx_.cublas_lt(), p.op, alpha, w, p.a, x, p.b, beta, y, p.c, y, p.c, &p.algo,
+  QS_CUDA_CHECK(cublasLtMatmul(ctx_.cublas_lt(), p.op, alpha, w, p.a, x, p.b, beta, y, p.c, y, p.c, &p.candidates[p.chosen],
                                ctx_.blas_workspace(), ctx_.blas_workspace_bytes(), stream));
 }
 
@@ -76,11 +75,11 @@ CublasLtGemm::Plan& CublasLtGemm::plan(bool int8, int64_t m, int64_t n, int64_t 
   QS_CUDA_CHECK(cudaEventCreate(&start));
   QS_CUDA_CHECK(cudaEventCreate(&stop));
   float best = 1e30f;
-  int best_index = -1;
+  int best_index = -1;  // into p->candidates
   for (int i = 0; i < found; ++i) {
     if (results[i].state != CUBLAS_STATUS_SUCCESS) continue;
     p->candidates.push_back(results[i].algo);
-    p->algo = results[i].algo;
+    p->chosen = static_cast<int>(p->candidates.size()) - 1;
     run(*p, x, w, y, stream);
     run(*p, x, w, y, stream);
     std::vector<float> times;
@@ -96,14 +95,13 @@ CublasLtGemm::Plan& CublasLtGemm::plan(bool int8, int64_t m, int64_t n, int64_t 
     std::nth_element(times.begin(), times.begin() + 3, times.end());
     if (times[3] < best) {
       best = times[3];
-      best_index = i;
-      p->chosen = static_cast<int>(p->candidates.size()) - 1;
+      best_index = p->chosen;
     }
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
   QS_CHECK(best_index >= 0) << "no usable cuBLASLt candidate";
-  p->algo = results[best_index].algo;
+  p->chosen = best_index;
   p->info.best_us = best;
   p->info.candidates = found;
   auto& ref = *p;
@@ -111,28 +109,31 @@ CublasLtGemm::Plan& CublasLtGemm::plan(bool int8, int64_t m, int64_t n, int64_t 
   return ref;
 }
 
-CublasLtGemm::TuneInfo CublasLtGemm::tune_info(bool int8, int64_t m, int64_t n, int64_t k) const {
+CublasLtGemm::Plan* CublasLtGemm::find_plan(bool int8, int64_t m, int64_t n, int64_t k) const {
   auto it = plans_.find(std::make_tuple(int8, m, n, k));
-  return it == plans_.end() ? TuneInfo{} : it->second->info;
+  return it == plans_.end() ? nullptr : it->second.get();
+}
+
+CublasLtGemm::TuneInfo CublasLtGemm::tune_info(bool int8, int64_t m, int64_t n, int64_t k) const {
+  const Plan* p = find_plan(int8, m, n, k);
+  return p ? p->info : TuneInfo{};
 }
 
 int CublasLtGemm::candidate_count(bool int8, int64_t m, int64_t n, int64_t k) const {
-  auto it = plans_.find(std::make_tuple(int8, m, n, k));
-  return it == plans_.end() ? 0 : static_cast<int>(it->second->candidates.size());
+  const Plan* p = find_plan(int8, m, n, k);
+  return p ? static_cast<int>(p->candidates.size()) : 0;
 }
 
 int CublasLtGemm::chosen_candidate(bool int8, int64_t m, int64_t n, int64_t k) const {
-  auto it = plans_.find(std::make_tuple(int8, m, n, k));
-  return it == plans_.end() ? -1 : it->second->chosen;
+  const Plan* p = find_plan(int8, m, n, k);
+  return p ? p->chosen : -1;
 }
 
 void CublasLtGemm::select_candidate(bool int8, int64_t m, int64_t n, int64_t k, int index) {
-  auto it = plans_.find(std::make_tuple(int8, m, n, k));
-  QS_CHECK(it != plans_.end()) << "select_candidate before the shape's first call";
-  Plan& p = *it->second;
-  QS_CHECK(index >= 0 && index < static_cast<int>(p.candidates.size())) << "no candidate " << index;
-  p.algo = p.candidates[index];
-  p.chosen = index;
+  Plan* p = find_plan(int8, m, n, k);
+  QS_CHECK(p) << "select_candidate before the shape's first call";
+  QS_CHECK(index >= 0 && index < static_cast<int>(p->candidates.size())) << "no candidate " << index;
+  p->chosen = index;
 }
 
 void CublasLtGemm::gemm_s8(const int8_t* x, const int8_t* w, int32_t* y, int64_t m, int64_t n, int64_t k,

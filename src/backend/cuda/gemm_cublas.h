@@ -49,6 +49,7 @@ class CublasLtGemm {
  private:
   struct Plan;
   Plan& plan(bool int8, int64_t m, int64_t n, int64_t k, const void* x, const void* w, void* y, cudaStream_t stream);
+  Plan* find_plan(bool int8, int64_t m, int64_t n, int64_t k) const;  // null before the shape's first call
   void run(const Plan& p, const void* x, const void* w, void* y, cudaStream_t stream);
 
   CudaContext& ctx_;
