@@ -51,7 +51,10 @@ const char* w4a8_tile_name(int tile) {
                                               "wg256x32a2", "s8_256x128", "s8_128x256", "s8_128x128",
                                               "s8_256x64",  "pd_256x128", "pd_128x256", "pd_128x128",
                                               "wg256x8a2c", "wg256x16a2c", "wg256x32c", "wg256x64c",  "wg256x128c",
-                                              "wg128x64c",  "wg128x8c",   "wg128x16c"};
+                                              "wg128x64c",  "wg128x8c",   "wg128x16c",
+                                              "wg128x8c-k256", "wg128x8c-k512", "wg128x16c-k256", "wg128x16c-k512",
+                                              "wg256x8a2c-k256", "wg256x16a2c-k256", "wg256x32c-k256",  "wg128x64c-k256",
+                                              "wg256x64c-k256"};
   return tile >= 0 && tile < kW4A8TileCount ? names[tile] : "?";
 }
 

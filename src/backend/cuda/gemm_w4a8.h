@@ -51,7 +51,7 @@ W4A8DeviceWeights upload_w4a8(const quant::W4G128Weights& w);
 W4A8DeviceWeights upload_w4a8(const quant::W4PerChannelWeights& w);
 
 inline constexpr int kW4A8FirstWgmmaTile = 6;  // mma.sync tiles 0..5 (any sm_80+ device)
-inline constexpr int kW4A8TileCount = 31;       // wgmma tiles 6..30 (sm_90 only)
+inline constexpr int kW4A8TileCount = 40;       // wgmma tiles 6..39 (sm_90 only)
 // Tiles 16..19: INT8-weight wgmma tiles, run after a pass that dequantizes
 // the W4 weights into an INT8 copy in the workspace (docs/gemm-hopper.md).
 inline constexpr int kW4A8FirstS8Tile = 16;
@@ -59,14 +59,18 @@ inline constexpr int kW4A8FirstS8Tile = 16;
 // dequantizes the W4 weights into shared memory itself (no pass, no copy).
 // Not in the planner: 0.36-0.50x of cuBLASLt INT8 (docs/gemm-hopper.md).
 inline constexpr int kW4A8FirstPdTile = 20;
-// Tiles 23..30: the W4 wgmma kernel with split-K across the CTAs of a thread
+// Tiles 23..39: the W4 wgmma kernel with split-K across the CTAs of a thread
 // block cluster (partial tiles summed through distributed shared memory; no
 // workspace), at most 8 splits (the cluster size); one CTA per work unit.
 inline constexpr int kW4A8FirstClusterTile = 23;
+// Tiles 31..39 (cluster tiles): deep stages, 256 or 512 k per pipeline stage
+// (fewer, larger copies); only for k % 128 == 0.
+inline constexpr int kW4A8FirstDeepTile = 31;
 inline constexpr int kW4A8MaxClusterSplits = 8;
 inline bool w4a8_tile_is_s8(int tile) { return tile >= kW4A8FirstS8Tile && tile < kW4A8FirstPdTile; }
 inline bool w4a8_tile_is_pd(int tile) { return tile >= kW4A8FirstPdTile && tile < kW4A8FirstClusterTile; }
 inline bool w4a8_tile_is_cluster(int tile) { return tile >= kW4A8FirstClusterTile && tile < kW4A8TileCount; }
+inline bool w4a8_tile_needs_k128(int tile) { return tile >= kW4A8FirstDeepTile && tile < kW4A8TileCount; }
 const char* w4a8_tile_name(int tile);
 inline bool w4a8_tile_is_wgmma(int tile) { return tile >= kW4A8FirstWgmmaTile; }
 // Whether `tile` runs on this device (the wgmma tiles need compute capability 9.0).

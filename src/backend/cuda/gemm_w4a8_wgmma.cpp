@@ -21,6 +21,11 @@ static_assert(kW4A8FirstPdTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstPdTil
 static_assert(kW4A8FirstClusterTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstClusterTile);
 static_assert(kW4A8TileCount - kW4A8FirstWgmmaTile == w4a8::wgmma::kTileCount);
 static_assert(kW4A8MaxClusterSplits == w4a8::wgmma::kMaxClusterSplits);
+static_assert([] {
+  for (int t = 0; t < w4a8::wgmma::kTileCount; ++t)
+    if ((kTiles[t].kd > 1) != (t + kW4A8FirstWgmmaTile >= kW4A8FirstDeepTile)) return false;
+  return true;
+}());
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -65,12 +70,18 @@ constexpr int64_t kS8MinTokens = 1024;
 
 // The cluster tile for m tokens on a layer outside the measured table
 // (local ids): 256 x 8 / 16 / 32 (two accumulator sets up to 16), 128 x 64
-// up to m = 128; -1 above. Taken while the layer has fewer than
-// kClusterMaxTiles output tiles, with splits for about kClusterCtas CTAs.
+// up to m = 128; -1 above; their deep-stage versions (256-wide k stages)
+// when k % 128 == 0 (as fast or faster on every layer of the table's
+// sweeps, by 2-8%: bench/results/2026-11-30-gemm-h200-r8.md). Taken while
+// the layer has fewer than kClusterMaxTiles output tiles, with splits for
+// about kClusterCtas CTAs.
 constexpr int64_t kClusterMaxTiles = 64, kClusterCtas = 96;
-int cluster_tile_for(int64_t m) {
+int cluster_tile_for(int64_t m, int64_t k) {
   constexpr int c = w4a8::wgmma::kFirstClusterTile;
-  return m <= 8 ? c : m <= 16 ? c + 1 : m <= 32 ? c + 2 : m <= 128 ? c + 5 : -1;
+  const int t = m <= 8 ? c : m <= 16 ? c + 1 : m <= 32 ? c + 2 : m <= 128 ? c + 5 : -1;
+  if (t < 0 || k % 128 != 0) return t;
+  constexpr int d = kW4A8FirstDeepTile - kW4A8FirstWgmmaTile;  // wg128x8c-k256
+  return t == c ? d + 4 : t == c + 1 ? d + 5 : t == c + 2 ? d + 6 : d + 7;
 }
 
 // Which tiles the planner takes: the W4 tiles (the measured table first) or
@@ -106,6 +117,8 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
   if (force_tile >= 0) {
     local = force_tile - kW4A8FirstWgmmaTile;
     QS_CHECK(local < w4a8::wgmma::kTileCount);
+    QS_CHECK(kTiles[local].kd == 1 || k % 128 == 0)
+        << "tile " << w4a8_tile_name(force_tile) << " needs k % 128 == 0 (k = " << k << ")";
     if (force_splits > 0) splits = force_splits;
     else consider(local, 1.0);
   } else if (any_s8 && m < kS8MinTokens) {
@@ -116,7 +129,7 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
     consider(s8, 1.0);         // 256 x 128
     consider(s8 + 1, 1.0);     // 128 x 256
     consider(s8 + 2, 0.85);    // 128 x 128
-  } else if (const int ct = cluster_tile_for(m);
+  } else if (const int ct = cluster_tile_for(m, k);
              ct >= 0 && cdiv(n, kTiles[ct].bn()) * cdiv(m, kTiles[ct].bm) < kClusterMaxTiles) {
     // Few output tiles at small and mid m: split-K within clusters, about
     // kClusterCtas CTAs (the measured optimum on the benchmark's o, qkv and

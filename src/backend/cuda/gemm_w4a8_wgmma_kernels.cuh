@@ -21,7 +21,7 @@ template <int kTile, bool kG128>
 void launch(const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas, cudaStream_t stream,
             bool pdl) {
   constexpr TileShape s = kTiles[kTile];
-  auto* kernel = &gemm_w4a8_wgmma_kernel<s.bm, s.mt, s.stages, kG128, s.acc_sets, s.s8, s.pd, s.cluster>;
+  auto* kernel = &gemm_w4a8_wgmma_kernel<s.bm, s.mt, s.stages, kG128, s.acc_sets, s.s8, s.pd, s.cluster, s.kd>;
   constexpr int smem = smem_bytes(s);
   static const bool configured = [&] {
     QS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));

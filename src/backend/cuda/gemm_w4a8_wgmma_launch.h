@@ -31,6 +31,10 @@ struct Params {
   // stream writes them (the g128 dequantization pass): the producer then
   // waits for the previous kernel before its first weight copy.
   int w_after_wait;
+  // Deep-stage tiles (TileShape::kd > 1): 1 when the activations' tensor map
+  // is 3-D (one box brings a stage's kd 128-wide blocks), 0 when it is the
+  // 2-D one (a box per block; the fallback where the driver refuses the 3-D view).
+  int x_deep_box;
 };
 
 // CTA tile: BN = 128 * MT output channels (two consumer warpgroups of 64 * MT
@@ -50,6 +54,13 @@ struct TileShape {
   // shared memory, each CTA reducing and storing a slice of the tile: no
   // INT32 partials in global memory, no counters.
   bool cluster = false;
+  // Deep stages: kd consecutive 128-wide k blocks per pipeline stage (W4
+  // tiles, k % 128 == 0). A 128-channel block's weights for the kd blocks are
+  // contiguous in the repacked layout, so a stage takes one weight copy of
+  // kd x 8 KB per block (and one of the level-2 words, one activation box)
+  // instead of kd of each: fewer, larger copies (a copy under 16 KB costs a
+  // fixed ~140 ns in the TMA unit: bench/results/2026-11-30-stream-h200.md).
+  int kd = 1;
   int bn() const { return 128 * mt; }
   // Bytes of one stage's weights: W4 repacked (8 KB per 128 channels x 128 k)
   // or INT8 (16 KB per 128 channels x 128 k, 128-B swizzled rows); pd: the W4
@@ -59,11 +70,13 @@ struct TileShape {
   // of the CTA's 8 mt 16-channel tiles, [8 mt][8] uint32, copied with the
   // weights (reserved for per-channel too, unused there).
   constexpr int l2_stage_bytes() const { return s8 || pd ? 0 : mt * 256; }
+  // One pipeline stage (kd blocks): activations, weights, level-2 words.
+  constexpr int stage_bytes() const { return kd * (bm * 128 + w_stage_bytes() + l2_stage_bytes()); }
   constexpr int a_slot_bytes() const { return pd ? 2 * mt * 16384 : 0; }
 };
 
 // Indices are the planner's tile ids minus kFirstTile (gemm_w4a8.h).
-inline constexpr int kTileCount = 25;
+inline constexpr int kTileCount = 34;
 inline constexpr int kFirstS8Tile = 10;       // tiles 10..13: INT8 weights (s8)
 inline constexpr int kFirstPdTile = 14;       // tiles 14..16: W4 dequantized by the producer (pd)
 inline constexpr int kFirstClusterTile = 17;  // tiles 17..24: W4, split-K within a cluster
@@ -108,6 +121,17 @@ inline constexpr TileShape kTiles[kTileCount] = {
     // 256-wide tiles, twice the CTAs for the same splits.
     {8, 1, 20, 2, false, false, true},   // 128 x 8
     {16, 1, 20, 2, false, false, true},  // 128 x 16
+    // The decode cluster tiles with deep stages (kd = 2 or 4 blocks of 128 k
+    // per stage: 16-32 KB weight copies per 128 channels).
+    {8, 1, 12, 2, false, false, true, 2},   // 128 x 8, 256-deep stages
+    {8, 1, 6, 2, false, false, true, 4},    // 128 x 8, 512-deep
+    {16, 1, 11, 2, false, false, true, 2},  // 128 x 16, 256-deep
+    {16, 1, 5, 2, false, false, true, 4},   // 128 x 16, 512-deep
+    {8, 2, 6, 2, false, false, true, 2},    // 256 x 8, 256-deep
+    {16, 2, 6, 2, false, false, true, 2},   // 256 x 16, 256-deep
+    {32, 2, 5, 1, false, false, true, 2},   // 256 x 32, 256-deep
+    {64, 1, 6, 1, false, false, true, 2},   // 128 x 64, 256-deep
+    {64, 2, 4, 1, false, false, true, 2},   // 256 x 64, 256-deep
 };
 inline constexpr int kThreads = 384;  // warpgroup 0: TMA producer; 1, 2: consumers
 
@@ -124,7 +148,7 @@ inline constexpr int epi_bytes(const TileShape& s) { return epi_staging_bytes(s.
 // stages (X, weights, level-2 words), mbarriers and the split-K flag, the
 // epilogue buffers (not for the cluster tiles: their epilogue runs in the stages).
 inline constexpr int smem_bytes(const TileShape& s) {
-  return s.stages * (s.bm * 128 + s.w_stage_bytes() + s.l2_stage_bytes()) + s.a_slot_bytes() +
+  return s.stages * s.stage_bytes() + s.a_slot_bytes() +
          (2 * s.stages + (s.pd ? 4 : 0)) * 8 + 16 + (s.cluster ? 0 : epi_bytes(s)) + 1024;
 }
 static_assert([] {
@@ -145,7 +169,13 @@ inline constexpr int cluster_reduce_bytes(const TileShape& s) {
 }
 static_assert([] {
   for (const TileShape& s : kTiles)
-    if (s.cluster && cluster_reduce_bytes(s) > s.stages * (s.bm * 128 + s.w_stage_bytes())) return false;
+    if (s.cluster && cluster_reduce_bytes(s) > s.stages * s.kd * (s.bm * 128 + s.w_stage_bytes())) return false;
+  return true;
+}());
+// Deep stages: W4 tiles only (the INT8-weight and pd kernels keep 128-wide stages).
+static_assert([] {
+  for (const TileShape& s : kTiles)
+    if (s.kd != 1 && (s.kd < 1 || s.s8 || s.pd)) return false;
   return true;
 }());
 

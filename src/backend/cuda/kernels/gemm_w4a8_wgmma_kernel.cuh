@@ -47,6 +47,14 @@
 // g128 / per-channel W4 after a dequantization pass (gemm_w4a8_dequant.cu)
 // when asked for (no plan takes that path since round 6).
 //
+// KD > 1 (deep stages, W4 tiles with k % 128 == 0): a pipeline stage holds
+// KD consecutive 128-wide k blocks, laid out as KD one-block stages would be
+// ([KD][BM][128 B] X, [MT][KD][8 KB] weights: a block's KD pieces contiguous
+// as in the repacked layout, [MT][KD][64] level-2 words), brought by one X
+// box (3-D tensor map [k / 128][m][128], p.x_deep_box; else KD 2-D boxes),
+// one weight copy and one level-2 copy per 128-channel block. The consumers
+// step through the blocks as before and release the stage after its last.
+//
 // kPD (the producer-dequantizing tiles): the consumers of kS8, but the
 // producer warpgroup reads the W4 weights (bulk copies into the stages, next
 // to X) and writes the INT8 A tiles (two slots apart from the stages) itself,
@@ -154,7 +162,8 @@ __device__ __forceinline__ void issue_stage_ss(int32_t (&acc)[MT][BM / 2], const
   ptx::wgmma_commit();
 }
 
-template <int BM, int MT, int STAGES, bool kG128, int ASETS, bool kS8 = false, bool kPD = false, bool kCL = false>
+template <int BM, int MT, int STAGES, bool kG128, int ASETS, bool kS8 = false, bool kPD = false, bool kCL = false,
+          int KD = 1>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_w4a8_wgmma_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap w_map,
                            const Params p) {
@@ -163,7 +172,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   // (as kS8's) have two slots of their own.
   constexpr bool kSS = kS8 || kPD;  // both wgmma operands in shared memory
   constexpr int kXBytes = BM * 128, kWBytes = MT * (kSS ? 16384 : 8192), kW4Bytes = kPD ? MT * 8192 : 0;
-  constexpr int kL2Bytes = kSS ? 0 : MT * 256;  // level-2 words per stage (W4 tiles; used by g128)
+  constexpr int kL2Bytes = kSS ? 0 : MT * 256;  // level-2 words per 128-wide block (W4 tiles; used by g128)
+  static_assert(KD == 1 || !kSS, "deep stages: W4 tiles only");
+  // One stage: KD blocks (kXBytes, kWBytes, kL2Bytes are per block).
+  constexpr int kXStage = KD * kXBytes, kWStage = KD * kWBytes, kL2Stage = KD * kL2Bytes;
   constexpr int kWSlots = kPD ? 2 : STAGES;  // buffers of ws
   // kPD register split (x 128 producer + x 256 consumer threads <= 168 x 384):
   // the producer unpacks, so it needs more than 40; the consumers of the
@@ -174,12 +186,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   // that the compiler still knows the pointers are shared (LDS, not LD).
   uint8_t* smem = smem_raw + ((1024u - (ptx::smem_addr(smem_raw) & 1023u)) & 1023u);
   // (kPD: the two A slots first, then X.)
-  uint8_t* ws = kPD ? smem : smem + STAGES * kXBytes;  // [kWSlots][MT][8192 or 16384]
-  uint8_t* xs = kPD ? smem + kWSlots * kWBytes : smem;  // [STAGES][BM][128]
+  uint8_t* ws = kPD ? smem : smem + STAGES * kXStage;  // [kWSlots][MT][KD][8192 or 16384]
+  uint8_t* xs = kPD ? smem + kWSlots * kWBytes : smem;  // [STAGES][KD][BM][128]
   uint8_t* w4s = xs + STAGES * kXBytes;         // kPD: [STAGES][MT][8192] (after X)
-  uint32_t* l2s = reinterpret_cast<uint32_t*>(ws + STAGES * kWBytes);  // W4 tiles: [STAGES][8 MT][8]
+  uint32_t* l2s = reinterpret_cast<uint32_t*>(ws + STAGES * kWStage);  // W4 tiles: [STAGES][MT][KD][8][8]
   uint64_t* full =
-      reinterpret_cast<uint64_t*>(kPD ? w4s + STAGES * kW4Bytes : ws + STAGES * kWBytes + STAGES * kL2Bytes);
+      reinterpret_cast<uint64_t*>(kPD ? w4s + STAGES * kW4Bytes : ws + STAGES * kWStage + STAGES * kL2Stage);
   uint64_t* empty = full + STAGES;
   uint64_t* afull = empty + STAGES;             // kPD: [2] the A slot is written
   uint64_t* aempty = afull + 2;                 // kPD: [2] the consumers are done with the A slot
@@ -225,14 +237,26 @@ __global__ void __launch_bounds__(kThreads, 1)
       // their weights only (no kernel writes the weights); their activations,
       // which the previous kernel may still be writing, follow the wait.
       // Each stage's `full` barrier expects both from the start.
+      // A stage's activations: KD blocks from kt (a box may reach past the
+      // split's blocks: unused; past k: zeros). Counted whole by TMA.
+      auto issue_x_stage = [&](int s, int kt, int m_blk) {
+        if constexpr (KD > 1) {
+          if (p.x_deep_box) {
+            ptx::tma_load_3d(xs + s * kXStage, &x_map, 0, m_blk * BM, kt, &full[s]);
+            return;
+          }
+        }
+#pragma unroll
+        for (int i = 0; i < KD; ++i)
+          ptx::tma_load_2d(xs + s * kXStage + i * kXBytes, &x_map, (kt + i) * 128, m_blk * BM, &full[s]);
+      };
       auto issue_x = [&](int count) {
         int i = 0;
         for (int u = blockIdx.x; u < p.units && i < count; u += gridDim.x) {
           const Unit un = unit_of<kCL>(p, u);
           const int m_blk = un.m_blk, split = un.split;
           const int kb = split * p.kt_per_split, ke = min(kt_total, kb + p.kt_per_split);
-          for (int kt = kb; kt < ke && i < count; ++kt, ++i)
-            ptx::tma_load_2d(xs + (i % STAGES) * kXBytes, &x_map, kt * 128, m_blk * BM, &full[i % STAGES]);
+          for (int kt = kb; kt < ke && i < count; kt += KD, ++i) issue_x_stage(i % STAGES, kt, m_blk);
         }
       };
       int it = 0;
@@ -245,7 +269,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         const Unit un = unit_of<kCL>(p, u);
         const int m_blk = un.m_blk, n_blk = un.n_blk, split = un.split;
         const int kb = split * p.kt_per_split, ke = min(kt_total, kb + p.kt_per_split);
-        for (int kt = kb; kt < ke; ++kt, ++it) {
+        for (int kt = kb; kt < ke; kt += KD, ++it) {
           const int s = it % STAGES;
           if (!waited && it == STAGES) {
             ptx::pdl_wait();
@@ -260,21 +284,23 @@ __global__ void __launch_bounds__(kThreads, 1)
             ptx::tma_load_2d(ws + s * kWBytes, &w_map, kt * 128, n_blk * MT * 128, &full[s]);
             continue;
           }
-          const int halves = min(2, k64_total - 2 * kt);
+          // The stage's k64 halves: KD blocks (k % 128 == 0), or fewer at
+          // the split's end; with KD = 1 the last block may be a half.
+          const int halves = min(2 * KD, min(k64_total, 2 * ke) - 2 * kt), nblk = (halves + 1) / 2;
           int blocks = 0;  // 128-channel blocks that exist (the last CTA column may have fewer)
 #pragma unroll
           for (int b = 0; b < MT; ++b) blocks += n_blk * MT + b < p.blocks128;
-          // g128: the level-2 words of group kt, 256 B per 128-channel block
-          ptx::mbar_arrive_expect_tx(&full[s], kXBytes + blocks * halves * 4096 + (kG128 ? blocks * 256 : 0));
-          if (waited) ptx::tma_load_2d(xs + s * kXBytes, &x_map, kt * 128, m_blk * BM, &full[s]);
+          // g128: the level-2 words of groups kt.., 256 B per 128-channel block and group
+          ptx::mbar_arrive_expect_tx(&full[s], kXStage + blocks * halves * 4096 + (kG128 ? blocks * nblk * 256 : 0));
+          if (waited) issue_x_stage(s, kt, m_blk);
           for (int b = 0; b < blocks; ++b) {
             const uint8_t* src = p.w + ((static_cast<size_t>(n_blk) * MT + b) * k64_total + 2 * kt) * 4096;
-            ptx::tma_load_1d(ws + s * kWBytes + b * 8192, src, halves * 4096, &full[s]);
+            ptx::tma_load_1d(ws + s * kWStage + b * KD * 8192, src, halves * 4096, &full[s]);
           }
           if constexpr (kG128)
             for (int b = 0; b < blocks; ++b)
-              ptx::tma_load_1d(l2s + s * (kL2Bytes / 4) + b * 64,
-                               p.level2 + quant::level2_word_offset((n_blk * MT + b) * 8, kt, p.groups), 256,
+              ptx::tma_load_1d(l2s + s * (kL2Stage / 4) + b * KD * 64,
+                               p.level2 + quant::level2_word_offset((n_blk * MT + b) * 8, kt, p.groups), nblk * 256,
                                &full[s]);
         }
       }
@@ -307,15 +333,15 @@ __global__ void __launch_bounds__(kThreads, 1)
       // m64 tile j of this warpgroup: channel block (cw * MT + j) / 2 of the
       // CTA, half (cw * MT + j) % 2 of it; this warp's 16-channel tile:
       int t16[MT];        // global 16-channel tile index
-      int w_off[MT];      // byte offset of this lane's 16 B in a W stage (k64 half 0)
-      int l2_off[MT];     // g128: this lane's level-2 word in a stage's [8 MT][8], -1 past n16
+      int w_off[MT];      // byte offset of this lane's 16 B in a W stage (block 0, k64 half 0)
+      int l2_off[MT];     // g128: this lane's level-2 word in a stage's [MT][KD][8][8] (block 0), -1 past n16
 #pragma unroll
       for (int j = 0; j < MT; ++j) {
         const int mi = cw * MT + j;
         const int tib = (mi & 1) * 4 + warp;
         t16[j] = (n_blk * MT + (mi >> 1)) * 8 + tib;
-        w_off[j] = (mi >> 1) * 8192 + tib * 512 + lane * 16;
-        l2_off[j] = t16[j] < p.n16 ? ((mi >> 1) * 8 + tib) * 8 + g : -1;
+        w_off[j] = (mi >> 1) * KD * 8192 + tib * 512 + lane * 16;
+        l2_off[j] = t16[j] < p.n16 ? (mi >> 1) * KD * 64 + tib * 8 + g : -1;
       }
 
       // ASETS = 2 (small token tiles): odd stages accumulate into acc_b, so
@@ -392,29 +418,39 @@ __global__ void __launch_bounds__(kThreads, 1)
           prev = s;
         }
       } else {
+      // A step is one 128-wide block: block `sub` of stage `it` (KD > 1:
+      // several steps per stage; the stage is released after its last).
       uint32_t a0[MT][16], a1[MT][16];
+      int sub = 0;
       auto load = [&](uint32_t(&a)[MT][16]) {
         const int s_ = stage_of(it);
-        load_stage<MT, kG128>(&full[s_], (it / STAGES) & 1, ws + s_ * kWBytes, l2s + s_ * (kL2Bytes / 4), w_off, l2_off,
-                              a);
+        load_stage<MT, kG128>(&full[s_], (it / STAGES) & 1, ws + s_ * kWStage + sub * 8192,
+                              l2s + s_ * (kL2Stage / 4) + sub * 64, w_off, l2_off, a);
+      };
+      auto x_desc = [&] { return ptx::smem_desc_sw128(xs + stage_of(it) * kXStage + sub * kXBytes); };
+      // After a step's wgmmas are issued and the previous step's are done:
+      // release the previous step's stage if that step was its last block;
+      // then move on (prev: this step's stage if it is its last block, else -1).
+      auto next_step = [&] {
+        ptx::wgmma_wait<1>();
+        if (prev >= 0) release(prev);
+        const bool last_block = sub + 1 == KD || kt + 1 == ke;
+        prev = last_block ? stage_of(it) : -1;
+        ++kt;
+        if (last_block) sub = 0, ++it;
+        else ++sub;
       };
       load(a0);
       while (true) {
-        issue_stage<BM, MT>(acc, a0, ptx::smem_desc_sw128(xs + stage_of(it) * kXBytes));
-        ptx::wgmma_wait<1>();
-        if (prev >= 0) release(prev);
-        prev = stage_of(it);
-        ++kt, ++it;
+        issue_stage<BM, MT>(acc, a0, x_desc());
+        next_step();
         if (kt == ke) break;
         load(a1);
         if constexpr (ASETS > 1)
-          issue_stage<BM, MT>(acc_b, a1, ptx::smem_desc_sw128(xs + stage_of(it) * kXBytes));
+          issue_stage<BM, MT>(acc_b, a1, x_desc());
         else
-          issue_stage<BM, MT>(acc, a1, ptx::smem_desc_sw128(xs + stage_of(it) * kXBytes));
-        ptx::wgmma_wait<1>();
-        release(prev);
-        prev = stage_of(it);
-        ++kt, ++it;
+          issue_stage<BM, MT>(acc, a1, x_desc());
+        next_step();
         if (kt == ke) break;
         load(a0);
       }
