@@ -8,7 +8,11 @@
 //
 //   bench_gemm [--quick] [--sweep] [--sweep-tiles NAME,...] [--sweep-splits 1,2,...] [--hot] [--no-pd]
 //              [--g128-s8-only] [--graph-us US]
-//              [--json FILE] [--md FILE] [--m 1,16,...] [--shapes NAME,...]
+//              [--json FILE] [--md FILE] [--m 1,16,...] [--shapes NAME,...] [--shape N,K ...]
+//
+// --shape N,K (repeatable): time these layer shapes ("custom/NxK") instead of
+// the built-in list, e.g. the same layer at several k to separate a kernel's
+// per-launch cost from its per-k work.
 //
 // --g128-s8-only: of the INT8-weight tiles time only g128 with the pass (not
 // per-channel W4 or W8A8: their columns read 0).
@@ -40,8 +44,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -169,6 +175,9 @@ struct Row {
 int run(int argc, char** argv) {
   std::vector<int64_t> ms = {1, 16, 32, 64, 128, 256, 512, 1024, 4096, 8192};
   std::string json_path, md_path, shape_filter;
+  std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
+  std::deque<std::string> custom_names;  // stable storage for the custom shapes' names
+  bool custom = false;
   bool sweep = false, hot = false, pd = true, g128_s8_only = false;
   std::vector<int> sweep_tiles;  // empty: every tile
   std::vector<int> sweep_splits = {1, 2, 3, 4, 6, 8, 12, 16};
@@ -183,6 +192,14 @@ int run(int argc, char** argv) {
     else if (a == "--json") json_path = next();
     else if (a == "--md") md_path = next();
     else if (a == "--shapes") shape_filter = next();
+    else if (a == "--shape") {
+      const std::vector<int64_t> nk = bench::parse_list(next());
+      if (nk.size() != 2 || nk[0] <= 0 || nk[1] <= 0 || nk[1] % 64 != 0)
+        throw std::runtime_error("--shape wants N,K with K a multiple of 64");
+      if (!custom) shapes.clear(), custom = true;
+      custom_names.push_back(std::to_string(nk[0]) + "x" + std::to_string(nk[1]));
+      shapes.push_back({"custom", custom_names.back().c_str(), nk[0], nk[1]});
+    }
     else if (a == "--sweep") sweep = true;
     else if (a == "--sweep-splits") sweep_splits = bench::parse_list<int>(next());
     else if (a == "--sweep-tiles") {
@@ -225,7 +242,7 @@ int run(int argc, char** argv) {
   const int64_t max_m = *std::max_element(ms.begin(), ms.end());
   std::vector<Row> rows;
 
-  for (const Shape& sh : kShapes) {
+  for (const Shape& sh : shapes) {
     const std::string full = std::string(sh.model) + "/" + sh.layer;
     // --shapes takes model/layer names ("llama3-8b/qkv") or layer names ("qkv").
     bool wanted = shape_filter.empty();
