@@ -236,9 +236,6 @@ int run(int argc, char** argv) {
   const bool wgmma = cuda::w4a8_wgmma_supported(dev);  // the sm_90a family runs here
   std::printf("# %s, %d SMs, L2 %zu MB; weights %s\n", dev.name.c_str(), dev.sm_count, dev.l2_bytes >> 20,
               hot ? "hot (one copy)" : "rotated over copies larger than 2x L2");
-  if (wgmma)
-    std::printf("# deep-stage tiles: activations in %s\n",
-                cuda::w4a8_deep_x_box_supported() ? "one 3-D box per stage" : "one 2-D box per 128-wide block");
   const int64_t max_m = *std::max_element(ms.begin(), ms.end());
   std::vector<Row> rows;
 

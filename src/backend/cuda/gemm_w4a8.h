@@ -76,9 +76,6 @@ inline bool w4a8_tile_is_wgmma(int tile) { return tile >= kW4A8FirstWgmmaTile; }
 // Whether `tile` runs on this device (the wgmma tiles need compute capability 9.0).
 bool w4a8_tile_supported(const DeviceInfo& dev, int tile);
 bool w4a8_wgmma_supported(const DeviceInfo& dev);
-// Whether the deep-stage tiles bring a stage's activations in one 3-D TMA box
-// on this driver (else one 2-D box per 128-wide block); for reports.
-bool w4a8_deep_x_box_supported();
 
 struct W4A8Plan {
   int tile = 0;

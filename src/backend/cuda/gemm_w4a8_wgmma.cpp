@@ -174,8 +174,6 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
 }
 }  // namespace
 
-bool w4a8_deep_x_box_supported() { return w4a8::wgmma::deep_x_map_supported(4096, 4096, 8, 2); }
-
 W4A8Plan plan_w4a8_wgmma(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile, int force_splits,
                          bool g128) {
   return plan_impl(dev, m, n, k, force_tile, force_splits, g128, LargeM::kW4);

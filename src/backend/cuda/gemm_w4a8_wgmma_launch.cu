@@ -108,12 +108,6 @@ void launch_kernel(int tile, bool g128, const Params& p, int ctas, cudaStream_t 
   (g128 ? w4_family_launcher<true>(tile) : w4_family_launcher<false>(tile))(tile, map, q, ctas, stream, pdl);
 }
 
-bool deep_x_map_supported(int m, int k, int bm, int kd) {
-  // (Encoding checks the shape only: any 16-B aligned address will do.)
-  alignas(16) static int8_t probe[16];
-  return k % 128 == 0 && make_x_map_deep(probe, m, k, bm, kd).has_value();
-}
-
 void launch_kernel_s8(int tile, bool g128, const int8_t* w8, const Params& p, int ctas, cudaStream_t stream, bool pdl) {
   if (tile < kFirstS8Tile || tile >= kFirstPdTile) QS_CUDA_CHECK(cudaErrorInvalidValue);
   const CUtensorMap x_map = make_x_map(p.x, p.m, p.k, kTiles[tile].bm);

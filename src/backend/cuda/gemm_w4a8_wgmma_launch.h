@@ -188,9 +188,6 @@ static_assert([] {
 void launch_kernel(int tile, bool g128, const Params& p, int ctas, cudaStream_t stream, bool pdl);
 // The INT8-weight tiles: `w8` INT8 [n, k] row-major (16-B aligned, k % 64 == 0),
 // g128 = the epilogue without the zero-point term (also W8A8's).
-// Whether the driver takes the deep-stage tiles' 3-D view of X (one box per
-// stage) for this shape; if not, those tiles take one 2-D box per block.
-bool deep_x_map_supported(int m, int k, int bm, int kd);
 void launch_kernel_s8(int tile, bool g128, const int8_t* w8, const Params& p, int ctas, cudaStream_t stream, bool pdl);
 
 }  // namespace qserve::cuda::w4a8::wgmma
