@@ -6,9 +6,6 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
-#include <cstdlib>
-#include <optional>
-
 #include "backend/cuda/cuda_check.h"
 
 namespace qserve::cuda::w4a8::wgmma {
@@ -55,25 +52,6 @@ CUtensorMap make_x_map(const int8_t* x, int m, int k, int bm) {
   return map;
 }
 
-// The deep-stage tiles' view of X [m, k] (k % 128 == 0): 3-D [k / 128 blocks]
-// [m rows][128 B], box [kd blocks][bm rows][128 B], so that one box lands as
-// kd consecutive [bm][128 B] tiles in the same 128-byte swizzle as make_x_map's
-// boxes (each tile starts 1024-B aligned). The block stride (128 B) is below
-// the row stride (k): if the driver refuses that view, nullopt (the kernel
-// then takes one 2-D box per block).
-std::optional<CUtensorMap> make_x_map_deep(const int8_t* x, int m, int k, int bm, int kd) {
-  CUtensorMap map{};
-  const cuuint64_t dims[3] = {128, static_cast<cuuint64_t>(m), static_cast<cuuint64_t>(k / 128)};
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(k), 128};  // bytes, dims 1..
-  const cuuint32_t box[3] = {128, static_cast<cuuint32_t>(bm), static_cast<cuuint32_t>(kd)};
-  const cuuint32_t elem_strides[3] = {1, 1, 1};
-  const CUresult r = encode_fn()(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, const_cast<int8_t*>(x), dims, strides, box,
-                                 elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) return std::nullopt;
-  return map;
-}
-
 // The launcher of the family that holds W4 tile `tile` (W4, pd or cluster).
 using W4Launcher = void (*)(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
 template <bool kG128>
@@ -89,23 +67,9 @@ void launch_kernel(int tile, bool g128, const Params& p, int ctas, cudaStream_t 
   if (tile < 0 || tile >= kTileCount || (tile >= kFirstS8Tile && tile < kFirstPdTile))
     QS_CUDA_CHECK(cudaErrorInvalidValue);
   const TileShape& s = kTiles[tile];
-  Params q = p;
-  q.x_deep_box = 0;
-  CUtensorMap map{};
-  if (s.kd > 1) {
-    if (p.k % 128 != 0) QS_CUDA_CHECK(cudaErrorInvalidValue);  // deep stages need whole 128-wide blocks
-    // QSERVE_GEMM_X_2D=1: the 2-D boxes even where the 3-D view works (benchmarks).
-    static const bool force_2d = [] {
-      const char* e = std::getenv("QSERVE_GEMM_X_2D");
-      return e && e[0] == '1';
-    }();
-    if (const auto deep = force_2d ? std::nullopt : make_x_map_deep(p.x, p.m, p.k, s.bm, s.kd)) {
-      map = *deep;
-      q.x_deep_box = 1;
-    }
-  }
-  if (!q.x_deep_box) map = make_x_map(p.x, p.m, p.k, s.bm);
-  (g128 ? w4_family_launcher<true>(tile) : w4_family_launcher<false>(tile))(tile, map, q, ctas, stream, pdl);
+  if (s.kd > 1 && p.k % 128 != 0) QS_CUDA_CHECK(cudaErrorInvalidValue);  // deep stages: whole 128-wide blocks
+  const CUtensorMap map = make_x_map(p.x, p.m, p.k, s.bm);
+  (g128 ? w4_family_launcher<true>(tile) : w4_family_launcher<false>(tile))(tile, map, p, ctas, stream, pdl);
 }
 
 void launch_kernel_s8(int tile, bool g128, const int8_t* w8, const Params& p, int ctas, cudaStream_t stream, bool pdl) {

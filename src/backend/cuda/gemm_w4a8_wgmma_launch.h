@@ -31,10 +31,6 @@ struct Params {
   // stream writes them (the g128 dequantization pass): the producer then
   // waits for the previous kernel before its first weight copy.
   int w_after_wait;
-  // Deep-stage tiles (TileShape::kd > 1): 1 when the activations' tensor map
-  // is 3-D (one box brings a stage's kd 128-wide blocks), 0 when it is the
-  // 2-D one (a box per block; the fallback where the driver refuses the 3-D view).
-  int x_deep_box;
 };
 
 // CTA tile: BN = 128 * MT output channels (two consumer warpgroups of 64 * MT
@@ -57,9 +53,11 @@ struct TileShape {
   // Deep stages: kd consecutive 128-wide k blocks per pipeline stage (W4
   // tiles, k % 128 == 0). A 128-channel block's weights for the kd blocks are
   // contiguous in the repacked layout, so a stage takes one weight copy of
-  // kd x 8 KB per block (and one of the level-2 words, one activation box)
-  // instead of kd of each: fewer, larger copies (a copy under 16 KB costs a
-  // fixed ~140 ns in the TMA unit: bench/results/2026-11-30-stream-h200.md).
+  // kd x 8 KB per block (and one of the level-2 words) instead of kd of each:
+  // fewer, larger copies (a copy under 16 KB costs a fixed ~140 ns in the TMA
+  // unit: bench/results/2026-11-30-stream-h200.md). The activations still
+  // come in one [bm][128 B] box per block (one 3-D box per stage measured the
+  // same: bench/results/2026-11-30-gemm-h200-r8.md).
   int kd = 1;
   int bn() const { return 128 * mt; }
   // Bytes of one stage's weights: W4 repacked (8 KB per 128 channels x 128 k)

@@ -50,10 +50,9 @@
 // KD > 1 (deep stages, W4 tiles with k % 128 == 0): a pipeline stage holds
 // KD consecutive 128-wide k blocks, laid out as KD one-block stages would be
 // ([KD][BM][128 B] X, [MT][KD][8 KB] weights: a block's KD pieces contiguous
-// as in the repacked layout, [MT][KD][64] level-2 words), brought by one X
-// box (3-D tensor map [k / 128][m][128], p.x_deep_box; else KD 2-D boxes),
-// one weight copy and one level-2 copy per 128-channel block. The consumers
-// step through the blocks as before and release the stage after its last.
+// as in the repacked layout, [MT][KD][64] level-2 words), brought by KD X
+// boxes, one weight copy and one level-2 copy per 128-channel block. The
+// consumers step through the blocks as before and release the stage after its last.
 //
 // kPD (the producer-dequantizing tiles): the consumers of kS8, but the
 // producer warpgroup reads the W4 weights (bulk copies into the stages, next
@@ -240,12 +239,6 @@ __global__ void __launch_bounds__(kThreads, 1)
       // A stage's activations: KD blocks from kt (a box may reach past the
       // split's blocks: unused; past k: zeros). Counted whole by TMA.
       auto issue_x_stage = [&](int s, int kt, int m_blk) {
-        if constexpr (KD > 1) {
-          if (p.x_deep_box) {
-            ptx::tma_load_3d(xs + s * kXStage, &x_map, 0, m_blk * BM, kt, &full[s]);
-            return;
-          }
-        }
 #pragma unroll
         for (int i = 0; i < KD; ++i)
           ptx::tma_load_2d(xs + s * kXStage + i * kXBytes, &x_map, (kt + i) * 128, m_blk * BM, &full[s]);
