@@ -96,6 +96,10 @@ std::vector<Case> all_cases() {
                         {4096, 11008}})
       for (int64_t m : {16, 64, 255}) cases.push_back({g, m, n, k});
   for (bool g : {false, true}) cases.push_back({g, 300, 4096, 4096});  // the m <= 512 bucket
+  // The Llama-2-13B and Llama-2-70B entries of the table, through the top-level planner.
+  for (bool g : {false, true})
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{5120, 5120}, {5120, 13824}, {10240, 8192}, {8192, 8192}})
+      for (int64_t m : {5, 16, 64, 100}) cases.push_back({g, m, n, k});
   // The INT8-weight tiles (dequantization pass + wgmma with both operands in
   // shared memory), forced: a real layer at every m, the long-k layer at
   // large m, and each tile on odd shapes (n not a multiple of the tile or of
@@ -363,13 +367,13 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
         }
       }
   // Outside the measured table, few output tiles at small m take a cluster
-  // tile with splits for about 96 CTAs: Llama-2-70B o (8192 x 8192) at m = 1
-  // has 32 tiles of 256 channels -> 3 splits (deep stages: k % 128 == 0);
-  // the 576 x 576 layer's k allows 2 (128-wide stages: k % 128 == 64).
-  const cuda::W4A8Plan o70 = cuda::plan_w4a8(h200, 1, 8192, 8192, -1, 0, true);
-  EXPECT_STREQ(cuda::w4a8_tile_name(o70.tile), "wg256x8a2c-k256");
-  EXPECT_EQ(o70.splits, 3);
-  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 20, 8192, 8192, -1, 0, true).tile), "wg256x32c-k256");
+  // tile with splits for about 96 CTAs: a 7168 x 7168 layer at m = 1 has 28
+  // tiles of 256 channels -> 3 splits (deep stages: k % 128 == 0); the
+  // 576 x 576 layer's k allows 2 (128-wide stages: k % 128 == 64).
+  const cuda::W4A8Plan o7k = cuda::plan_w4a8(h200, 1, 7168, 7168, -1, 0, true);
+  EXPECT_STREQ(cuda::w4a8_tile_name(o7k.tile), "wg256x8a2c-k256");
+  EXPECT_EQ(o7k.splits, 3);
+  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 20, 7168, 7168, -1, 0, true).tile), "wg256x32c-k256");
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 100, 2048, 8192, -1, 0, true).tile), "wg128x64c-k256");
   const cuda::W4A8Plan tiny = cuda::plan_w4a8(h200, 7, 576, 576, -1, 0, false);
   EXPECT_STREQ(cuda::w4a8_tile_name(tiny.tile), "wg256x8a2c");
@@ -385,7 +389,9 @@ TEST(GemmW4A8Planner, MeasuredPlans) {
   a100.cc_major = 8, a100.sm_count = 108;
   h200.cc_major = 9, h200.sm_count = 132;
   const std::pair<int64_t, int64_t> shapes[] = {{6144, 4096},  {4096, 4096},  {28672, 4096}, {4096, 14336},
-                                                {12288, 4096}, {22016, 4096}, {4096, 11008}, {8192, 28672}};
+                                                {12288, 4096}, {22016, 4096}, {4096, 11008}, {8192, 28672},
+                                                {15360, 5120}, {5120, 5120},  {27648, 5120}, {5120, 13824},
+                                                {10240, 8192}, {8192, 8192},  {57344, 8192}};
   for (auto [n, k] : shapes)
     for (int64_t m : {1, 5, 8, 9, 16, 17, 32, 33, 64, 65, 128, 129, 200, 256, 257, 512})
       for (bool g : {false, true}) {
