@@ -60,11 +60,12 @@ struct TileShape {
   // same: bench/results/2026-11-30-gemm-h200-r8.md).
   int kd = 1;
   int bn() const { return 128 * mt; }
-  // Bytes of one stage's weights: W4 repacked (8 KB per 128 channels x 128 k)
-  // or INT8 (16 KB per 128 channels x 128 k, 128-B swizzled rows); pd: the W4
-  // staging, and apart from the stages two INT8 tile slots.
+  // Bytes of one 128-wide k block's weights (a stage holds kd blocks): W4
+  // repacked (8 KB per 128 channels x 128 k) or INT8 (16 KB per 128 channels
+  // x 128 k, 128-B swizzled rows); pd: the W4 staging, and apart from the
+  // stages two INT8 tile slots.
   constexpr int w_stage_bytes() const { return mt * (s8 ? 16384 : 8192); }
-  // W4 tiles (register-A): the stage's g128 level-2 words (s2, scaled zero)
+  // W4 tiles (register-A): one block's g128 level-2 words (s2, scaled zero)
   // of the CTA's 8 mt 16-channel tiles, [8 mt][8] uint32, copied with the
   // weights (reserved for per-channel too, unused there).
   constexpr int l2_stage_bytes() const { return s8 || pd ? 0 : mt * 256; }
