@@ -9,6 +9,13 @@
 //   bench_gemm [--quick] [--sweep] [--sweep-tiles NAME,...] [--sweep-splits 1,2,...] [--hot] [--no-pd]
 //              [--g128-s8-only] [--graph-us US]
 //              [--json FILE] [--md FILE] [--m 1,16,...] [--shapes NAME,...] [--shape N,K ...]
+//              [--neighbor-us US]
+//
+// --neighbor-us US: before every timed launch (ours and cuBLASLt's) a kernel
+// that holds every SM for US microseconds (neighbor_kernel.h), its own time
+// subtracted: a GEMM after another kernel, as in a model, instead of after
+// itself (whose CTAs, under programmatic dependent launch, can start beside
+// the previous launch's when both fit on the GPU).
 //
 // --shape N,K (repeatable): time these layer shapes ("custom/NxK") instead of
 // the built-in list, e.g. the same layer at several k to separate a kernel's
@@ -61,6 +68,7 @@
 #include "core/half.h"
 #include "quant/weight_format.h"
 #include "bench_args.h"
+#include "neighbor_kernel.h"
 
 namespace qserve {
 namespace {
@@ -103,8 +111,21 @@ struct Timer {
   cudaStream_t stream;
   bool hot;
   double graph_us = 2000.0;  // work per replay
-  // Median microseconds per launch of fn(copy) over a graph of back-to-back launches.
+  // --neighbor-us: launched before every timed launch, its time alone
+  // (neighbor_us) subtracted from each result.
+  std::function<void()> neighbor;
+  double neighbor_us = 0;
+  // Median microseconds per launch of fn(copy) over a graph of back-to-back
+  // launches (each after the neighbor kernel, when there is one).
   double time(int copies, const std::function<void(int)>& fn) const {
+    if (!neighbor) return chain(copies, fn);
+    return chain(copies, [&](int c) {
+             neighbor();
+             fn(c);
+           }) -
+           neighbor_us;
+  }
+  double chain(int copies, const std::function<void(int)>& fn) const {
     fn(0);  // first call outside the graph (tuning, lazy setup)
     cudaEvent_t a, b;
     QS_CUDA_CHECK(cudaEventCreate(&a));
@@ -182,6 +203,7 @@ int run(int argc, char** argv) {
   std::vector<int> sweep_tiles;  // empty: every tile
   std::vector<int> sweep_splits = {1, 2, 3, 4, 6, 8, 12, 16};
   double graph_us = 2000.0;
+  double neighbor_us = 0;  // --neighbor-us
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -219,6 +241,7 @@ int run(int argc, char** argv) {
     else if (a == "--no-pd") pd = false;
     else if (a == "--g128-s8-only") g128_s8_only = true;
     else if (a == "--graph-us") graph_us = std::stod(next());
+    else if (a == "--neighbor-us") neighbor_us = std::stod(next());
     else if (a == "--quick") ms = {1, 16, 64, 256, 1024, 4096};
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
@@ -236,6 +259,17 @@ int run(int argc, char** argv) {
   const bool wgmma = cuda::w4a8_wgmma_supported(dev);  // the sm_90a family runs here
   std::printf("# %s, %d SMs, L2 %zu MB; weights %s\n", dev.name.c_str(), dev.sm_count, dev.l2_bytes >> 20,
               hot ? "hot (one copy)" : "rotated over copies larger than 2x L2");
+  // The neighbor kernel (--neighbor-us): one block per SM holding 200 KB of
+  // shared memory for neighbor_us, allowing its dependents to launch at once.
+  std::function<void()> neighbor;
+  double neighbor_alone_us = 0;
+  if (neighbor_us > 0) {
+    neighbor = [&] { bench::launch_neighbor(stream, dev.sm_count, neighbor_us, 200 * 1024, true); };
+    neighbor_alone_us = Timer{stream, true, graph_us, nullptr, 0}.chain(1, [&](int) { neighbor(); });
+    std::printf("# before every timed launch: a neighbor kernel (%d blocks x 200 KB, %.1f us; %.2f us per launch alone, "
+                "subtracted)\n",
+                dev.sm_count, neighbor_us, neighbor_alone_us);
+  }
   const int64_t max_m = *std::max_element(ms.begin(), ms.end());
   std::vector<Row> rows;
 
@@ -307,7 +341,7 @@ int run(int argc, char** argv) {
     // timed as without the selection: run right before our kernels, its heat
     // made them 10-30% slower at m >= 256 (power limit), not cuBLASLt.
     {
-      const Timer timer{stream, hot, graph_us};
+      const Timer timer{stream, hot, graph_us, neighbor, neighbor_alone_us};
       for (int64_t m : ms) {
         auto select_fastest = [&](bool int8, const std::function<void(int)>& fn) {
           fn(0);  // tunes the shape (the library's choice)
@@ -332,7 +366,7 @@ int run(int argc, char** argv) {
     }
     for (int64_t m : ms) {
       Row r{sh.model, sh.layer, m, n, k};
-      const Timer timer{stream, hot, graph_us};
+      const Timer timer{stream, hot, graph_us, neighbor, neighbor_alone_us};
       r.int8_us = timer.time(copies, [&](int c) {
         blas.gemm_s8(x8.as<int8_t>(), w8[c].as<int8_t>(), y32.as<int32_t>(), m, n, k, stream);
       });
@@ -552,7 +586,8 @@ int run(int argc, char** argv) {
                   "\"s8_per_channel_us\": [%.2f, %.2f, %.2f, %.2f], \"s8_w8a8_us\": [%.2f, %.2f, %.2f, %.2f], "
                   "\"pass_g128_us\": %.2f, \"pass_per_channel_us\": %.2f, \"cublaslt_w8a8_epilogue_us\": %.2f, "
                   "\"pd_splits\": [%d, %d, %d], \"pd_g128_us\": [%.2f, %.2f, %.2f], "
-                  "\"cublaslt_int8_candidate\": \"%d of %d\", \"cublaslt_fp16_candidate\": \"%d of %d\"}%s\n",
+                  "\"cublaslt_int8_candidate\": \"%d of %d\", \"cublaslt_fp16_candidate\": \"%d of %d\", "
+                  "\"neighbor_us\": %.1f}%s\n",
                   r.model.c_str(), r.layer.c_str(), (long long)r.m, (long long)r.n, (long long)r.k, r.int8_us,
                   r.fp16_us, r.pc_us, r.g128_us, cuda::w4a8_tile_name(r.pc_tile), r.pc_splits,
                   cuda::w4a8_tile_name(r.g_tile), r.g_splits, r.pc_wg_us, r.g_wg_us, cuda::w4a8_tile_name(r.pcw_tile),
@@ -563,7 +598,7 @@ int run(int argc, char** argv) {
                   r.g_s8_us[2], r.g_s8_us[3], r.pc_s8_us[0], r.pc_s8_us[1], r.pc_s8_us[2], r.pc_s8_us[3],
                   r.w8_s8_us[0], r.w8_s8_us[1], r.w8_s8_us[2], r.w8_s8_us[3], r.g_pass_us, r.pc_pass_us, r.w8a8_lt_us,
                   r.pd_splits[0], r.pd_splits[1], r.pd_splits[2], r.g_pd_us[0], r.g_pd_us[1], r.g_pd_us[2],
-                  r.int8_candidate, r.int8_candidates, r.fp16_candidate, r.fp16_candidates,
+                  r.int8_candidate, r.int8_candidates, r.fp16_candidate, r.fp16_candidates, neighbor_us,
                   i + 1 < rows.size() ? "," : "");
     js << buf;
   }

@@ -1,0 +1,20 @@
+// A stand-in for a model's other kernels in the GEMM benchmark (bench_gemm
+// --neighbor-us): one block per SM that holds most of the SM's shared memory
+// for a set time, so that the next kernel's CTAs cannot start on any SM until
+// it leaves, as after attention or a fused norm kernel, instead of starting
+// beside the previous launch of the same GEMM (which back-to-back launches
+// under programmatic dependent launch allow).
+#pragma once
+
+#include <cuda_runtime.h>
+
+namespace qserve::bench {
+
+// Launches the stand-in on `stream`: `sms` blocks that each spin for `us`
+// microseconds with `smem_bytes` of dynamic shared memory reserved. With
+// `trigger`, each block first allows its dependents to launch (as the
+// engine's kernels do), so a PDL-launched GEMM is scheduled early but its
+// CTAs wait for the SMs.
+void launch_neighbor(cudaStream_t stream, int sms, double us, int smem_bytes, bool trigger);
+
+}  // namespace qserve::bench
