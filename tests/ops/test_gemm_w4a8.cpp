@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backend/cpu/gemm_w4a8.h"
+#include "core/error.h"
 #include "core/half.h"
 #include "quant/weight_format.h"
 
@@ -24,6 +25,7 @@
 #include "backend/cuda/gemm_cublas.h"
 #include "backend/cuda/gemm_w4a8.h"
 #include "backend/cuda/gemm_w4a8_measured.h"
+#include "backend/cuda/gemm_w4a8_overrides.h"
 #include "gemm_test_util.h"
 #include "pdl_late_kernel.h"
 #endif
@@ -380,6 +382,31 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   EXPECT_EQ(tiny.splits, 2);
   // A wide layer keeps the persistent W4 tiles (Llama-2-70B gate_up, 224 tiles).
   EXPECT_FALSE(cuda::w4a8_tile_is_cluster(cuda::plan_w4a8(h200, 1, 57344, 8192, -1, 0, false).tile));
+}
+
+// QSERVE_W4A8_PLANS: the parser (the environment is read once per process,
+// so the planner hook itself is exercised by the benchmarks, not here).
+TEST(GemmW4A8Planner, PlanOverridesParse) {
+  const auto o = cuda::parse_w4a8_plan_overrides("4096x4096@1:pc=wg128x8c/3,6144x4096@16:g128=wg256x16a2c-k256/4,");
+  ASSERT_EQ(o.size(), 2u);
+  EXPECT_EQ(o[0].n, 4096);
+  EXPECT_EQ(o[0].k, 4096);
+  EXPECT_EQ(o[0].bucket, 1);
+  EXPECT_FALSE(o[0].g128);
+  EXPECT_STREQ(cuda::w4a8_tile_name(o[0].choice.tile), "wg128x8c");
+  EXPECT_EQ(o[0].choice.splits, 3);
+  EXPECT_EQ(o[1].bucket, 16);
+  EXPECT_TRUE(o[1].g128);
+  EXPECT_STREQ(cuda::w4a8_tile_name(o[1].choice.tile), "wg256x16a2c-k256");
+  EXPECT_TRUE(cuda::parse_w4a8_plan_overrides("").empty());
+  for (const char* bad : {"4096x4096@1:pc=wg128x8c", "4096x4096@8:pc=wg128x8c/2", "4096x4096@1:fp16=wg128x8c/2",
+                          "4096x4096@1:pc=nosuch/2", "4096x576@1:pc=wg128x8c-k256/2", "4096x4096@1:pc=wg128x8c/9",
+                          "4096x4096@1:pc=s8_128x128/1", "x4096@1:pc=wg128x8c/2", "4096x4096@1:pc=wg128x8c/0"})
+    EXPECT_THROW(cuda::parse_w4a8_plan_overrides(bad), Error) << bad;
+  EXPECT_EQ(cuda::w4a8_m_bucket(8), 1);
+  EXPECT_EQ(cuda::w4a8_m_bucket(9), 16);
+  EXPECT_EQ(cuda::w4a8_m_bucket(512), 512);
+  EXPECT_EQ(cuda::w4a8_m_bucket(513), 0);
 }
 
 // The measured table (sm_90, the benchmark's layers at m <= 512) drives both

@@ -1,5 +1,8 @@
 #include "backend/cuda/gemm_w4a8_measured.h"
 
+#include "backend/cuda/gemm_w4a8.h"
+#include "backend/cuda/gemm_w4a8_overrides.h"
+
 namespace qserve::cuda {
 namespace {
 
@@ -148,8 +151,14 @@ constexpr Entry kTable[] = {
 }  // namespace
 
 std::optional<W4A8Choice> measured_w4a8_plan(int64_t m, int64_t n, int64_t k, bool g128, bool wgmma_only) {
-  if (m <= 0 || m > 512) return std::nullopt;
-  const int bucket = m <= 8 ? 1 : m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : m <= 128 ? 128 : m <= 256 ? 256 : 512;
+  const int bucket = w4a8_m_bucket(m);
+  if (bucket == 0) return std::nullopt;
+  // QSERVE_W4A8_PLANS first (gemm_w4a8_overrides.h); an mma.sync tile there
+  // does not answer the wgmma-only question.
+  for (const W4A8PlanOverride& o : w4a8_plan_overrides())
+    if (o.n == n && o.k == k && o.bucket == bucket && o.g128 == g128 &&
+        (!wgmma_only || w4a8_tile_is_wgmma(o.choice.tile)))
+      return o.choice;
   for (const Entry& e : kTable)
     if (e.n == n && e.k == k && e.m == bucket) {
       if (g128) return wgmma_only ? e.g128_wgmma : e.g128;

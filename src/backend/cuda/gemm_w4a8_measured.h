@@ -17,7 +17,8 @@ struct W4A8Choice {
 // The fastest measured (tile, split-K) for a problem of m <= 512 tokens on a
 // layer of the table (n, k exact), in the m bucket that holds m (1..8 -> 1,
 // 9..16 -> 16, then 32, 64, 128, 256, 512). wgmma_only: the fastest wgmma
-// tile. nullopt: no entry (other shape, or m > 512).
+// tile. nullopt: no entry (other shape, or m > 512). The environment's plan
+// overrides (QSERVE_W4A8_PLANS, gemm_w4a8_overrides.h) come first.
 std::optional<W4A8Choice> measured_w4a8_plan(int64_t m, int64_t n, int64_t k, bool g128, bool wgmma_only);
 
 }  // namespace qserve::cuda

@@ -1,0 +1,43 @@
+// Plan overrides for tuning experiments: the environment variable
+// QSERVE_W4A8_PLANS replaces the measured table's (tile, split-K) for the
+// layers and m buckets it names, or adds a choice for a layer outside the
+// table, without a rebuild. For comparing plans in the engine (the table
+// is measured on back-to-back launches of one GEMM; a model interleaves
+// other kernels), not for production use: a warning is logged once.
+//
+//   QSERVE_W4A8_PLANS="NxK@M:KIND=TILE/SPLITS[,...]"
+//   e.g. "4096x4096@1:pc=wg128x8c/3,4096x4096@1:g128=wg128x8c/3"
+//
+// N, K: the layer (output, input features); M: the table's m bucket (1, 16,
+// 32, 64, 128, 256, 512: it serves m up to itself, 1 up to 8); KIND: pc or
+// g128; TILE: a name of w4a8_tile_name (gemm_w4a8.h); SPLITS >= 1.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "backend/cuda/gemm_w4a8_measured.h"
+
+namespace qserve::cuda {
+
+struct W4A8PlanOverride {
+  int64_t n = 0, k = 0;
+  int bucket = 1;
+  bool g128 = false;
+  W4A8Choice choice;
+};
+
+// Parses a QSERVE_W4A8_PLANS value; a malformed entry, an unknown tile, an
+// m that is not a bucket or a tile that needs k % 128 == 0 on another k
+// throws qserve::Error (kInvalidArgument) naming the entry. Empty: none.
+std::vector<W4A8PlanOverride> parse_w4a8_plan_overrides(std::string_view spec);
+
+// The overrides of this process's environment, parsed on first use (an
+// invalid value throws qserve::Error from the first W4A8 plan).
+const std::vector<W4A8PlanOverride>& w4a8_plan_overrides();
+
+// The m bucket of the measured table that holds m (0 above 512).
+int w4a8_m_bucket(int64_t m);
+
+}  // namespace qserve::cuda
