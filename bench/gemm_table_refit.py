@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Entries of the W4A8 measured plan table from `bench_gemm --sweep` output.
+
+Usage: bench/gemm_table_refit.py SWEEP.txt [SWEEP.txt ...] [--repo DIR] [--margin 0.02] [--all]
+
+Reads the "sweep" lines that `bench_gemm --sweep` / `--sweep-tiles` print (one per layer, kind
+and m: every tile/split timed), and prints one line of `kTable` in
+src/backend/cuda/gemm_w4a8_measured.cpp per (layer, m bucket) that the sweeps cover for both kinds:
+
+    {N, K, BUCKET, {pc tile, splits}, {pc ...}, {g128 tile, splits}, {g128 ...}},  // pc NAME/S T; g128 NAME/S T
+
+- bucket 1 (m = 1..8) is chosen by the mean of the m = 1 and m = 8 rows when both were swept;
+  the other buckets (16, 32, 64, 128, 256, 512) by their own m;
+- a split is kept only if the planner reproduces it (ceil(kt / ceil(kt / s)) == s with kt the
+  number of 128-wide k blocks), since the planner recomputes the split count;
+- with an existing entry for the same (layer, bucket) in the table, its choice stays unless the
+  sweep measured it and the best is faster by more than --margin (default 2%); --all prints every
+  covered (layer, bucket) anyway, marking unchanged ones.
+
+Tile ids come from the names array of src/backend/cuda/gemm_w4a8.cpp (w4a8_tile_name), so the
+tool follows the tile list. Several files may be given (the same row in two runs: the mean).
+"""
+import argparse
+import math
+import os
+import re
+import sys
+from collections import defaultdict
+
+SWEEP_RE = re.compile(r"sweep (\S+) n=(\d+) k=(\d+) (pc|g128) m=(\d+) best")
+CHOICE_RE = re.compile(r" ([\w.-]+)/(\d+):([\d.]+)")
+ENTRY_RE = re.compile(r"^\s*\{(\d+), (\d+), (\d+), \{(\d+), (\d+)\}, \{(\d+), (\d+)\}, \{(\d+), (\d+)\}, \{(\d+), (\d+)\}\}")
+BUCKETS = [1, 16, 32, 64, 128, 256, 512]
+
+
+def tile_names(repo):
+    """The w4a8_tile_name array of gemm_w4a8.cpp, in id order."""
+    src = open(os.path.join(repo, "src/backend/cuda/gemm_w4a8.cpp")).read()
+    body = re.search(r"names\[kW4A8TileCount\]\s*=\s*\{(.*?)\};", src, re.S)
+    if not body:
+        sys.exit("gemm_table_refit: no names array in gemm_w4a8.cpp")
+    return re.findall(r'"([^"]+)"', body.group(1))
+
+
+def table_entries(repo):
+    """(n, k, bucket) -> {"pc": (tile, splits), "g128": (tile, splits)} of the current table."""
+    out = {}
+    for line in open(os.path.join(repo, "src/backend/cuda/gemm_w4a8_measured.cpp")):
+        m = ENTRY_RE.match(line)
+        if m:
+            v = list(map(int, m.groups()))
+            out[(v[0], v[1], v[2])] = {"pc": (v[3], v[4]), "g128": (v[7], v[8])}
+    return out
+
+
+def read_sweeps(paths):
+    """(n, k, kind, m) -> {"tile/splits": mean us over the files}."""
+    acc = defaultdict(lambda: defaultdict(list))
+    for path in paths:
+        for line in open(path):
+            m = SWEEP_RE.search(line)
+            if not m:
+                continue
+            key = (int(m.group(2)), int(m.group(3)), m.group(4), int(m.group(5)))
+            for tile, splits, us in CHOICE_RE.findall(line[m.end():]):
+                acc[key][f"{tile}/{splits}"].append(float(us))
+    return {key: {c: sum(v) / len(v) for c, v in row.items()} for key, row in acc.items()}
+
+
+def reproducible(k, splits):
+    kt = math.ceil(k / 128)
+    return math.ceil(kt / math.ceil(kt / splits)) == splits
+
+
+def refit(sweeps, names, table, margin, show_all):
+    lines = []
+    for n, k in sorted({(key[0], key[1]) for key in sweeps}):
+        for bucket in BUCKETS:
+            ms = [1, 8] if bucket == 1 else [bucket]
+            choice, notes, changed = {}, [], False
+            for kind in ("pc", "g128"):
+                rows = [sweeps.get((n, k, kind, m)) for m in ms if (n, k, kind, m) in sweeps]
+                if not rows:
+                    break
+                common = set.intersection(*(set(r) for r in rows))
+
+                def mean(c):
+                    return sum(r[c] for r in rows) / len(rows)
+
+                cands = [c for c in common if c.split("/")[0] in names and reproducible(k, int(c.split("/")[1]))]
+                if not cands:
+                    break
+                best = min(cands, key=mean)
+                pick = best
+                old = table.get((n, k, bucket), {}).get(kind)
+                if old is not None:
+                    old_c = f"{names[old[0]]}/{old[1]}"
+                    if old_c not in common or mean(best) >= mean(old_c) * (1 - margin):
+                        pick = old_c
+                    else:
+                        changed = True
+                else:
+                    changed = True
+                tile, splits = pick.split("/")
+                choice[kind] = (names.index(tile), int(splits))
+                t = f"{mean(pick):.1f}" if pick in common else "kept, not swept"
+                notes.append(f"{kind} {pick} {t}")
+            if len(choice) != 2 or not (changed or show_all):
+                continue
+            pc, g = choice["pc"], choice["g128"]
+            mark = "" if changed else " (unchanged)"
+            lines.append(f"    {{{n}, {k}, {bucket}, {{{pc[0]}, {pc[1]}}}, {{{pc[0]}, {pc[1]}}}, "
+                         f"{{{g[0]}, {g[1]}}}, {{{g[0]}, {g[1]}}}}},  // {'; '.join(notes)}{mark}")
+    return lines
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("sweeps", nargs="+", help="bench_gemm output with sweep lines")
+    ap.add_argument("--repo", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    ap.add_argument("--margin", type=float, default=0.02, help="relative gain needed to replace an entry")
+    ap.add_argument("--all", action="store_true", help="also print the covered entries that stay")
+    a = ap.parse_args()
+    names = tile_names(a.repo)
+    sweeps = read_sweeps(a.sweeps)
+    if not sweeps:
+        sys.exit("gemm_table_refit: no sweep lines in the input")
+    for line in refit(sweeps, names, table_entries(a.repo), a.margin, a.all):
+        print(line)
+
+
+if __name__ == "__main__":
+    main()

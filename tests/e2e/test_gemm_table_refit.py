@@ -1,0 +1,70 @@
+"""bench/gemm_table_refit.py: measured-table entries from bench_gemm sweep lines, on a
+small stand-in of the repository (a names array and a table of one entry) and
+synthetic sweeps; then on the real repository's files (they must parse)."""
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+TOOL = ROOT / "bench" / "gemm_table_refit.py"
+
+NAMES = '''  static const char* names[kW4A8TileCount] = {"128x8", "wgA", "wgB",
+                                              "wgC-k256"};'''
+TABLE = '''constexpr Entry kTable[] = {
+    {4096, 4096, 16, {1, 2}, {1, 2}, {1, 2}, {1, 2}},  // pc wgA/2; g128 wgA/2
+};'''
+
+
+def sweep(n, k, kind, m, times):
+    best = min(times, key=times.get)
+    body = " ".join(f"{c}:{t}" for c, t in times.items())
+    return f"  sweep x/y n={n} k={k} {kind} m={m} best {best} {times[best]} us (planner 9.9) {body}\n"
+
+
+def run(tmp_path, lines, *args):
+    (tmp_path / "src/backend/cuda").mkdir(parents=True)
+    (tmp_path / "src/backend/cuda/gemm_w4a8.cpp").write_text(NAMES)
+    (tmp_path / "src/backend/cuda/gemm_w4a8_measured.cpp").write_text(TABLE)
+    s = tmp_path / "sweep.txt"
+    s.write_text("".join(lines))
+    r = subprocess.run([sys.executable, str(TOOL), str(s), "--repo", str(tmp_path), *args],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.splitlines()
+
+
+def test_new_layer_bucket_one_is_the_mean_of_m_1_and_8(tmp_path):
+    lines = []
+    for kind in ("pc", "g128"):
+        # wgB wins at m = 1 alone, wgA over m = 1 and 8 together.
+        lines.append(sweep(6144, 4096, kind, 1, {"wgA/2": 5.0, "wgB/2": 4.9}))
+        lines.append(sweep(6144, 4096, kind, 8, {"wgA/2": 5.0, "wgB/2": 6.0}))
+    out = run(tmp_path, lines)
+    assert len(out) == 1
+    assert out[0].startswith("    {6144, 4096, 1, {1, 2}, {1, 2}, {1, 2}, {1, 2}},")
+    assert "pc wgA/2 5.0" in out[0]
+
+
+def test_a_split_the_planner_would_change_is_skipped(tmp_path):
+    # k = 1152: 9 blocks; 4 splits -> 3 blocks each -> 3 splits: not reproducible.
+    lines = [sweep(2048, 1152, kind, 32, {"wgA/4": 3.0, "wgC-k256/3": 3.5}) for kind in ("pc", "g128")]
+    out = run(tmp_path, lines)
+    assert len(out) == 1
+    assert "{3, 3}" in out[0] and "wgC-k256/3" in out[0]
+
+
+def test_an_entry_stays_unless_beaten_by_the_margin(tmp_path):
+    close = [sweep(4096, 4096, kind, 16, {"wgA/2": 5.0, "wgB/2": 4.95}) for kind in ("pc", "g128")]
+    assert run(tmp_path, close) == []
+    far = [sweep(4096, 4096, kind, 16, {"wgA/2": 5.0, "wgB/3": 4.0}) for kind in ("pc", "g128")]
+    out = run(tmp_path / "b", far)
+    assert len(out) == 1 and "{2, 3}" in out[0]
+
+
+def test_the_repository_files_parse():
+    sys.path.insert(0, str(ROOT / "bench"))
+    import gemm_table_refit as t
+    names = t.tile_names(str(ROOT))
+    assert names[0] == "128x8" and "wg128x8c-k256" in names
+    table = t.table_entries(str(ROOT))
+    assert (4096, 4096, 1) in table and all(0 <= c[0] < len(names) for e in table.values() for c in e.values())
