@@ -7,7 +7,7 @@ Reads the "sweep" lines that `bench_gemm --sweep` / `--sweep-tiles` print (one p
 and m: every tile/split timed), and prints one line of `kTable` in
 src/backend/cuda/gemm_w4a8_measured.cpp per (layer, m bucket) that the sweeps cover for both kinds:
 
-    {N, K, BUCKET, {pc tile, splits}, {pc ...}, {g128 tile, splits}, {g128 ...}},  // pc NAME/S T; g128 NAME/S T
+    {N, K, BUCKET, {pc tile, splits}, {g128 tile, splits}},  // pc NAME/S T; g128 NAME/S T
 
 - bucket 1 (m = 1..8) is chosen by the mean of the m = 1 and m = 8 rows when both were swept;
   the other buckets (16, 32, 64, 128, 256, 512) by their own m;
@@ -29,7 +29,7 @@ from collections import defaultdict
 
 SWEEP_RE = re.compile(r"sweep (\S+) n=(\d+) k=(\d+) (pc|g128) m=(\d+) best")
 CHOICE_RE = re.compile(r" ([\w.-]+)/(\d+):([\d.]+)")
-ENTRY_RE = re.compile(r"^\s*\{(\d+), (\d+), (\d+), \{(\d+), (\d+)\}, \{(\d+), (\d+)\}, \{(\d+), (\d+)\}, \{(\d+), (\d+)\}\}")
+ENTRY_RE = re.compile(r"^\s*\{(\d+), (\d+), (\d+), \{(\d+), (\d+)\}, \{(\d+), (\d+)\}\}")
 BUCKETS = [1, 16, 32, 64, 128, 256, 512]
 
 
@@ -49,7 +49,7 @@ def table_entries(repo):
         m = ENTRY_RE.match(line)
         if m:
             v = list(map(int, m.groups()))
-            out[(v[0], v[1], v[2])] = {"pc": (v[3], v[4]), "g128": (v[7], v[8])}
+            out[(v[0], v[1], v[2])] = {"pc": (v[3], v[4]), "g128": (v[5], v[6])}
     return out
 
 
@@ -109,8 +109,8 @@ def refit(sweeps, names, table, margin, show_all):
                 continue
             pc, g = choice["pc"], choice["g128"]
             mark = "" if changed else " (unchanged)"
-            lines.append(f"    {{{n}, {k}, {bucket}, {{{pc[0]}, {pc[1]}}}, {{{pc[0]}, {pc[1]}}}, "
-                         f"{{{g[0]}, {g[1]}}}, {{{g[0]}, {g[1]}}}}},  // {'; '.join(notes)}{mark}")
+            lines.append(f"    {{{n}, {k}, {bucket}, {{{pc[0]}, {pc[1]}}}, {{{g[0]}, {g[1]}}}}},  "
+                         f"// {'; '.join(notes)}{mark}")
     return lines
 
 

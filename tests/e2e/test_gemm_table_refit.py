@@ -11,7 +11,7 @@ TOOL = ROOT / "bench" / "gemm_table_refit.py"
 NAMES = '''  static const char* names[kW4A8TileCount] = {"128x8", "wgA", "wgB",
                                               "wgC-k256"};'''
 TABLE = '''constexpr Entry kTable[] = {
-    {4096, 4096, 16, {1, 2}, {1, 2}, {1, 2}, {1, 2}},  // pc wgA/2; g128 wgA/2
+    {4096, 4096, 16, {1, 2}, {1, 2}},  // pc wgA/2; g128 wgA/2
 };'''
 
 
@@ -41,7 +41,7 @@ def test_new_layer_bucket_one_is_the_mean_of_m_1_and_8(tmp_path):
         lines.append(sweep(6144, 4096, kind, 8, {"wgA/2": 5.0, "wgB/2": 6.0}))
     out = run(tmp_path, lines)
     assert len(out) == 1
-    assert out[0].startswith("    {6144, 4096, 1, {1, 2}, {1, 2}, {1, 2}, {1, 2}},")
+    assert out[0].startswith("    {6144, 4096, 1, {1, 2}, {1, 2}},")
     assert "pc wgA/2 5.0" in out[0]
 
 
@@ -67,4 +67,7 @@ def test_the_repository_files_parse():
     names = t.tile_names(str(ROOT))
     assert names[0] == "128x8" and "wg128x8c-k256" in names
     table = t.table_entries(str(ROOT))
+    src = (ROOT / "src/backend/cuda/gemm_w4a8_measured.cpp").read_text()
+    rows = src[src.index("kTable[] = {"):].split("};")[0].count("\n    {")
+    assert len(table) == rows  # every row of kTable parsed
     assert (4096, 4096, 1) in table and all(0 <= c[0] < len(names) for e in table.values() for c in e.values())

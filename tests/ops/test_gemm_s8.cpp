@@ -159,7 +159,7 @@ TEST(GemmS8Planner, WhereTheInt8PathRuns) {
         SCOPED_TRACE("n " + std::to_string(n) + " k " + std::to_string(k) + " m " + std::to_string(m));
         // The W4A8 planner takes the INT8-weight tiles (after the pass) only
         // where the measured table says so (no entry does since round 6).
-        const auto table = cuda::measured_w4a8_plan(m, n, k, g, false);
+        const auto table = cuda::measured_w4a8_plan(m, n, k, g);
         const bool s8 = table && cuda::w4a8_tile_is_s8(table->tile);
         const cuda::W4A8Plan p = cuda::plan_w4a8(h200, m, n, k, -1, 0, g);
         EXPECT_EQ(cuda::w4a8_tile_is_s8(p.tile), s8) << cuda::w4a8_tile_name(p.tile);

@@ -401,7 +401,7 @@ TEST(GemmW4A8Planner, PlanOverridesParse) {
   EXPECT_TRUE(cuda::parse_w4a8_plan_overrides("").empty());
   for (const char* bad : {"4096x4096@1:pc=wg128x8c", "4096x4096@8:pc=wg128x8c/2", "4096x4096@1:fp16=wg128x8c/2",
                           "4096x4096@1:pc=nosuch/2", "4096x576@1:pc=wg128x8c-k256/2", "4096x4096@1:pc=wg128x8c/9",
-                          "4096x4096@1:pc=s8_128x128/1", "x4096@1:pc=wg128x8c/2", "4096x4096@1:pc=wg128x8c/0"})
+                          "4096x4096@1:pc=s8_128x128/1", "4096x4096@1:pc=128x8/2", "x4096@1:pc=wg128x8c/2", "4096x4096@1:pc=wg128x8c/0"})
     EXPECT_THROW(cuda::parse_w4a8_plan_overrides(bad), Error) << bad;
   EXPECT_EQ(cuda::w4a8_m_bucket(8), 1);
   EXPECT_EQ(cuda::w4a8_m_bucket(9), 16);
@@ -423,20 +423,19 @@ TEST(GemmW4A8Planner, MeasuredPlans) {
     for (int64_t m : {1, 5, 8, 9, 16, 17, 32, 33, 64, 65, 128, 129, 200, 256, 257, 512})
       for (bool g : {false, true}) {
         SCOPED_TRACE("n " + std::to_string(n) + " k " + std::to_string(k) + " m " + std::to_string(m));
-        const auto any = cuda::measured_w4a8_plan(m, n, k, g, false);
-        const auto wg = cuda::measured_w4a8_plan(m, n, k, g, true);
-        ASSERT_TRUE(any && wg);
-        EXPECT_TRUE(cuda::w4a8_tile_is_wgmma(wg->tile));
-        EXPECT_TRUE(cuda::w4a8_tile_supported(h200, any->tile));
+        const auto entry = cuda::measured_w4a8_plan(m, n, k, g);
+        ASSERT_TRUE(entry);
+        EXPECT_TRUE(cuda::w4a8_tile_is_wgmma(entry->tile));
+        EXPECT_TRUE(cuda::w4a8_tile_supported(h200, entry->tile));
         // m of the same bucket gets the same plan.
         const int64_t top = m <= 8 ? 1 : m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : m <= 128 ? 128 : m <= 256 ? 256 : 512;
-        EXPECT_EQ(cuda::measured_w4a8_plan(top, n, k, g, false)->tile, any->tile);
+        EXPECT_EQ(cuda::measured_w4a8_plan(top, n, k, g)->tile, entry->tile);
         const cuda::W4A8Plan p = cuda::plan_w4a8(h200, m, n, k, -1, 0, g);
-        EXPECT_EQ(p.tile, any->tile);
-        EXPECT_EQ(p.splits, any->splits);  // every entry's split divides its k evenly enough to keep its count
+        EXPECT_EQ(p.tile, entry->tile);
+        EXPECT_EQ(p.splits, entry->splits);  // every entry's split divides its k evenly enough to keep its count
         const cuda::W4A8Plan pw = cuda::plan_w4a8_wgmma(h200, m, n, k, -1, 0, g);
-        EXPECT_EQ(pw.tile, wg->tile);
-        EXPECT_EQ(pw.splits, wg->splits);
+        EXPECT_EQ(pw.tile, entry->tile);
+        EXPECT_EQ(pw.splits, entry->splits);
         if (cuda::w4a8_tile_is_cluster(pw.tile))
           EXPECT_EQ(pw.workspace_bytes, 0u);
         else
@@ -444,8 +443,8 @@ TEST(GemmW4A8Planner, MeasuredPlans) {
         EXPECT_FALSE(cuda::w4a8_tile_is_wgmma(cuda::plan_w4a8(a100, m, n, k, -1, 0, g).tile));
       }
   // No entry: other shapes, m > 512.
-  EXPECT_FALSE(cuda::measured_w4a8_plan(64, 576, 576, false, false));
-  EXPECT_FALSE(cuda::measured_w4a8_plan(513, 6144, 4096, false, false));
+  EXPECT_FALSE(cuda::measured_w4a8_plan(64, 576, 576, false));
+  EXPECT_FALSE(cuda::measured_w4a8_plan(513, 6144, 4096, false));
   // The sweeps' finding: on the narrow layers at small m, split-K within a
   // cluster (Llama-3-8B o per-channel at m = 16: 6.6 us on 256-channel
   // cluster tiles against 9.1 for the persistent tile with the global split-K

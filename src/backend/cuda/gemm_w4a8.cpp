@@ -184,7 +184,7 @@ W4A8Plan plan_w4a8_mma(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, i
 W4A8Plan plan_w4a8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile, int force_splits,
                    bool g128) {
   if (force_tile < 0 && force_splits <= 0 && w4a8_wgmma_supported(dev)) {
-    if (const auto c = measured_w4a8_plan(m, n, k, g128, false)) force_tile = c->tile, force_splits = c->splits;
+    if (const auto c = measured_w4a8_plan(m, n, k, g128)) force_tile = c->tile, force_splits = c->splits;
   }
   if (force_tile >= 0)
     return w4a8_tile_is_wgmma(force_tile) ? plan_w4a8_wgmma(dev, m, n, k, force_tile, force_splits, g128)

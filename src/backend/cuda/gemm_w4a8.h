@@ -72,7 +72,7 @@ inline bool w4a8_tile_is_pd(int tile) { return tile >= kW4A8FirstPdTile && tile 
 inline bool w4a8_tile_is_cluster(int tile) { return tile >= kW4A8FirstClusterTile && tile < kW4A8TileCount; }
 inline bool w4a8_tile_needs_k128(int tile) { return tile >= kW4A8FirstDeepTile && tile < kW4A8TileCount; }
 const char* w4a8_tile_name(int tile);
-inline bool w4a8_tile_is_wgmma(int tile) { return tile >= kW4A8FirstWgmmaTile; }
+constexpr bool w4a8_tile_is_wgmma(int tile) { return tile >= kW4A8FirstWgmmaTile; }
 // Whether `tile` runs on this device (the wgmma tiles need compute capability 9.0).
 bool w4a8_tile_supported(const DeviceInfo& dev, int tile);
 bool w4a8_wgmma_supported(const DeviceInfo& dev);

@@ -46,8 +46,8 @@ W4A8PlanOverride parse_entry(std::string_view e) {
   for (int t = 0; t < kW4A8TileCount; ++t)
     if (tile == w4a8_tile_name(t)) o.choice.tile = t;
   if (o.choice.tile < 0) fail("unknown tile (the names of w4a8_tile_name, e.g. wg256x8a2c)");
-  if (w4a8_tile_is_s8(o.choice.tile) || w4a8_tile_is_pd(o.choice.tile))
-    fail("INT8-weight and producer-dequantizing tiles are not planned from the table");
+  if (!w4a8_tile_is_wgmma(o.choice.tile) || w4a8_tile_is_s8(o.choice.tile) || w4a8_tile_is_pd(o.choice.tile))
+    fail("the table plans W4 wgmma tiles only (not mma.sync, INT8-weight or producer-dequantizing ones)");
   if (w4a8_tile_needs_k128(o.choice.tile) && o.k % 128 != 0) fail("this tile needs K % 128 == 0");
   if (splits < 1 || splits > 16) fail("SPLITS must be 1 to 16");
   if (w4a8_tile_is_cluster(o.choice.tile) && splits > kW4A8MaxClusterSplits) fail("a cluster tile takes at most 8 splits");
@@ -56,11 +56,6 @@ W4A8PlanOverride parse_entry(std::string_view e) {
 }
 
 }  // namespace
-
-int w4a8_m_bucket(int64_t m) {
-  if (m <= 0 || m > 512) return 0;
-  return m <= 8 ? 1 : m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : m <= 128 ? 128 : m <= 256 ? 256 : 512;
-}
 
 std::vector<W4A8PlanOverride> parse_w4a8_plan_overrides(std::string_view spec) {
   std::vector<W4A8PlanOverride> out;

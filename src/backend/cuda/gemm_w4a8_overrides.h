@@ -10,7 +10,8 @@
 //
 // N, K: the layer (output, input features); M: the table's m bucket (1, 16,
 // 32, 64, 128, 256, 512: it serves m up to itself, 1 up to 8); KIND: pc or
-// g128; TILE: a name of w4a8_tile_name (gemm_w4a8.h); SPLITS >= 1.
+// g128; TILE: a name of w4a8_tile_name (gemm_w4a8.h), a W4 wgmma tile (as the
+// table's); SPLITS >= 1.
 #pragma once
 
 #include <cstdint>
@@ -28,16 +29,14 @@ struct W4A8PlanOverride {
   W4A8Choice choice;
 };
 
-// Parses a QSERVE_W4A8_PLANS value; a malformed entry, an unknown tile, an
-// m that is not a bucket or a tile that needs k % 128 == 0 on another k
-// throws qserve::Error (kInvalidArgument) naming the entry. Empty: none.
+// Parses a QSERVE_W4A8_PLANS value; a malformed entry, an unknown or
+// non-wgmma tile, an m that is not a bucket or a tile that needs k % 128 == 0
+// on another k throws qserve::Error (kInvalidArgument) naming the entry.
+// Empty: none.
 std::vector<W4A8PlanOverride> parse_w4a8_plan_overrides(std::string_view spec);
 
 // The overrides of this process's environment, parsed on first use (an
 // invalid value throws qserve::Error from the first W4A8 plan).
 const std::vector<W4A8PlanOverride>& w4a8_plan_overrides();
-
-// The m bucket of the measured table that holds m (0 above 512).
-int w4a8_m_bucket(int64_t m);
 
 }  // namespace qserve::cuda

@@ -77,11 +77,13 @@ constexpr int64_t kS8MinTokens = 1024;
 // about kClusterCtas CTAs.
 constexpr int64_t kClusterMaxTiles = 64, kClusterCtas = 96;
 int cluster_tile_for(int64_t m, int64_t k) {
-  constexpr int c = w4a8::wgmma::kFirstClusterTile;
-  const int t = m <= 8 ? c : m <= 16 ? c + 1 : m <= 32 ? c + 2 : m <= 128 ? c + 5 : -1;
-  if (t < 0 || k % 128 != 0) return t;
-  constexpr int d = kW4A8FirstDeepTile - kW4A8FirstWgmmaTile;  // wg128x8c-k256
-  return t == c ? d + 4 : t == c + 1 ? d + 5 : t == c + 2 ? d + 6 : d + 7;
+  constexpr int c = w4a8::wgmma::kFirstClusterTile, d = kW4A8FirstDeepTile - kW4A8FirstWgmmaTile;
+  const bool deep = k % 128 == 0;
+  if (m <= 8) return deep ? d + 4 : c;        // 256 x 8, two accumulator sets
+  if (m <= 16) return deep ? d + 5 : c + 1;   // 256 x 16, two accumulator sets
+  if (m <= 32) return deep ? d + 6 : c + 2;   // 256 x 32
+  if (m <= 128) return deep ? d + 7 : c + 5;  // 128 x 64
+  return -1;
 }
 
 // Which tiles the planner takes: the W4 tiles (the measured table first) or
@@ -95,7 +97,7 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
   QS_CHECK(m > 0 && n > 0 && k > 0 && k % quant::kMmaTileK == 0);
   QS_CHECK(force_tile < 0 || w4a8_tile_is_wgmma(force_tile)) << "not a wgmma tile: " << force_tile;
   if (force_tile < 0 && force_splits <= 0 && path == LargeM::kW4) {
-    if (const auto c = measured_w4a8_plan(m, n, k, g128, true)) force_tile = c->tile, force_splits = c->splits;
+    if (const auto c = measured_w4a8_plan(m, n, k, g128)) force_tile = c->tile, force_splits = c->splits;
   }
   const int sms = std::max(1, dev.sm_count);
   const int64_t kt_total = cdiv(k, 128);
