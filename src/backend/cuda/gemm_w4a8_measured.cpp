@@ -39,8 +39,12 @@ struct Entry {
 // Llama-2-70B layers (sweep I: the m <= 16 tiles with splits 1-8, the 32-128
 // tiles with splits 1-8, the large tiles with splits 1-2 at m = 256 / 512).
 constexpr Entry kTable[] = {
-    {4096, 4096, 1, {29, 2}, {29, 2}},  // pc wg128x8c/2 5.2; g128 wg128x8c/2 6.5 (round P)
-    {4096, 4096, 16, {30, 2}, {30, 2}},  // pc wg128x16c/2 5.7; g128 wg128x16c/2 6.8 (round P)
+    // o at m <= 16: the 96-CTA plans (split 3), not the back-to-back optimum (64 CTAs, split 2:
+    // 5.4 / 6.5 us at m = 1), which owes 0.4 us to two launches of one GEMM sharing the GPU. After
+    // a kernel that holds every SM (the model's pattern, bench_gemm --neighbor-us 5) split 3 takes
+    // 6.4 / 7.3 us where split 2 takes 8.0 / 10.0 (bench/results/2026-11-30-gemm-h200-r9.md).
+    {4096, 4096, 1, {31, 3}, {31, 3}},  // pc wg128x8c-k256/3 5.8 (6.4 after a neighbor); g128 6.7 (7.3)
+    {4096, 4096, 16, {33, 3}, {33, 3}},  // pc wg128x16c-k256/3 6.5 (7.2); g128 wg128x16c-k256/3 7.2 (7.9)
     {4096, 4096, 32, {25, 4}, {37, 4}},  // pc wg256x32c/4 7.3; g128 wg256x32c-k256/4 8.5 (r8)
     {4096, 4096, 64, {28, 2}, {28, 2}},  // pc wg128x64c/2 7.8; g128 wg128x64c/2 8.7
     {4096, 4096, 128, {38, 2}, {38, 2}},  // pc wg128x64c-k256/2 9.9 (r8); g128 wg128x64c-k256/2 10.9 (r8)
