@@ -146,6 +146,17 @@ __device__ __forceinline__ void setmaxnreg_inc() {
   QS_SM90A_ASM("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(R));
 }
 
+// stmatrix.m8n8.x4.trans: four 8 x 8 b16 matrices from the mma accumulator
+// layout (this lane's r[m] = row lane / 4, columns 2 (lane % 4) + {0, 1} of
+// matrix m, the lower column in the low half) stored transposed: row c of
+// matrix m (its column c in registers) at the 16-B aligned address that lane
+// 8 m + c passes.
+__device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
+  QS_SM90A_ASM("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r0),
+               "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
+}
+
 // Named barrier among `threads` threads (id 1..15; 0 is __syncthreads).
 __device__ __forceinline__ void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");

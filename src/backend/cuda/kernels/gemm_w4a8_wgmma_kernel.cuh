@@ -532,32 +532,54 @@ __global__ void __launch_bounds__(kThreads, 1)
 
       // Staged stores: per chunk of kChunk tokens, this warpgroup writes its
       // fp16 outputs [kChunk tokens][64 * MT channels] into its shared buffer
-      // (rows padded by 16 B: the 4 token rows of one store hit distinct
-      // banks), then copies the rows out with coalesced 16-B stores.
+      // (rows padded by 16 B: the 8 token rows of one stmatrix hit distinct
+      // banks), then copies the rows out with coalesced 16-B stores. The
+      // accumulators go in as 8 x 8 matrices (channels x tokens: 8 channels of
+      // the warp's 16, 8 tokens), two tokens of one channel per register as an
+      // fp16 pair, stored transposed (token rows) by stmatrix: 4 matrices per
+      // instruction. This code runs once per tile, straight through (its
+      // accumulator indices are constants): it is kept short so that its
+      // instruction fetches cost less (round 9's profile: half of the
+      // epilogue's stall samples were instruction fetches).
       constexpr int kChunk = epi_chunk(BM), kWgCh = 64 * MT, kRowBytes = epi_row_bytes(MT);
+      constexpr int kMats = kChunk / 8 * MT * 2;  // 8 x 8 matrices per chunk: (i, j, h)
+      static_assert(kCL || kMats % 4 == 0, "stmatrix.x4 takes the matrices of a chunk four at a time");  // (kCL: not reached)
       uint8_t* ebuf = epi + cw * kChunk * kRowBytes;
       const int o_wg = (n_blk * MT * 2 + cw * MT) * 64;  // first channel of this warpgroup
       const bool vec_ok = (p.n & 7) == 0 && (reinterpret_cast<uintptr_t>(p.y) & 15) == 0;
+      // This lane's row address in the matrix it addresses (lane / 8 of four),
+      // at token row lane % 8 of its 8-token group and channel column
+      // warp * 16 of m64 tile j (+ 8 h): the matrix's offsets are added below.
+      const uint32_t ebuf_lane = ptx::smem_addr(ebuf) + (lane & 7) * kRowBytes + warp * 32;
 #pragma unroll
       for (int c0 = 0; c0 < BM; c0 += kChunk) {
         ptx::named_barrier(2 + cw, 128);  // the previous chunk has been copied out (and s_fac written)
+        // Matrix mm of the chunk is (i, j, h) with mm = ((i - c0 / 8) * MT + j) * 2 + h;
+        // four at a time (one stmatrix), so that only four packed registers live.
 #pragma unroll
-        for (int i = c0 / 8; i < (c0 + kChunk) / 8; ++i)
+        for (int x = 0; x < kMats / 4; ++x) {
+          uint32_t pk[4];
 #pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const int row = 8 * i - c0 + 2 * q + e;
-            const float sx = s_fac[8 * i + 2 * q + e], asum = kG128 ? 0.0f : s_fac[BM + 8 * i + 2 * q + e];
-#pragma unroll
-            for (int j = 0; j < MT; ++j)
-#pragma unroll
-              for (int h = 0; h < 2; ++h) {
-                const int32_t v = acc[j][4 * i + 2 * h + e];
-                const float f = kG128 ? quant::epilogue_g128(v, sx, scale[j][h])
-                                      : quant::epilogue_per_channel(v, sx, scale[j][h], szero[j][h], asum);
-                const int col = j * 64 + warp * 16 + g + 8 * h;
-                *reinterpret_cast<__half*>(ebuf + row * kRowBytes + col * 2) = __float2half_rn(f);
-              }
+          for (int t = 0; t < 4; ++t) {
+            const int mm = 4 * x + t, h = mm & 1, j = (mm >> 1) % MT, i = c0 / 8 + (mm >> 1) / MT;
+            const float sx0 = s_fac[8 * i + 2 * q], sx1 = s_fac[8 * i + 2 * q + 1];
+            const int32_t v0 = acc[j][4 * i + 2 * h], v1 = acc[j][4 * i + 2 * h + 1];
+            float f0, f1;
+            if constexpr (kG128) {
+              f0 = quant::epilogue_g128(v0, sx0, scale[j][h]);
+              f1 = quant::epilogue_g128(v1, sx1, scale[j][h]);
+            } else {
+              f0 = quant::epilogue_per_channel(v0, sx0, scale[j][h], szero[j][h], s_fac[BM + 8 * i + 2 * q]);
+              f1 = quant::epilogue_per_channel(v1, sx1, scale[j][h], szero[j][h], s_fac[BM + 8 * i + 2 * q + 1]);
+            }
+            const __half2 hv = __floats2half2_rn(f0, f1);  // low: token 2q, high: 2q + 1
+            pk[t] = *reinterpret_cast<const uint32_t*>(&hv);
           }
+          // Lane group lane / 8 addresses matrix 4 x + lane / 8.
+          const int mm = 4 * x + (lane >> 3);
+          const int h = mm & 1, j = (mm >> 1) % MT, i8 = (mm >> 1) / MT;
+          ptx::stmatrix_x4_trans(ebuf_lane + i8 * 8 * kRowBytes + (j * 64 + 8 * h) * 2, pk[0], pk[1], pk[2], pk[3]);
+        }
         ptx::named_barrier(2 + cw, 128);
         constexpr int kPieces = kChunk * kWgCh / 8;  // 16-B pieces of the chunk
 #pragma unroll
@@ -569,11 +591,14 @@ __global__ void __launch_bounds__(kThreads, 1)
           __half* dst = p.y + static_cast<size_t>(t) * p.n + o;
           if (vec_ok && o + 8 <= p.n) {
             *reinterpret_cast<uint4*>(dst) = v;
-          } else {
-            const uint32_t words[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-            for (int x = 0; x < 8; ++x)  // unrolled: the word index is a constant (no local memory)
-              if (o + x < p.n) dst[x] = __ushort_as_half(static_cast<unsigned short>(words[x >> 1] >> (16 * (x & 1))));
+          } else {  // fewer than 8 channels left, or y not 16-B aligned: one by one (a short loop, no call:
+                    // a call would save the live accumulators of the later chunks to local memory)
+            const int count = min(8, p.n - o);
+#pragma unroll 1
+            for (int x = 0; x < count; ++x) {
+              const uint32_t w = x < 4 ? (x < 2 ? v.x : v.y) : (x < 6 ? v.z : v.w);
+              dst[x] = __ushort_as_half(static_cast<unsigned short>(w >> (16 * (x & 1))));
+            }
           }
         }
       }
