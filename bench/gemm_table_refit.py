@@ -10,7 +10,7 @@ src/backend/cuda/gemm_w4a8_measured.cpp per (layer, m bucket) that the sweeps co
     {N, K, BUCKET, {pc tile, splits}, {g128 tile, splits}},  // pc NAME/S T; g128 NAME/S T
 
 - bucket 1 (m = 1..8) is chosen by the mean of the m = 1 and m = 8 rows when both were swept;
-  the other buckets (16, 32, 64, 128, 256, 512) by their own m;
+  the other buckets (16, 32, 64, 128, 256, 512, 1024, 4096, 8192) by their own m;
 - a split is kept only if the planner reproduces it (ceil(kt / ceil(kt / s)) == s with kt the
   number of 128-wide k blocks), since the planner recomputes the split count;
 - with an existing entry for the same (layer, bucket) in the table, its choice stays unless the
@@ -30,7 +30,7 @@ from collections import defaultdict
 SWEEP_RE = re.compile(r"sweep (\S+) n=(\d+) k=(\d+) (pc|g128) m=(\d+) best")
 CHOICE_RE = re.compile(r" ([\w.-]+)/(\d+):([\d.]+)")
 ENTRY_RE = re.compile(r"^\s*\{(\d+), (\d+), (\d+), \{(\d+), (\d+)\}, \{(\d+), (\d+)\}\}")
-BUCKETS = [1, 16, 32, 64, 128, 256, 512]
+BUCKETS = [1, 16, 32, 64, 128, 256, 512, 1024, 4096, 8192]
 
 
 def tile_names(repo):

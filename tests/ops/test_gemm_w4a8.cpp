@@ -406,7 +406,9 @@ TEST(GemmW4A8Planner, PlanOverridesParse) {
   EXPECT_EQ(cuda::w4a8_m_bucket(8), 1);
   EXPECT_EQ(cuda::w4a8_m_bucket(9), 16);
   EXPECT_EQ(cuda::w4a8_m_bucket(512), 512);
-  EXPECT_EQ(cuda::w4a8_m_bucket(513), 0);
+  EXPECT_EQ(cuda::w4a8_m_bucket(513), 1024);
+  EXPECT_EQ(cuda::w4a8_m_bucket(4097), 8192);
+  EXPECT_EQ(cuda::w4a8_m_bucket(8193), 0);
 }
 
 // The measured table (sm_90, the benchmark's layers at m <= 512) drives both
@@ -442,9 +444,18 @@ TEST(GemmW4A8Planner, MeasuredPlans) {
           EXPECT_GE(pw.workspace_bytes, pw.workspace_bytes_for(m, n));
         EXPECT_FALSE(cuda::w4a8_tile_is_wgmma(cuda::plan_w4a8(a100, m, n, k, -1, 0, g).tile));
       }
-  // No entry: other shapes, m > 512.
+  // No entry: other shapes, most layers at m > 512, m > 8192.
   EXPECT_FALSE(cuda::measured_w4a8_plan(64, 576, 576, false));
   EXPECT_FALSE(cuda::measured_w4a8_plan(513, 6144, 4096, false));
+  EXPECT_FALSE(cuda::measured_w4a8_plan(8193, 8192, 28672, false));
+  // Large m: the rule takes 128 x 256 for both kinds (128 x 128 where it has
+  // fewer rounds), except the two measured 70B down rows.
+  for (bool g : {false, true}) {
+    EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 4096, 4096, 4096, -1, 0, g).tile), "wg128x256");
+    EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 1024, 6144, 4096, -1, 0, g).tile), "wg128x128");
+    EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 2000, 8192, 28672, -1, 0, g).tile),
+                 g ? "wg128x256" : "wg256x128");
+  }
   // The sweeps' finding: on the narrow layers at small m, split-K within a
   // cluster (Llama-3-8B o per-channel at m = 16: 6.6 us on 256-channel
   // cluster tiles against 9.1 for the persistent tile with the global split-K

@@ -150,6 +150,13 @@ constexpr Entry kTable[] = {
     {57344, 8192, 128, {10, 1}, {10, 1}},  // pc wg256x128/1 92.7; g128 wg256x128/1 102.9 (r8)
     {57344, 8192, 256, {12, 1}, {11, 1}},  // pc wg128x128/1 170.9; g128 wg128x256/1 180.3 (r8)
     {57344, 8192, 512, {11, 1}, {11, 1}},  // pc wg128x256/1 296.0; g128 wg128x256/1 310.8 (r8)
+    // Large m (round 9's sweep of the large tiles at m = 1024 / 4096 / 8192,
+    // bench/results/2026-11-30-gemm-h200-r9.md): the rule's tile (128 x 256, or
+    // 128 x 128 where it has fewer rounds) is within 4.1% of the best on every
+    // row but these two, where the 256-channel tile reads the long-k
+    // activations (117-235 MB, past the L2) half as often.
+    {8192, 28672, 4096, {10, 1}, {11, 1}},  // pc wg256x128/1 1360.7 (wg128x256/1 1427.6); g128 wg128x256/1 1365.1
+    {8192, 28672, 8192, {10, 1}, {11, 1}},  // pc wg256x128/1 2762.4 (wg128x256/1 3050.1); g128 wg128x256/1 3115.6
 };
 
 static_assert([] {
@@ -161,8 +168,9 @@ static_assert([] {
 }  // namespace
 
 int w4a8_m_bucket(int64_t m) {
-  if (m <= 0 || m > 512) return 0;
-  return m <= 8 ? 1 : m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : m <= 128 ? 128 : m <= 256 ? 256 : 512;
+  if (m <= 0 || m > 8192) return 0;
+  return m <= 8 ? 1 : m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : m <= 128 ? 128 : m <= 256 ? 256 : m <= 512 ? 512
+       : m <= 1024 ? 1024 : m <= 4096 ? 4096 : 8192;
 }
 
 std::optional<W4A8Choice> measured_w4a8_plan(int64_t m, int64_t n, int64_t k, bool g128) {

@@ -142,11 +142,14 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
   } else if (m <= 64) {
     consider(m <= 8 ? 0 : m <= 16 ? 1 : m <= 32 ? 2 : 3, 1.0);
   } else {
-    // g128 dequantizes every weight it reads: from m = 512 the tiles with more
-    // tokens per weight (128 x 256, 128 x 128) won every g128 row of the sweep
-    // (bench/results/2026-11-30-gemm-h200-r6.md, round K); below, 256 x 128
-    // stays a candidate (the measured table takes it at m = 65-128 on the wide layers).
-    if (!g128 || m < 512) consider(4, 1.0);  // 256 x 128
+    // From m = 512 the tiles with more tokens per weight (128 x 256, 128 x
+    // 128) won every g128 row of round 6's sweep (bench/results/2026-11-30-
+    // gemm-h200-r6.md, round K) and 25 of the 27 per-channel rows at m = 1024
+    // / 4096 / 8192 of round 9's, by up to 1.25x (bench/results/2026-11-30-
+    // gemm-h200-r9.md; the two others, the 70B down layer at m >= 4096, are
+    // in the measured table); below, 256 x 128 stays a candidate (the
+    // measured table takes it at m = 65-128 on the wide layers).
+    if (m < 512) consider(4, 1.0);  // 256 x 128
     consider(5, 1.0);             // 128 x 256
     consider(6, 0.85);            // 128 x 128: less work per stage
   }
