@@ -177,7 +177,7 @@ W4A8Plan plan_w4a8_mma(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, i
 }
 
 // On sm_90: the measured plan for the benchmark's layer shapes at m <= 512
-// (gemm_w4a8_measured.cpp), else the wgmma family's rules: with the cluster
+// and a few rows above (gemm_w4a8_measured.cpp), else the wgmma family's rules: with the cluster
 // tiles and the level-2 words copied with each stage, the mma.sync tiles no
 // longer win anywhere in the H200 sweep (bench/results/2026-11-30-gemm-h200-r6.md).
 // mma.sync elsewhere.

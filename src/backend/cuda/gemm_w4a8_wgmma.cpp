@@ -50,7 +50,7 @@ double unit_cost(const TileShape& s, int64_t m, int64_t n, int64_t kt_total, int
 }  // namespace
 
 // The measured wgmma plan where the table has one (the benchmark's layer
-// shapes at m <= 512: gemm_w4a8_measured.cpp); else, at m <= 128 on a layer
+// shapes at m <= 512, a few rows above: gemm_w4a8_measured.cpp); else, at m <= 128 on a layer
 // of fewer than kClusterMaxTiles output tiles, a cluster tile (split-K
 // within a cluster, cluster_tile_for); else tile by m: the smallest wgmma N
 // that holds m up to 64 tokens (decode: memory-bound, 256 channels per CTA to
