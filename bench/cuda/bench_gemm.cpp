@@ -513,7 +513,6 @@ int run(int argc, char** argv) {
               if (!sweep_tiles.empty() && std::find(sweep_tiles.begin(), sweep_tiles.end(), tile) == sweep_tiles.end())
                 continue;
               if (cuda::w4a8_tile_is_cluster(tile) && splits > cuda::kW4A8MaxClusterSplits) continue;
-              if (cuda::w4a8_tile_needs_k128(tile) && k % 128 != 0) continue;
               if (!wg && m > 256 && wgmma) continue;  // 1.6-3.3x slower than the wgmma tiles there
               if (splits > std::max<int64_t>(1, k / 256)) continue;  // >= 256 of k per split
               const double t = time_w4(kind ? dg : dp, tile, splits, nullptr);

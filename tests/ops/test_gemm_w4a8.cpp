@@ -85,12 +85,10 @@ std::vector<Case> all_cases() {
     for (auto [n, k] : {std::pair<int64_t, int64_t>{576, 576}, {192, 576}, {1536, 576}, {576, 1536}, {200, 448},
                         {640, 320}, {1408, 2880}})
       for (int64_t m : {1, 7, 33, 255, 1031}) cases.push_back({g, m, n, k, -1, 0, true});
-  // (The deep-stage tiles need k % 128 == 0: k rounded up to it for them.)
-  auto k_for = [](int tile, int64_t k) { return cuda::w4a8_tile_needs_k128(tile) ? (k + 127) / 128 * 128 : k; };
   for (bool g : {false, true})
     for (int tile = cuda::kW4A8FirstWgmmaTile; tile < cuda::kW4A8TileCount; ++tile)
       for (int splits : {1, 3})
-        for (int64_t m : {1, 37, 300}) cases.push_back({g, m, 640, k_for(tile, 576), tile, splits, true});
+        for (int64_t m : {1, 37, 300}) cases.push_back({g, m, 640, 576, tile, splits, true});
   // The measured plans (sm_90) of the other benchmark layers, through the
   // top-level planner: Llama-3-8B o and gate_up, Llama-2-7B qkv, gate_up, down.
   for (bool g : {false, true})
@@ -138,8 +136,8 @@ std::vector<Case> all_cases() {
     for (int tile = cuda::kW4A8FirstClusterTile; tile < cuda::kW4A8TileCount; ++tile) {
       for (int64_t m : {1, 16, 33, 64, 130}) cases.push_back({g, m, 6144, 4096, tile, 8, true});
       cases.push_back({g, 7, 4096, 14336, tile, 5, true});
-      for (int64_t m : {2, 129}) cases.push_back({g, m, 203, k_for(tile, 448), tile, 2, true});
-      cases.push_back({g, 45, 1410, k_for(tile, 2880), tile, 7, true});
+      for (int64_t m : {2, 129}) cases.push_back({g, m, 203, 448, tile, 2, true});
+      cases.push_back({g, 45, 1410, 2880, tile, 7, true});
     }
   // The deep-stage tiles: a split of 3 blocks (k = 384, one split: a partial
   // first stage), and splits ending inside a stage (k = 14336 in 5 splits of
@@ -370,15 +368,14 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
       }
   // Outside the measured table, few output tiles at small m take a cluster
   // tile with splits for about 96 CTAs: a 7168 x 7168 layer at m = 1 has 28
-  // tiles of 256 channels -> 3 splits (deep stages: k % 128 == 0); the
-  // 576 x 576 layer's k allows 2 (128-wide stages: k % 128 == 64).
+  // tiles of 256 channels -> 3 splits; the 576 x 576 layer's k allows 2.
   const cuda::W4A8Plan o7k = cuda::plan_w4a8(h200, 1, 7168, 7168, -1, 0, true);
   EXPECT_STREQ(cuda::w4a8_tile_name(o7k.tile), "wg256x8a2c-k256");
   EXPECT_EQ(o7k.splits, 3);
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 20, 7168, 7168, -1, 0, true).tile), "wg256x32c-k256");
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 100, 2048, 8192, -1, 0, true).tile), "wg128x64c-k256");
   const cuda::W4A8Plan tiny = cuda::plan_w4a8(h200, 7, 576, 576, -1, 0, false);
-  EXPECT_STREQ(cuda::w4a8_tile_name(tiny.tile), "wg256x8a2c");
+  EXPECT_STREQ(cuda::w4a8_tile_name(tiny.tile), "wg256x8a2c-k256");
   EXPECT_EQ(tiny.splits, 2);
   // A wide layer keeps the persistent W4 tiles (Llama-2-70B gate_up, 224 tiles).
   EXPECT_FALSE(cuda::w4a8_tile_is_cluster(cuda::plan_w4a8(h200, 1, 57344, 8192, -1, 0, false).tile));
@@ -400,7 +397,7 @@ TEST(GemmW4A8Planner, PlanOverridesParse) {
   EXPECT_STREQ(cuda::w4a8_tile_name(o[1].choice.tile), "wg256x16a2c-k256");
   EXPECT_TRUE(cuda::parse_w4a8_plan_overrides("").empty());
   for (const char* bad : {"4096x4096@1:pc=wg128x8c", "4096x4096@8:pc=wg128x8c/2", "4096x4096@1:fp16=wg128x8c/2",
-                          "4096x4096@1:pc=nosuch/2", "4096x576@1:pc=wg128x8c-k256/2", "4096x4096@1:pc=wg128x8c/9",
+                          "4096x4096@1:pc=nosuch/2", "4096x4096@1:pc=wg128x8c/9",
                           "4096x4096@1:pc=s8_128x128/1", "4096x4096@1:pc=128x8/2", "x4096@1:pc=wg128x8c/2", "4096x4096@1:pc=wg128x8c/0"})
     EXPECT_THROW(cuda::parse_w4a8_plan_overrides(bad), Error) << bad;
   EXPECT_EQ(cuda::w4a8_m_bucket(8), 1);

@@ -64,13 +64,12 @@ inline constexpr int kW4A8FirstPdTile = 20;
 // workspace), at most 8 splits (the cluster size); one CTA per work unit.
 inline constexpr int kW4A8FirstClusterTile = 23;
 // Tiles 31..39 (cluster tiles): deep stages, 256 or 512 k per pipeline stage
-// (fewer, larger copies); only for k % 128 == 0.
+// (fewer, larger copies).
 inline constexpr int kW4A8FirstDeepTile = 31;
 inline constexpr int kW4A8MaxClusterSplits = 8;
 inline bool w4a8_tile_is_s8(int tile) { return tile >= kW4A8FirstS8Tile && tile < kW4A8FirstPdTile; }
 inline bool w4a8_tile_is_pd(int tile) { return tile >= kW4A8FirstPdTile && tile < kW4A8FirstClusterTile; }
 inline bool w4a8_tile_is_cluster(int tile) { return tile >= kW4A8FirstClusterTile && tile < kW4A8TileCount; }
-inline bool w4a8_tile_needs_k128(int tile) { return tile >= kW4A8FirstDeepTile && tile < kW4A8TileCount; }
 const char* w4a8_tile_name(int tile);
 constexpr bool w4a8_tile_is_wgmma(int tile) { return tile >= kW4A8FirstWgmmaTile; }
 // Whether `tile` runs on this device (the wgmma tiles need compute capability 9.0).

@@ -48,7 +48,6 @@ W4A8PlanOverride parse_entry(std::string_view e) {
   if (o.choice.tile < 0) fail("unknown tile (the names of w4a8_tile_name, e.g. wg256x8a2c)");
   if (!w4a8_tile_is_wgmma(o.choice.tile) || w4a8_tile_is_s8(o.choice.tile) || w4a8_tile_is_pd(o.choice.tile))
     fail("the table plans W4 wgmma tiles only (not mma.sync, INT8-weight or producer-dequantizing ones)");
-  if (w4a8_tile_needs_k128(o.choice.tile) && o.k % 128 != 0) fail("this tile needs K % 128 == 0");
   if (splits < 1 || splits > 16) fail("SPLITS must be 1 to 16");
   if (w4a8_tile_is_cluster(o.choice.tile) && splits > kW4A8MaxClusterSplits) fail("a cluster tile takes at most 8 splits");
   o.choice.splits = static_cast<int>(splits);

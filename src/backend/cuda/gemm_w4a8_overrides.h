@@ -30,9 +30,8 @@ struct W4A8PlanOverride {
 };
 
 // Parses a QSERVE_W4A8_PLANS value; a malformed entry, an unknown or
-// non-wgmma tile, an m that is not a bucket or a tile that needs k % 128 == 0
-// on another k throws qserve::Error (kInvalidArgument) naming the entry.
-// Empty: none.
+// non-wgmma tile or an m that is not a bucket throws qserve::Error
+// (kInvalidArgument) naming the entry. Empty: none.
 std::vector<W4A8PlanOverride> parse_w4a8_plan_overrides(std::string_view spec);
 
 // The overrides of this process's environment, parsed on first use (an

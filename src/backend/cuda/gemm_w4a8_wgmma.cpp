@@ -69,20 +69,20 @@ namespace {
 constexpr int64_t kS8MinTokens = 1024;
 
 // The cluster tile for m tokens on a layer outside the measured table
-// (local ids): 256 x 8 / 16 / 32 (two accumulator sets up to 16), 128 x 64
-// up to m = 128; -1 above; their deep-stage versions (256-wide k stages)
-// when k % 128 == 0 (as fast or faster on every layer of the table's
-// sweeps, by 2-8%: bench/results/2026-11-30-gemm-h200-r8.md). Taken while
+// (local ids): the deep-stage (256-wide k stages) 256 x 8 / 16 (two
+// accumulator sets), 256 x 32 and 128 x 64 tiles up to m = 128; -1 above.
+// The deep stages measured as fast or faster than the 128-wide ones on every
+// layer of the table's sweeps, by 2-8% (bench/results/2026-11-30-gemm-h200-r8.md);
+// they take any k (a half last block as the one-block stages). Taken while
 // the layer has fewer than kClusterMaxTiles output tiles, with splits for
 // about kClusterCtas CTAs.
 constexpr int64_t kClusterMaxTiles = 64, kClusterCtas = 96;
-int cluster_tile_for(int64_t m, int64_t k) {
-  constexpr int c = w4a8::wgmma::kFirstClusterTile, d = kW4A8FirstDeepTile - kW4A8FirstWgmmaTile;
-  const bool deep = k % 128 == 0;
-  if (m <= 8) return deep ? d + 4 : c;        // 256 x 8, two accumulator sets
-  if (m <= 16) return deep ? d + 5 : c + 1;   // 256 x 16, two accumulator sets
-  if (m <= 32) return deep ? d + 6 : c + 2;   // 256 x 32
-  if (m <= 128) return deep ? d + 7 : c + 5;  // 128 x 64
+int cluster_tile_for(int64_t m) {
+  constexpr int d = kW4A8FirstDeepTile - kW4A8FirstWgmmaTile;  // wg128x8c-k256
+  if (m <= 8) return d + 4;    // 256 x 8, two accumulator sets
+  if (m <= 16) return d + 5;   // 256 x 16, two accumulator sets
+  if (m <= 32) return d + 6;   // 256 x 32
+  if (m <= 128) return d + 7;  // 128 x 64
   return -1;
 }
 
@@ -119,8 +119,6 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
   if (force_tile >= 0) {
     local = force_tile - kW4A8FirstWgmmaTile;
     QS_CHECK(local < w4a8::wgmma::kTileCount);
-    QS_CHECK(kTiles[local].kd == 1 || k % 128 == 0)
-        << "tile " << w4a8_tile_name(force_tile) << " needs k % 128 == 0 (k = " << k << ")";
     if (force_splits > 0) splits = force_splits;
     else consider(local, 1.0);
   } else if (any_s8 && m < kS8MinTokens) {
@@ -131,7 +129,7 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
     consider(s8, 1.0);         // 256 x 128
     consider(s8 + 1, 1.0);     // 128 x 256
     consider(s8 + 2, 0.85);    // 128 x 128
-  } else if (const int ct = cluster_tile_for(m, k);
+  } else if (const int ct = cluster_tile_for(m);
              ct >= 0 && cdiv(n, kTiles[ct].bn()) * cdiv(m, kTiles[ct].bm) < kClusterMaxTiles) {
     // Few output tiles at small and mid m: split-K within clusters, about
     // kClusterCtas CTAs (the measured optimum on the benchmark's o, qkv and

@@ -66,9 +66,7 @@ W4Launcher w4_family_launcher(int tile) {
 void launch_kernel(int tile, bool g128, const Params& p, int ctas, cudaStream_t stream, bool pdl) {
   if (tile < 0 || tile >= kTileCount || (tile >= kFirstS8Tile && tile < kFirstPdTile))
     QS_CUDA_CHECK(cudaErrorInvalidValue);
-  const TileShape& s = kTiles[tile];
-  if (s.kd > 1 && p.k % 128 != 0) QS_CUDA_CHECK(cudaErrorInvalidValue);  // deep stages: whole 128-wide blocks
-  const CUtensorMap map = make_x_map(p.x, p.m, p.k, s.bm);
+  const CUtensorMap map = make_x_map(p.x, p.m, p.k, kTiles[tile].bm);
   (g128 ? w4_family_launcher<true>(tile) : w4_family_launcher<false>(tile))(tile, map, p, ctas, stream, pdl);
 }
 

@@ -51,7 +51,8 @@ struct TileShape {
   // INT32 partials in global memory, no counters.
   bool cluster = false;
   // Deep stages: kd consecutive 128-wide k blocks per pipeline stage (W4
-  // tiles, k % 128 == 0). A 128-channel block's weights for the kd blocks are
+  // tiles; with k % 128 == 64 the last block is a half, as with kd = 1). A
+  // 128-channel block's weights for the kd blocks are
   // contiguous in the repacked layout, so a stage takes one weight copy of
   // kd x 8 KB per block (and one of the level-2 words) instead of kd of each:
   // fewer, larger copies (a copy under 16 KB costs a fixed ~140 ns in the TMA

@@ -47,7 +47,7 @@
 // g128 / per-channel W4 after a dequantization pass (gemm_w4a8_dequant.cu)
 // when asked for (no plan takes that path since round 6).
 //
-// KD > 1 (deep stages, W4 tiles with k % 128 == 0): a pipeline stage holds
+// KD > 1 (deep stages, W4 tiles): a pipeline stage holds
 // KD consecutive 128-wide k blocks, laid out as KD one-block stages would be
 // ([KD][BM][128 B] X, [MT][KD][8 KB] weights: a block's KD pieces contiguous
 // as in the repacked layout, [MT][KD][64] level-2 words), brought by KD X
@@ -277,8 +277,10 @@ __global__ void __launch_bounds__(kThreads, 1)
             ptx::tma_load_2d(ws + s * kWBytes, &w_map, kt * 128, n_blk * MT * 128, &full[s]);
             continue;
           }
-          // The stage's k64 halves: KD blocks (k % 128 == 0), or fewer at
-          // the split's end; with KD = 1 the last block may be a half.
+          // The stage's k64 halves: KD blocks, or fewer at the split's end;
+          // the last block of k may be a half (k % 128 == 64: its second
+          // half is computed on stale weights against the zeros TMA wrote
+          // for the activations past k, as with KD = 1).
           const int halves = min(2 * KD, min(k64_total, 2 * ke) - 2 * kt), nblk = (halves + 1) / 2;
           int blocks = 0;  // 128-channel blocks that exist (the last CTA column may have fewer)
 #pragma unroll
