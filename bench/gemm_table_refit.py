@@ -10,7 +10,7 @@ src/backend/cuda/gemm_w4a8_measured.cpp per (layer, m bucket) that the sweeps co
     {N, K, BUCKET, {pc tile, splits}, {g128 tile, splits}},  // pc NAME/S T; g128 NAME/S T
 
 - bucket 1 (m = 1..8) is chosen by the mean of the m = 1 and m = 8 rows when both were swept;
-  the other buckets (16, 32, 64, 128, 256, 512, 1024, 4096, 8192) by their own m;
+  the other buckets (kW4A8MBuckets of gemm_w4a8_measured.h) by their own m;
 - a split is kept only if the planner reproduces it (ceil(kt / ceil(kt / s)) == s with kt the
   number of 128-wide k blocks), since the planner recomputes the split count;
 - with an existing entry for the same (layer, bucket) in the table, its choice stays unless the
@@ -30,7 +30,6 @@ from collections import defaultdict
 SWEEP_RE = re.compile(r"sweep (\S+) n=(\d+) k=(\d+) (pc|g128) m=(\d+) best")
 CHOICE_RE = re.compile(r" ([\w.-]+)/(\d+):([\d.]+)")
 ENTRY_RE = re.compile(r"^\s*\{(\d+), (\d+), (\d+), \{(\d+), (\d+)\}, \{(\d+), (\d+)\}\}")
-BUCKETS = [1, 16, 32, 64, 128, 256, 512, 1024, 4096, 8192]
 
 
 def tile_names(repo):
@@ -40,6 +39,15 @@ def tile_names(repo):
     if not body:
         sys.exit("gemm_table_refit: no names array in gemm_w4a8.cpp")
     return re.findall(r'"([^"]+)"', body.group(1))
+
+
+def m_buckets(repo):
+    """The table's m buckets (kW4A8MBuckets of gemm_w4a8_measured.h)."""
+    src = open(os.path.join(repo, "src/backend/cuda/gemm_w4a8_measured.h")).read()
+    body = re.search(r"kW4A8MBuckets\[\]\s*=\s*\{(.*?)\};", src, re.S)
+    if not body:
+        sys.exit("gemm_table_refit: no kW4A8MBuckets in gemm_w4a8_measured.h")
+    return [int(b) for b in re.findall(r"\d+", body.group(1))]
 
 
 def table_entries(repo):
@@ -72,10 +80,10 @@ def reproducible(k, splits):
     return math.ceil(kt / math.ceil(kt / splits)) == splits
 
 
-def refit(sweeps, names, table, margin, show_all):
+def refit(sweeps, names, buckets, table, margin, show_all):
     lines = []
     for n, k in sorted({(key[0], key[1]) for key in sweeps}):
-        for bucket in BUCKETS:
+        for bucket in buckets:
             ms = [1, 8] if bucket == 1 else [bucket]
             choice, notes, changed = {}, [], False
             for kind in ("pc", "g128"):
@@ -125,7 +133,7 @@ def main():
     sweeps = read_sweeps(a.sweeps)
     if not sweeps:
         sys.exit("gemm_table_refit: no sweep lines in the input")
-    for line in refit(sweeps, names, table_entries(a.repo), a.margin, a.all):
+    for line in refit(sweeps, names, m_buckets(a.repo), table_entries(a.repo), a.margin, a.all):
         print(line)
 
 

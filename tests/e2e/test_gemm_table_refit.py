@@ -1,5 +1,5 @@
 """bench/gemm_table_refit.py: measured-table entries from bench_gemm sweep lines, on a
-small stand-in of the repository (a names array and a table of one entry) and
+small stand-in of the repository (a names array, the m buckets and a table of one entry) and
 synthetic sweeps; then on the real repository's files (they must parse)."""
 import subprocess
 import sys
@@ -10,6 +10,7 @@ TOOL = ROOT / "bench" / "gemm_table_refit.py"
 
 NAMES = '''  static const char* names[kW4A8TileCount] = {"128x8", "wgA", "wgB",
                                               "wgC-k256"};'''
+BUCKETS = "inline constexpr int kW4A8MBuckets[] = {1, 16, 32, 64, 128, 256, 512};\n"
 TABLE = '''constexpr Entry kTable[] = {
     {4096, 4096, 16, {1, 2}, {1, 2}},  // pc wgA/2; g128 wgA/2
 };'''
@@ -25,6 +26,7 @@ def run(tmp_path, lines, *args):
     (tmp_path / "src/backend/cuda").mkdir(parents=True)
     (tmp_path / "src/backend/cuda/gemm_w4a8.cpp").write_text(NAMES)
     (tmp_path / "src/backend/cuda/gemm_w4a8_measured.cpp").write_text(TABLE)
+    (tmp_path / "src/backend/cuda/gemm_w4a8_measured.h").write_text(BUCKETS)
     s = tmp_path / "sweep.txt"
     s.write_text("".join(lines))
     r = subprocess.run([sys.executable, str(TOOL), str(s), "--repo", str(tmp_path), *args],

@@ -168,9 +168,11 @@ static_assert([] {
 }  // namespace
 
 int w4a8_m_bucket(int64_t m) {
-  if (m <= 0 || m > 8192) return 0;
-  return m <= 8 ? 1 : m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : m <= 128 ? 128 : m <= 256 ? 256 : m <= 512 ? 512
-       : m <= 1024 ? 1024 : m <= 4096 ? 4096 : 8192;
+  if (m <= 0) return 0;
+  if (m <= 8) return 1;  // bucket 1 serves the decode batches up to 8
+  for (const int b : kW4A8MBuckets)
+    if (m <= b) return b;
+  return 0;
 }
 
 std::optional<W4A8Choice> measured_w4a8_plan(int64_t m, int64_t n, int64_t k, bool g128) {

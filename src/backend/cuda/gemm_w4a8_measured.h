@@ -16,8 +16,12 @@ struct W4A8Choice {
   int splits = 1;  // split-K
 };
 
-// The m bucket of the table that holds m: 1..8 -> 1, 9..16 -> 16, then 32,
-// 64, 128, 256, 512, 1024, 4096, 8192; 0 above 8192.
+// The table's m buckets, each named by the largest m it serves (bucket 1:
+// m = 1..8, measured at m = 1); m above the last has no bucket.
+inline constexpr int kW4A8MBuckets[] = {1, 16, 32, 64, 128, 256, 512, 1024, 4096, 8192};
+
+// The bucket of kW4A8MBuckets that holds m (1..8 -> 1, 9..16 -> 16, ...); 0
+// for m <= 0 or above the last.
 int w4a8_m_bucket(int64_t m);
 
 // The fastest measured (tile, split-K), a wgmma tile, for a problem of m <=

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <string>
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "backend/cuda/gemm_w4a8.h"
@@ -38,7 +39,9 @@ W4A8PlanOverride parse_entry(std::string_view e) {
   const std::string_view tile = e.substr(eq + 1, slash - eq - 1);
   const int64_t splits = to_int(e.substr(slash + 1));
   if (o.n <= 0 || o.k <= 0 || o.k % 64 != 0) fail("N and K must be positive, K a multiple of 64");
-  if (m <= 0 || w4a8_m_bucket(m) != m) fail("M must be a bucket of the table: 1, 16, 32, 64, 128, 256, 512, 1024, 4096 or 8192");
+  if (m <= 0 || w4a8_m_bucket(m) != m)
+    qserve::fail(ErrorCode::kInvalidArgument, "QSERVE_W4A8_PLANS entry '{}': M must be a bucket of the table ({})", entry,
+                 fmt::join(kW4A8MBuckets, ", "));
   o.bucket = static_cast<int>(m);
   if (kind != "pc" && kind != "g128") fail("KIND must be pc or g128");
   o.g128 = kind == "g128";

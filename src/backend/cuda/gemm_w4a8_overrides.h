@@ -8,8 +8,8 @@
 //   QSERVE_W4A8_PLANS="NxK@M:KIND=TILE/SPLITS[,...]"
 //   e.g. "4096x4096@1:pc=wg128x8c/3,4096x4096@1:g128=wg128x8c/3"
 //
-// N, K: the layer (output, input features); M: the table's m bucket (1, 16,
-// 32, 64, 128, 256, 512: it serves m up to itself, 1 up to 8); KIND: pc or
+// N, K: the layer (output, input features); M: one of the table's m buckets
+// (kW4A8MBuckets: it serves m up to itself, 1 up to 8); KIND: pc or
 // g128; TILE: a name of w4a8_tile_name (gemm_w4a8.h), a W4 wgmma tile (as the
 // table's); SPLITS >= 1.
 #pragma once

@@ -79,7 +79,7 @@ struct TileShape {
 inline constexpr int kTileCount = 34;
 inline constexpr int kFirstS8Tile = 10;       // tiles 10..13: INT8 weights (s8)
 inline constexpr int kFirstPdTile = 14;       // tiles 14..16: W4 dequantized by the producer (pd)
-inline constexpr int kFirstClusterTile = 17;  // tiles 17..24: W4, split-K within a cluster
+inline constexpr int kFirstClusterTile = 17;  // tiles 17..33: W4, split-K within a cluster (25..33: deep stages)
 inline constexpr int kMaxClusterSplits = 8;   // the portable cluster size
 inline constexpr TileShape kTiles[kTileCount] = {
     {8, 2, 12},    // decode
