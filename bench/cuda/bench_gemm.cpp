@@ -29,7 +29,7 @@
 // above m = 256 on sm_90; cluster tiles up to 8, the cluster size) and prints
 // one "sweep" line per row and kind; --sweep-tiles limits it to the tiles
 // named (w4a8_tile_name: "wg256x16a2c,wg256x32"), --sweep-splits to the split
-// counts given; --graph-us sets the work per graph replay (default 2000 us;
+// counts given (sk: stream-K, on the large W4 wgmma tiles); --graph-us sets the work per graph replay (default 2000 us;
 // shorter makes a sweep cheaper).
 //
 // Reports microseconds, TOPS (2mnk / t), effective GB/s (weights + activations
@@ -72,6 +72,13 @@
 
 namespace qserve {
 namespace {
+
+// A plan as "TILE/SPLITS" (SPLITS: the split-K factor, or sk for stream-K).
+std::string plan_name(int tile, int splits) {
+  return std::string(cuda::w4a8_tile_name(tile)) + "/" +
+         (splits == cuda::kW4A8StreamK ? std::string("sk") : std::to_string(splits));
+}
+
 
 struct Shape {
   const char* model;
@@ -223,7 +230,11 @@ int run(int argc, char** argv) {
       shapes.push_back({"custom", custom_names.back().c_str(), nk[0], nk[1]});
     }
     else if (a == "--sweep") sweep = true;
-    else if (a == "--sweep-splits") sweep_splits = bench::parse_list<int>(next());
+    else if (a == "--sweep-splits") {  // numbers, or sk (stream-K)
+      sweep_splits.clear();
+      for (const std::string& v : bench::split_list(next()))
+        sweep_splits.push_back(v == "sk" ? cuda::kW4A8StreamK : std::stoi(v));
+    }
     else if (a == "--sweep-tiles") {
       sweep = true;
       for (const std::string& name : bench::split_list(next())) {
@@ -463,19 +474,18 @@ int run(int argc, char** argv) {
                           y16.as<__half>(), m, n, k, stream);
         });
         const int bg = Row::best(r.g_s8_us), bp = Row::best(r.pc_s8_us), bw = Row::best(r.w8_s8_us);
-        std::printf("%-9s %-7s m=%-5lld   s8: g128 %8.1f us x%.2f int8 [%s/%d] (pass %.1f us, %.0f%%; tiles %.1f %.1f "
-                    "%.1f %.1f) | pc %8.1f us x%.2f int8 [%s/%d] | w8a8 %8.1f us x%.2f int8, x%.2f lt+epi (%.1f us) [%s/%d]\n",
+        std::printf("%-9s %-7s m=%-5lld   s8: g128 %8.1f us x%.2f int8 [%s] (pass %.1f us, %.0f%%; tiles %.1f %.1f "
+                    "%.1f %.1f) | pc %8.1f us x%.2f int8 [%s] | w8a8 %8.1f us x%.2f int8, x%.2f lt+epi (%.1f us) [%s]\n",
                     sh.model, sh.layer, static_cast<long long>(m), r.g_s8_us[bg], r.int8_us / r.g_s8_us[bg],
-                    cuda::w4a8_tile_name(cuda::kW4A8FirstS8Tile + bg), r.s8_splits[bg], r.g_pass_us,
+                    plan_name(cuda::kW4A8FirstS8Tile + bg, r.s8_splits[bg]).c_str(), r.g_pass_us,
                     100.0 * r.g_pass_us / r.g_s8_us[bg], r.g_s8_us[0], r.g_s8_us[1], r.g_s8_us[2], r.g_s8_us[3],
-                    r.pc_s8_us[bp], r.int8_us / r.pc_s8_us[bp], cuda::w4a8_tile_name(cuda::kW4A8FirstS8Tile + bp),
-                    r.s8_splits[bp], r.w8_s8_us[bw], r.int8_us / r.w8_s8_us[bw], r.w8a8_lt_us / r.w8_s8_us[bw],
-                    r.w8a8_lt_us, cuda::w4a8_tile_name(cuda::kW4A8FirstS8Tile + bw), r.s8_splits[bw]);
+                    r.pc_s8_us[bp], r.int8_us / r.pc_s8_us[bp], plan_name(cuda::kW4A8FirstS8Tile + bp, r.s8_splits[bp]).c_str(), r.w8_s8_us[bw], r.int8_us / r.w8_s8_us[bw], r.w8a8_lt_us / r.w8_s8_us[bw],
+                    r.w8a8_lt_us, plan_name(cuda::kW4A8FirstS8Tile + bw, r.s8_splits[bw]).c_str());
         const int bd = Row::best(r.g_pd_us);
         if (pd)
-          std::printf("%-9s %-7s m=%-5lld   pd: g128 %8.1f us x%.2f int8 [%s/%d] (tiles %.1f %.1f %.1f) x%.2f s8+pass\n",
+          std::printf("%-9s %-7s m=%-5lld   pd: g128 %8.1f us x%.2f int8 [%s] (tiles %.1f %.1f %.1f) x%.2f s8+pass\n",
                       sh.model, sh.layer, static_cast<long long>(m), r.g_pd_us[bd], r.int8_us / r.g_pd_us[bd],
-                      cuda::w4a8_tile_name(cuda::kW4A8FirstPdTile + bd), r.pd_splits[bd], r.g_pd_us[0], r.g_pd_us[1],
+                      plan_name(cuda::kW4A8FirstPdTile + bd, r.pd_splits[bd]).c_str(), r.g_pd_us[0], r.g_pd_us[1],
                       r.g_pd_us[2], r.g_s8_us[bg] / r.g_pd_us[bd]);
       }
       const double xy = static_cast<double>(m) * k + static_cast<double>(m) * n * 2;
@@ -486,19 +496,18 @@ int run(int argc, char** argv) {
       const double ops = 2.0 * m * n * k;
       std::printf(
           "%-9s %-7s m=%-5lld int8 %8.1f us %6.0f TOPS | fp16 %8.1f | pc %8.1f us %6.0f TOPS %5.0f GB/s x%.2f int8 "
-          "x%.2f fp16 [%s/%d] | g128 %8.1f us %6.0f TOPS x%.2f int8 x%.2f fp16 [%s/%d]\n",
+          "x%.2f fp16 [%s] | g128 %8.1f us %6.0f TOPS x%.2f int8 x%.2f fp16 [%s]\n",
           sh.model, sh.layer, static_cast<long long>(m), r.int8_us, ops / r.int8_us * 1e-6, r.fp16_us, r.pc_us,
           ops / r.pc_us * 1e-6, r.pc_bytes / r.pc_us * 1e-3, r.int8_us / r.pc_us, r.fp16_us / r.pc_us,
-          cuda::w4a8_tile_name(pp.tile), pp.splits, r.g128_us, ops / r.g128_us * 1e-6, r.int8_us / r.g128_us,
-          r.fp16_us / r.g128_us, cuda::w4a8_tile_name(pg.tile), pg.splits);
+          plan_name(pp.tile, pp.splits).c_str(), r.g128_us, ops / r.g128_us * 1e-6, r.int8_us / r.g128_us,
+          r.fp16_us / r.g128_us, plan_name(pg.tile, pg.splits).c_str());
       if (wgmma)
-        std::printf("%-9s %-7s m=%-5lld   wgmma: pc %8.1f us %6.0f TOPS x%.2f int8 x%.2f fp16 x%.2f mma [%s/%d] | g128 "
-                    "%8.1f us %6.0f TOPS x%.2f int8 x%.2f fp16 x%.2f mma [%s/%d]\n",
+        std::printf("%-9s %-7s m=%-5lld   wgmma: pc %8.1f us %6.0f TOPS x%.2f int8 x%.2f fp16 x%.2f mma [%s] | g128 "
+                    "%8.1f us %6.0f TOPS x%.2f int8 x%.2f fp16 x%.2f mma [%s]\n",
                     sh.model, sh.layer, static_cast<long long>(m), r.pc_wg_us, ops / r.pc_wg_us * 1e-6,
                     r.int8_us / r.pc_wg_us, r.fp16_us / r.pc_wg_us, r.pc_us / r.pc_wg_us,
-                    cuda::w4a8_tile_name(ppw.tile), ppw.splits, r.g_wg_us, ops / r.g_wg_us * 1e-6,
-                    r.int8_us / r.g_wg_us, r.fp16_us / r.g_wg_us, r.g128_us / r.g_wg_us, cuda::w4a8_tile_name(pgw.tile),
-                    pgw.splits);
+                    plan_name(ppw.tile, ppw.splits).c_str(), r.g_wg_us, ops / r.g_wg_us * 1e-6,
+                    r.int8_us / r.g_wg_us, r.fp16_us / r.g_wg_us, r.g128_us / r.g_wg_us, plan_name(pgw.tile, pgw.splits).c_str());
       std::fflush(stdout);
       if (sweep) {
         // Every tile x split-K for both kinds: what the planner should pick.
@@ -513,17 +522,18 @@ int run(int argc, char** argv) {
               if (!sweep_tiles.empty() && std::find(sweep_tiles.begin(), sweep_tiles.end(), tile) == sweep_tiles.end())
                 continue;
               if (cuda::w4a8_tile_is_cluster(tile) && splits > cuda::kW4A8MaxClusterSplits) continue;
+              if (splits == cuda::kW4A8StreamK && !cuda::w4a8_tile_has_stream_k(tile)) continue;
               if (!wg && m > 256 && wgmma) continue;  // 1.6-3.3x slower than the wgmma tiles there
               if (splits > std::max<int64_t>(1, k / 256)) continue;  // >= 256 of k per split
               const double t = time_w4(kind ? dg : dp, tile, splits, nullptr);
               char buf[64];
-              std::snprintf(buf, sizeof buf, " %s/%d:%.1f", cuda::w4a8_tile_name(tile), splits, t);
+              std::snprintf(buf, sizeof buf, " %s:%.1f", plan_name(tile, splits).c_str(), t);
               line += buf;
               if (t < best) best = t, bt = tile, bs = splits;
             }
-          std::printf("  sweep %s/%s n=%lld k=%lld %s m=%lld best %s/%d %.1f us (planner %.1f)%s\n", sh.model,
+          std::printf("  sweep %s/%s n=%lld k=%lld %s m=%lld best %s %.1f us (planner %.1f)%s\n", sh.model,
                       sh.layer, static_cast<long long>(n), static_cast<long long>(k), kind ? "g128" : "pc",
-                      static_cast<long long>(m), cuda::w4a8_tile_name(bt), bs, best, kind ? r.g128_us : r.pc_us,
+                      static_cast<long long>(m), plan_name(bt, bs).c_str(), best, kind ? r.g128_us : r.pc_us,
                       line.c_str());
           std::fflush(stdout);
         }
@@ -552,13 +562,13 @@ int run(int argc, char** argv) {
     const double ops = 2.0 * r.m * r.n * r.k;
     const double pcw = r.pc_wg_us > 0 ? r.pc_wg_us : r.pc_us, gw = r.g_wg_us > 0 ? r.g_wg_us : r.g128_us;
     std::snprintf(buf, sizeof buf,
-                  "| %s | %s (%lldx%lld) | %lld | %.1f | %.1f | %.1f | %.1f | %.0f | %.2fx | %.2fx | %.1f [%s/%d] | %.2fx | "
-                  "%.2fx | %.1f | %.1f | %.0f | %.2fx | %.2fx | %.1f [%s/%d] | %.2fx | %.2fx | %.1f | %.2fx | %.1f | %.2fx |\n",
+                  "| %s | %s (%lldx%lld) | %lld | %.1f | %.1f | %.1f | %.1f | %.0f | %.2fx | %.2fx | %.1f [%s] | %.2fx | "
+                  "%.2fx | %.1f | %.1f | %.0f | %.2fx | %.2fx | %.1f [%s] | %.2fx | %.2fx | %.1f | %.2fx | %.1f | %.2fx |\n",
                   r.model.c_str(), r.layer.c_str(), (long long)r.n, (long long)r.k, (long long)r.m, r.int8_us,
                   r.fp16_us, r.pc_us, r.pc_wg_us, ops / pcw * 1e-6, r.int8_us / pcw, r.fp16_us / pcw, r.pc_ship_us,
-                  cuda::w4a8_tile_name(r.pcs_tile), r.pcs_splits, r.int8_us / r.pc_ship_us, r.fp16_us / r.pc_ship_us,
+                  plan_name(r.pcs_tile, r.pcs_splits).c_str(), r.int8_us / r.pc_ship_us, r.fp16_us / r.pc_ship_us,
                   r.g128_us, r.g_wg_us, ops / gw * 1e-6, r.int8_us / gw, r.fp16_us / gw, r.g_ship_us,
-                  cuda::w4a8_tile_name(r.gs_tile), r.gs_splits, r.int8_us / r.g_ship_us, r.fp16_us / r.g_ship_us,
+                  plan_name(r.gs_tile, r.gs_splits).c_str(), r.int8_us / r.g_ship_us, r.fp16_us / r.g_ship_us,
                   r.pc_ship_nopdl_us, r.pc_ship_nopdl_us > 0 ? r.int8_us / r.pc_ship_nopdl_us : 0.0, r.g_ship_nopdl_us,
                   r.g_ship_nopdl_us > 0 ? r.int8_us / r.g_ship_nopdl_us : 0.0);
     md << std::string(buf, std::strlen(buf) - 1);  // without the newline: the s8 columns follow
@@ -566,20 +576,19 @@ int run(int argc, char** argv) {
     auto ratio = [&](double t) { return t > 0 ? r.int8_us / t : 0.0; };
     const int bd = Row::best(r.g_pd_us);
     std::snprintf(buf, sizeof buf,
-                  " %.1f [%s/%d] | %.2fx | %.1f | %.1f | %.2fx | %.1f | %.2fx | %.1f | %.1f [%s/%d] | %.2fx | %.1f / %.1f / "
+                  " %.1f [%s] | %.2fx | %.1f | %.1f | %.2fx | %.1f | %.2fx | %.1f | %.1f [%s] | %.2fx | %.1f / %.1f / "
                   "%.1f |\n",
-                  r.g_s8_us[bg], cuda::w4a8_tile_name(cuda::kW4A8FirstS8Tile + bg), r.s8_splits[bg],
+                  r.g_s8_us[bg], plan_name(cuda::kW4A8FirstS8Tile + bg, r.s8_splits[bg]).c_str(),
                   ratio(r.g_s8_us[bg]), r.g_pass_us, r.pc_s8_us[bp], ratio(r.pc_s8_us[bp]), r.w8_s8_us[bw],
-                  ratio(r.w8_s8_us[bw]), r.w8a8_lt_us, r.g_pd_us[bd], cuda::w4a8_tile_name(cuda::kW4A8FirstPdTile + bd),
-                  r.pd_splits[bd], ratio(r.g_pd_us[bd]), r.g_pd_us[0], r.g_pd_us[1], r.g_pd_us[2]);
+                  ratio(r.w8_s8_us[bw]), r.w8a8_lt_us, r.g_pd_us[bd], plan_name(cuda::kW4A8FirstPdTile + bd, r.pd_splits[bd]).c_str(), ratio(r.g_pd_us[bd]), r.g_pd_us[0], r.g_pd_us[1], r.g_pd_us[2]);
     md << buf;
     std::snprintf(buf, sizeof buf,
                   "  {\"model\": \"%s\", \"layer\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"cublaslt_int8_us\": "
                   "%.2f, \"cublaslt_fp16_us\": %.2f, \"w4a8_per_channel_us\": %.2f, \"w4a8_g128_us\": %.2f, "
-                  "\"per_channel_plan\": \"%s/%d\", \"g128_plan\": \"%s/%d\", \"wgmma_per_channel_us\": %.2f, "
-                  "\"wgmma_g128_us\": %.2f, \"wgmma_per_channel_plan\": \"%s/%d\", \"wgmma_g128_plan\": \"%s/%d\", "
+                  "\"per_channel_plan\": \"%s\", \"g128_plan\": \"%s\", \"wgmma_per_channel_us\": %.2f, "
+                  "\"wgmma_g128_us\": %.2f, \"wgmma_per_channel_plan\": \"%s\", \"wgmma_g128_plan\": \"%s\", "
                   "\"planner_per_channel\": \"%s\", \"planner_g128\": \"%s\", \"shipped_per_channel_us\": %.2f, "
-                  "\"shipped_per_channel_plan\": \"%s/%d\", \"shipped_g128_us\": %.2f, \"shipped_g128_plan\": \"%s/%d\", "
+                  "\"shipped_per_channel_plan\": \"%s\", \"shipped_g128_us\": %.2f, \"shipped_g128_plan\": \"%s\", "
                   "\"shipped_per_channel_no_pdl_us\": %.2f, \"shipped_g128_no_pdl_us\": %.2f, "
                   "\"s8_splits\": [%d, %d, %d, %d], \"s8_g128_us\": [%.2f, %.2f, %.2f, %.2f], "
                   "\"s8_per_channel_us\": [%.2f, %.2f, %.2f, %.2f], \"s8_w8a8_us\": [%.2f, %.2f, %.2f, %.2f], "
@@ -588,11 +597,10 @@ int run(int argc, char** argv) {
                   "\"cublaslt_int8_candidate\": \"%d of %d\", \"cublaslt_fp16_candidate\": \"%d of %d\", "
                   "\"neighbor_us\": %.1f}%s\n",
                   r.model.c_str(), r.layer.c_str(), (long long)r.m, (long long)r.n, (long long)r.k, r.int8_us,
-                  r.fp16_us, r.pc_us, r.g128_us, cuda::w4a8_tile_name(r.pc_tile), r.pc_splits,
-                  cuda::w4a8_tile_name(r.g_tile), r.g_splits, r.pc_wg_us, r.g_wg_us, cuda::w4a8_tile_name(r.pcw_tile),
-                  r.pcw_splits, cuda::w4a8_tile_name(r.gw_tile), r.gw_splits, r.pc_auto_wg ? "wgmma" : "mma",
-                  r.g_auto_wg ? "wgmma" : "mma", r.pc_ship_us, cuda::w4a8_tile_name(r.pcs_tile), r.pcs_splits, r.g_ship_us,
-                  cuda::w4a8_tile_name(r.gs_tile), r.gs_splits, r.pc_ship_nopdl_us, r.g_ship_nopdl_us,
+                  r.fp16_us, r.pc_us, r.g128_us, plan_name(r.pc_tile, r.pc_splits).c_str(),
+                  plan_name(r.g_tile, r.g_splits).c_str(), r.pc_wg_us, r.g_wg_us, plan_name(r.pcw_tile, r.pcw_splits).c_str(), plan_name(r.gw_tile, r.gw_splits).c_str(), r.pc_auto_wg ? "wgmma" : "mma",
+                  r.g_auto_wg ? "wgmma" : "mma", r.pc_ship_us, plan_name(r.pcs_tile, r.pcs_splits).c_str(), r.g_ship_us,
+                  plan_name(r.gs_tile, r.gs_splits).c_str(), r.pc_ship_nopdl_us, r.g_ship_nopdl_us,
                   r.s8_splits[0], r.s8_splits[1], r.s8_splits[2], r.s8_splits[3], r.g_s8_us[0], r.g_s8_us[1],
                   r.g_s8_us[2], r.g_s8_us[3], r.pc_s8_us[0], r.pc_s8_us[1], r.pc_s8_us[2], r.pc_s8_us[3],
                   r.w8_s8_us[0], r.w8_s8_us[1], r.w8_s8_us[2], r.w8_s8_us[3], r.g_pass_us, r.pc_pass_us, r.w8a8_lt_us,

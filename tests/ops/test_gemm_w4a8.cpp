@@ -44,7 +44,7 @@ struct Case {
   bool g128;
   int64_t m, n, k;
   int tile = -1;   // forced tile (-1: the planner's choice)
-  int splits = 0;  // forced split-K (0: the planner's choice)
+  int splits = 0;  // forced split-K (0: the planner's choice; kW4A8StreamK: stream-K)
   bool wgmma = false;  // the sm_90a wgmma family (planner's tile unless forced)
 };
 
@@ -55,6 +55,7 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
   if (c.wgmma) s += "_wgmma";
   if (c.tile >= 0) s += "_tile" + std::to_string(c.tile);
   if (c.splits > 0) s += "_split" + std::to_string(c.splits);
+  if (c.splits == cuda::kW4A8StreamK) s += "_sk";
   return s;
 }
 
@@ -145,6 +146,18 @@ std::vector<Case> all_cases() {
   for (bool g : {false, true})
     for (int tile = cuda::kW4A8FirstDeepTile; tile < cuda::kW4A8TileCount; ++tile)
       for (int64_t m : {3, 17}) cases.push_back({g, m, 203, 384, tile, 1, true});
+  // Stream-K on the large W4 tiles: a real layer where the tiles fill
+  // 0.73 waves (m = 512 on 128 x 256: 96 tiles of 32 stages, up to 3 pieces
+  // per tile), 2.9 and 5.8 waves (m = 1024 / 4097); the odd shapes (k % 128
+  // == 64, n not a multiple of the tile or of 8), and a problem of fewer
+  // stages than SMs (200 x 448 at m = 2: 8 stages, one CTA each, 4 pieces
+  // per tile).
+  for (bool g : {false, true})
+    for (int tile = cuda::kW4A8FirstStreamKTile; tile < cuda::kW4A8EndStreamKTile; ++tile) {
+      for (int64_t m : {7, 255, 1031}) cases.push_back({g, m, 1408, 2880, tile, cuda::kW4A8StreamK, true});
+      for (int64_t m : {2, 129}) cases.push_back({g, m, 203, 448, tile, cuda::kW4A8StreamK, true});
+      for (int64_t m : {512, 1024, 4097}) cases.push_back({g, m, 6144, 4096, tile, cuda::kW4A8StreamK, true});
+    }
   // n not a multiple of 8: the staged epilogue's partial 16-B pieces.
   for (bool g : {false, true})
     for (bool wg : {false, true})
@@ -379,6 +392,24 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   EXPECT_EQ(tiny.splits, 2);
   // A wide layer keeps the persistent W4 tiles (Llama-2-70B gate_up, 224 tiles).
   EXPECT_FALSE(cuda::w4a8_tile_is_cluster(cuda::plan_w4a8(h200, 1, 57344, 8192, -1, 0, false).tile));
+  // Stream-K: one CTA per SM while the problem has that many stages, the
+  // pieces' workspace [ctas][2][tile] after the counters; only the large
+  // W4 tiles.
+  const int wg128x256 = cuda::kW4A8FirstWgmmaTile + 5;
+  const cuda::W4A8Plan sk = cuda::plan_w4a8(h200, 512, 6144, 4096, wg128x256, cuda::kW4A8StreamK, false);
+  EXPECT_EQ(sk.splits, cuda::kW4A8StreamK);
+  EXPECT_EQ(sk.ctas, 132);
+  EXPECT_EQ(sk.tile_ints, 128 * 256);
+  EXPECT_EQ(sk.workspace_bytes, sk.counter_bytes() + size_t{132} * 2 * 128 * 256 * 4);
+  const cuda::W4A8Plan sk_small = cuda::plan_w4a8_wgmma(h200, 2, 200, 448, wg128x256, cuda::kW4A8StreamK, true);
+  EXPECT_EQ(sk_small.ctas, 8);  // 2 tiles x 4 stages
+  EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 16, 4096, 4096, cuda::kW4A8FirstClusterTile, cuda::kW4A8StreamK, false),
+               Error);
+  EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 16, 4096, 4096, cuda::kW4A8FirstWgmmaTile, cuda::kW4A8StreamK, false),
+               Error);
+  EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 1024, 4096, 4096, cuda::kW4A8FirstS8Tile, cuda::kW4A8StreamK, false),
+               Error);
+  EXPECT_THROW(cuda::plan_w4a8_mma(h200, 16, 4096, 4096, -1, cuda::kW4A8StreamK, false), Error);
 }
 
 // QSERVE_W4A8_PLANS: the parser (the environment is read once per process,
@@ -396,9 +427,13 @@ TEST(GemmW4A8Planner, PlanOverridesParse) {
   EXPECT_TRUE(o[1].g128);
   EXPECT_STREQ(cuda::w4a8_tile_name(o[1].choice.tile), "wg256x16a2c-k256");
   EXPECT_TRUE(cuda::parse_w4a8_plan_overrides("").empty());
+  const auto sk = cuda::parse_w4a8_plan_overrides("6144x4096@1024:pc=wg128x256/sk");
+  ASSERT_EQ(sk.size(), 1u);
+  EXPECT_EQ(sk[0].choice.splits, cuda::kW4A8StreamK);
   for (const char* bad : {"4096x4096@1:pc=wg128x8c", "4096x4096@8:pc=wg128x8c/2", "4096x4096@1:fp16=wg128x8c/2",
                           "4096x4096@1:pc=nosuch/2", "4096x4096@1:pc=wg128x8c/9",
-                          "4096x4096@1:pc=s8_128x128/1", "4096x4096@1:pc=128x8/2", "x4096@1:pc=wg128x8c/2", "4096x4096@1:pc=wg128x8c/0"})
+                          "4096x4096@1:pc=s8_128x128/1", "4096x4096@1:pc=128x8/2", "x4096@1:pc=wg128x8c/2", "4096x4096@1:pc=wg128x8c/0",
+                          "4096x4096@1:pc=wg128x8c/sk", "4096x4096@1:pc=wg256x8/sk", "4096x4096@1:pc=wg128x8c/-1"})
     EXPECT_THROW(cuda::parse_w4a8_plan_overrides(bad), Error) << bad;
   EXPECT_EQ(cuda::w4a8_m_bucket(8), 1);
   EXPECT_EQ(cuda::w4a8_m_bucket(9), 16);

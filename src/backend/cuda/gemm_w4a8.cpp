@@ -122,6 +122,7 @@ W4A8Plan plan_w4a8_mma(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, i
                        bool g128) {
   QS_CHECK(m > 0 && n > 0 && k > 0 && k % quant::kMmaTileK == 0);
   QS_CHECK(force_tile < kW4A8FirstWgmmaTile) << "not an mma.sync tile: " << force_tile;
+  if (force_splits == kW4A8StreamK) fail(ErrorCode::kInvalidArgument, "stream-K takes the wgmma tiles only");
   W4A8Plan plan;
   const int sms = std::max(1, dev.sm_count);
   const int kt_total = static_cast<int>(k / quant::kMmaTileK);
@@ -183,7 +184,7 @@ W4A8Plan plan_w4a8_mma(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, i
 // mma.sync elsewhere.
 W4A8Plan plan_w4a8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile, int force_splits,
                    bool g128) {
-  if (force_tile < 0 && force_splits <= 0 && w4a8_wgmma_supported(dev)) {
+  if (force_tile < 0 && force_splits == 0 && w4a8_wgmma_supported(dev)) {
     if (const auto c = measured_w4a8_plan(m, n, k, g128)) force_tile = c->tile, force_splits = c->splits;
   }
   if (force_tile >= 0)

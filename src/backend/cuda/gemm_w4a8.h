@@ -76,9 +76,17 @@ constexpr bool w4a8_tile_is_wgmma(int tile) { return tile >= kW4A8FirstWgmmaTile
 bool w4a8_tile_supported(const DeviceInfo& dev, int tile);
 bool w4a8_wgmma_supported(const DeviceInfo& dev);
 
+// A `splits` value (force_splits, W4A8Plan::splits): stream-K instead of
+// split-K, for the large W4 wgmma tiles 10..12 (wg256x128, wg128x256,
+// wg128x128): the k stages of all output tiles cut into one equal range per
+// persistent CTA, so that no wave is partial (kernels/gemm_w4a8_wgmma_units.cuh).
+inline constexpr int kW4A8StreamK = -1;
+inline constexpr int kW4A8FirstStreamKTile = 10, kW4A8EndStreamKTile = 13;
+inline bool w4a8_tile_has_stream_k(int tile) { return tile >= kW4A8FirstStreamKTile && tile < kW4A8EndStreamKTile; }
+
 struct W4A8Plan {
   int tile = 0;
-  int splits = 1;            // split-K factor (1: none)
+  int splits = 1;            // split-K factor (1: none), or kW4A8StreamK
   int kt_per_split = 0;      // 64-wide k tiles per split
   int grid_n = 0, grid_m = 0;  // output tiles along channels and tokens
   // wgmma tiles: persistent CTAs; the mma.sync and cluster tiles' grid is
@@ -88,11 +96,14 @@ struct W4A8Plan {
   size_t scratch_bytes = 0;    // s8 tiles: the INT8 weight copy [n, k], after the split-K part
   bool pdl = false;            // programmatic dependent launch (launch_pdl.cuh; sm_90+)
 
+  int64_t tile_ints = 0;       // stream-K: outputs per CTA tile (a partial piece's INT32 count)
+
   // The split-K workspace, one layout for both kernel families: [grid_n * grid_m]
   // int32 tile counters (padded to 256 bytes), then, when splits > 1, the INT32
-  // partial sums [splits, m, n].
+  // partial sums [splits, m, n]; stream-K: the pieces [ctas][2][tile_ints].
   size_t counter_bytes() const { return (static_cast<size_t>(grid_n) * grid_m * 4 + 255) / 256 * 256; }
   size_t workspace_bytes_for(int64_t m, int64_t n) const {
+    if (splits == kW4A8StreamK) return counter_bytes() + static_cast<size_t>(ctas) * 2 * tile_ints * 4;
     return counter_bytes() + (splits > 1 ? static_cast<size_t>(splits) * m * n * 4 : 0);
   }
   // s8 tiles: where the INT8 weight copy starts (256-B aligned) in the workspace.
@@ -100,7 +111,7 @@ struct W4A8Plan {
 };
 
 // Chooses the kernel family, tile and split-K for one problem. force_tile >= 0
-// and force_splits > 0 override the choice (tests, tuning).
+// and force_splits > 0 (or kW4A8StreamK) override the choice (tests, tuning).
 W4A8Plan plan_w4a8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile = -1, int force_splits = 0,
                    bool g128 = true);
 // The choice within one family (force_tile: an id of that family or -1).

@@ -13,7 +13,7 @@ namespace qserve::cuda {
 
 struct W4A8Choice {
   int tile = 0;    // global tile id (gemm_w4a8.h)
-  int splits = 1;  // split-K
+  int splits = 1;  // split-K, or kW4A8StreamK (gemm_w4a8.h)
 };
 
 // The table's m buckets, each named by the largest m it serves (bucket 1:

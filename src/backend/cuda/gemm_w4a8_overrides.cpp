@@ -24,7 +24,7 @@ W4A8PlanOverride parse_entry(std::string_view e) {
   const std::string entry(e);
   auto fail = [&](const char* why) {
     qserve::fail(ErrorCode::kInvalidArgument,
-                 "QSERVE_W4A8_PLANS entry '{}': {} (expected NxK@M:KIND=TILE/SPLITS, e.g. 4096x4096@1:pc=wg128x8c/2)",
+                 "QSERVE_W4A8_PLANS entry '{}': {} (expected NxK@M:KIND=TILE/SPLITS, SPLITS a number or sk, e.g. 4096x4096@1:pc=wg128x8c/2)",
                  entry, why);
   };
   const size_t x = e.find('x'), at = e.find('@'), colon = e.find(':'), eq = e.find('='), slash = e.rfind('/');
@@ -37,7 +37,8 @@ W4A8PlanOverride parse_entry(std::string_view e) {
   const int64_t m = to_int(e.substr(at + 1, colon - at - 1));
   const std::string_view kind = e.substr(colon + 1, eq - colon - 1);
   const std::string_view tile = e.substr(eq + 1, slash - eq - 1);
-  const int64_t splits = to_int(e.substr(slash + 1));
+  const std::string_view split_text = e.substr(slash + 1);
+  const int64_t splits = split_text == "sk" ? kW4A8StreamK : to_int(split_text);
   if (o.n <= 0 || o.k <= 0 || o.k % 64 != 0) fail("N and K must be positive, K a multiple of 64");
   if (m <= 0 || w4a8_m_bucket(m) != m)
     qserve::fail(ErrorCode::kInvalidArgument, "QSERVE_W4A8_PLANS entry '{}': M must be a bucket of the table ({})", entry,
@@ -51,8 +52,10 @@ W4A8PlanOverride parse_entry(std::string_view e) {
   if (o.choice.tile < 0) fail("unknown tile (the names of w4a8_tile_name, e.g. wg256x8a2c)");
   if (!w4a8_tile_is_wgmma(o.choice.tile) || w4a8_tile_is_s8(o.choice.tile) || w4a8_tile_is_pd(o.choice.tile))
     fail("the table plans W4 wgmma tiles only (not mma.sync, INT8-weight or producer-dequantizing ones)");
-  if (splits < 1 || splits > 16) fail("SPLITS must be 1 to 16");
+  if (splits != kW4A8StreamK && (splits < 1 || splits > 16)) fail("SPLITS must be 1 to 16, or sk (stream-K)");
   if (w4a8_tile_is_cluster(o.choice.tile) && splits > kW4A8MaxClusterSplits) fail("a cluster tile takes at most 8 splits");
+  if (splits == kW4A8StreamK && !w4a8_tile_has_stream_k(o.choice.tile))
+    fail("stream-K takes the large tiles only (wg256x128, wg128x256, wg128x128)");
   o.choice.splits = static_cast<int>(splits);
   return o;
 }

@@ -11,7 +11,8 @@
 // N, K: the layer (output, input features); M: one of the table's m buckets
 // (kW4A8MBuckets: it serves m up to itself, 1 up to 8); KIND: pc or
 // g128; TILE: a name of w4a8_tile_name (gemm_w4a8.h), a W4 wgmma tile (as the
-// table's); SPLITS >= 1.
+// table's); SPLITS >= 1, or sk (stream-K, kW4A8StreamK: the
+// large tiles wg256x128, wg128x256, wg128x128).
 #pragma once
 
 #include <cstdint>

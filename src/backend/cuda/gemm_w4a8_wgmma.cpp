@@ -21,6 +21,8 @@ static_assert(kW4A8FirstPdTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstPdTil
 static_assert(kW4A8FirstClusterTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstClusterTile);
 static_assert(kW4A8TileCount - kW4A8FirstWgmmaTile == w4a8::wgmma::kTileCount);
 static_assert(kW4A8MaxClusterSplits == w4a8::wgmma::kMaxClusterSplits);
+static_assert(kW4A8FirstStreamKTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstStreamKTile &&
+              kW4A8EndStreamKTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kEndStreamKTile);
 static_assert([] {
   for (int t = 0; t < w4a8::wgmma::kTileCount; ++t)
     if ((kTiles[t].kd > 1) != (t + kW4A8FirstWgmmaTile >= kW4A8FirstDeepTile)) return false;
@@ -96,9 +98,13 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
   const bool any_s8 = path == LargeM::kS8;
   QS_CHECK(m > 0 && n > 0 && k > 0 && k % quant::kMmaTileK == 0);
   QS_CHECK(force_tile < 0 || w4a8_tile_is_wgmma(force_tile)) << "not a wgmma tile: " << force_tile;
-  if (force_tile < 0 && force_splits <= 0 && path == LargeM::kW4) {
+  if (force_splits < 0 && force_splits != kW4A8StreamK)
+    fail(ErrorCode::kInvalidArgument, "bad split-K factor {}", force_splits);
+  if (force_tile < 0 && force_splits == 0 && path == LargeM::kW4) {
     if (const auto c = measured_w4a8_plan(m, n, k, g128)) force_tile = c->tile, force_splits = c->splits;
   }
+  const bool stream_k = force_splits == kW4A8StreamK;
+  if (stream_k) force_splits = 1;  // the tile is chosen as for one split
   const int sms = std::max(1, dev.sm_count);
   const int64_t kt_total = cdiv(k, 128);
   // >= 2 stages per split; a cluster tile's splits are the cluster's CTAs.
@@ -168,6 +174,17 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
     plan.ctas = static_cast<int>(units);
     plan.workspace_bytes = 0;
   }
+  if (stream_k) {
+    if (!w4a8::wgmma::is_stream_k_tile(local))
+      fail(ErrorCode::kInvalidArgument, "stream-K takes the large W4 tiles (wg256x128, wg128x256, wg128x128), not {}",
+           w4a8_tile_name(plan.tile));
+    plan.splits = kW4A8StreamK;
+    plan.kt_per_split = static_cast<int>(kt_total);
+    QS_CHECK(units * kt_total < (int64_t{1} << 31));
+    plan.ctas = static_cast<int>(std::min<int64_t>(units * kt_total, sms));
+    plan.tile_ints = int64_t{s.bn()} * s.bm;
+    plan.workspace_bytes = plan.workspace_bytes_for(m, n);
+  }
   if (s.s8) {
     plan.scratch_bytes = static_cast<size_t>(n) * k;
     plan.workspace_bytes = plan.scratch_offset(m, n) + plan.scratch_bytes;
@@ -214,6 +231,13 @@ w4a8::wgmma::Params wgmma_params(const W4A8Args& args, const W4A8Plan& plan, voi
   p.blocks128 = static_cast<int>(cdiv(n, 128));
   p.grid_n = plan.grid_n;
   p.grid_m = plan.grid_m;
+  if (plan.splits == kW4A8StreamK) {
+    p.stream_k = 1;
+    p.splits = 1;
+    p.kt_per_split = plan.kt_per_split;
+    p.units = 0;
+    return p;
+  }
   p.splits = plan.splits;
   p.kt_per_split = plan.kt_per_split;
   p.units = plan.grid_n * plan.grid_m * plan.splits;

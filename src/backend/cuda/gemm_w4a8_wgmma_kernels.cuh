@@ -1,5 +1,6 @@
 // The launchers of the sm_90a W4A8 tiles by family (W4, INT8-weight s8,
-// producer-dequantizing pd, W4 with split-K in a cluster) and kind (g128, per-channel): each family x kind
+// producer-dequantizing pd, W4 with split-K in a cluster, the large W4 tiles
+// with stream-K) and kind (g128, per-channel): each family x kind
 // is instantiated in its own gemm_w4a8_wgmma_*.cu, so that they compile in
 // parallel; gemm_w4a8_wgmma_launch.cu calls them.
 #pragma once
@@ -17,11 +18,13 @@ namespace qserve::cuda::w4a8::wgmma {
 
 namespace detail {
 // w_map: the INT8 weights' tensor map (s8 tiles; the W4 and pd tiles ignore it).
-template <int kTile, bool kG128>
+// kSK: the tile's stream-K instantiation (p.stream_k).
+template <int kTile, bool kG128, bool kSK = false>
 void launch(const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas, cudaStream_t stream,
             bool pdl) {
   constexpr TileShape s = kTiles[kTile];
-  auto* kernel = &gemm_w4a8_wgmma_kernel<s.bm, s.mt, s.stages, kG128, s.acc_sets, s.s8, s.pd, s.cluster, s.kd>;
+  auto* kernel = &gemm_w4a8_wgmma_kernel<s.bm, s.mt, s.stages, kG128, s.acc_sets, s.s8, s.pd, s.cluster, s.kd, kSK>;
+  if (static_cast<bool>(p.stream_k) != kSK) QS_CUDA_CHECK(cudaErrorInvalidValue);
   constexpr int smem = smem_bytes(s);
   static const bool configured = [&] {
     QS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -40,22 +43,23 @@ void launch(const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p,
 // Launches tile `tile` of the family [kBegin, kBegin + sizeof...(I)): one
 // kernel instantiation per tile of the range; a tile outside it is
 // cudaErrorInvalidValue.
-template <bool kG128, int kBegin, int... I>
+template <bool kG128, bool kSK, int kBegin, int... I>
 void launch_in(int tile, const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas,
                cudaStream_t stream, bool pdl, std::integer_sequence<int, I...>) {
   const bool launched =
-      ((tile == kBegin + I && (launch<kBegin + I, kG128>(x_map, w_map, p, ctas, stream, pdl), true)) || ...);
+      ((tile == kBegin + I && (launch<kBegin + I, kG128, kSK>(x_map, w_map, p, ctas, stream, pdl), true)) || ...);
   if (!launched) QS_CUDA_CHECK(cudaErrorInvalidValue);
 }
-template <bool kG128, int kBegin, int kEnd>
+template <bool kG128, int kBegin, int kEnd, bool kSK = false>
 void launch_range(int tile, const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas,
                   cudaStream_t stream, bool pdl) {
-  launch_in<kG128, kBegin>(tile, x_map, w_map, p, ctas, stream, pdl, std::make_integer_sequence<int, kEnd - kBegin>{});
+  launch_in<kG128, kSK, kBegin>(tile, x_map, w_map, p, ctas, stream, pdl,
+                                std::make_integer_sequence<int, kEnd - kBegin>{});
 }
 }  // namespace detail
 
-// The four families of one kind; each is instantiated in its own file
-// (gemm_w4a8_wgmma_{g128,pc,s8_g128,s8_pc,pd_g128,pd_pc,cl_g128,cl_pc}.cu), so that they
+// The five families of one kind; each is instantiated in its own file
+// (gemm_w4a8_wgmma_{g128,pc,s8_g128,s8_pc,pd_g128,pd_pc,cl_g128,cl_pc,sk_g128,sk_pc}.cu), so that they
 // compile in parallel, and nowhere else (the extern declarations below).
 template <bool kG128>
 void launch_kind(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, bool pdl) {
@@ -74,6 +78,11 @@ template <bool kG128>
 void launch_kind_cl(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, bool pdl) {
   detail::launch_range<kG128, kFirstClusterTile, kTileCount>(tile, x_map, x_map, p, ctas, stream, pdl);
 }
+// The stream-K instantiations of the large W4 tiles.
+template <bool kG128>
+void launch_kind_sk(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, bool pdl) {
+  detail::launch_range<kG128, kFirstStreamKTile, kEndStreamKTile, true>(tile, x_map, x_map, p, ctas, stream, pdl);
+}
 
 extern template void launch_kind<true>(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
 extern template void launch_kind<false>(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
@@ -85,5 +94,7 @@ extern template void launch_kind_pd<true>(int, const CUtensorMap&, const Params&
 extern template void launch_kind_pd<false>(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
 extern template void launch_kind_cl<true>(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
 extern template void launch_kind_cl<false>(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
+extern template void launch_kind_sk<true>(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
+extern template void launch_kind_sk<false>(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
 
 }  // namespace qserve::cuda::w4a8::wgmma

@@ -17,6 +17,8 @@ void launch_kind_pd(int tile, const CUtensorMap& x_map, const Params& p, int cta
 template <bool kG128>
 void launch_kind_cl(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, bool pdl);
 template <bool kG128>
+void launch_kind_sk(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, bool pdl);
+template <bool kG128>
 void launch_kind_s8(int tile, const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas,
                     cudaStream_t stream, bool pdl);
 
@@ -55,7 +57,8 @@ CUtensorMap make_x_map(const int8_t* x, int m, int k, int bm) {
 // The launcher of the family that holds W4 tile `tile` (W4, pd or cluster).
 using W4Launcher = void (*)(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
 template <bool kG128>
-W4Launcher w4_family_launcher(int tile) {
+W4Launcher w4_family_launcher(int tile, bool stream_k) {
+  if (stream_k) return &launch_kind_sk<kG128>;
   if (tile >= kFirstClusterTile) return &launch_kind_cl<kG128>;
   if (tile >= kFirstPdTile) return &launch_kind_pd<kG128>;
   return &launch_kind<kG128>;
@@ -64,10 +67,12 @@ W4Launcher w4_family_launcher(int tile) {
 }  // namespace
 
 void launch_kernel(int tile, bool g128, const Params& p, int ctas, cudaStream_t stream, bool pdl) {
-  if (tile < 0 || tile >= kTileCount || (tile >= kFirstS8Tile && tile < kFirstPdTile))
+  if (tile < 0 || tile >= kTileCount || (tile >= kFirstS8Tile && tile < kFirstPdTile) ||
+      (p.stream_k && !is_stream_k_tile(tile)))
     QS_CUDA_CHECK(cudaErrorInvalidValue);
   const CUtensorMap map = make_x_map(p.x, p.m, p.k, kTiles[tile].bm);
-  (g128 ? w4_family_launcher<true>(tile) : w4_family_launcher<false>(tile))(tile, map, p, ctas, stream, pdl);
+  const bool sk = p.stream_k != 0;
+  (g128 ? w4_family_launcher<true>(tile, sk) : w4_family_launcher<false>(tile, sk))(tile, map, p, ctas, stream, pdl);
 }
 
 void launch_kernel_s8(int tile, bool g128, const int8_t* w8, const Params& p, int ctas, cudaStream_t stream, bool pdl) {

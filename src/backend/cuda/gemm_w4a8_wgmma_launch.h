@@ -21,11 +21,15 @@ struct Params {
   __half* y;               // [m, n]
   int32_t* acc_out;        // [m, n] or null: exact accumulators instead of y
   int* counters;           // [grid_m * grid_n] split-K arrival counters (zero between launches)
-  int32_t* partials;       // [splits][m][n] split-K partial sums
+  int32_t* partials;       // split-K: [splits][m][n] partial sums; stream-K: [ctas][2][BN * BM] pieces
   int m, n, k, n16, groups;
   int blocks128;           // ceil(n / 128): 128-channel blocks in the repacked weights
   int grid_n, grid_m, splits, kt_per_split;  // kt in 128-wide k stages
   int units;               // grid_n * grid_m * splits work units (a persistent CTA loops over them)
+  // Stream-K (tiles is_stream_k_tile): the k stages of all tiles cut
+  // into one equal range per CTA (kernels/gemm_w4a8_wgmma_units.cuh);
+  // splits, kt_per_split and units are then unused.
+  int stream_k;
   // INT8-weight tiles (TileShape::s8): the weights come through a second
   // tensor map (INT8 [n, k] row-major). Set when another kernel of the same
   // stream writes them (the g128 dequantization pass): the producer then
@@ -81,6 +85,10 @@ inline constexpr int kFirstS8Tile = 10;       // tiles 10..13: INT8 weights (s8)
 inline constexpr int kFirstPdTile = 14;       // tiles 14..16: W4 dequantized by the producer (pd)
 inline constexpr int kFirstClusterTile = 17;  // tiles 17..33: W4, split-K within a cluster (25..33: deep stages)
 inline constexpr int kMaxClusterSplits = 8;   // the portable cluster size
+// Tiles 4..6 (256 x 128, 128 x 256, 128 x 128) also have stream-K
+// instantiations (Params::stream_k).
+inline constexpr int kFirstStreamKTile = 4, kEndStreamKTile = 7;
+inline constexpr bool is_stream_k_tile(int tile) { return tile >= kFirstStreamKTile && tile < kEndStreamKTile; }
 inline constexpr TileShape kTiles[kTileCount] = {
     {8, 2, 12},    // decode
     {16, 2, 11},

@@ -22,10 +22,13 @@
 // Programmatic dependent launch (kernels/pdl.cuh): the producer issues the
 // first STAGES stages' weights before the dependency wait, their activations
 // after it; the consumers wait before the epilogue's reads and writes.
-// Work units (n block, m block, k split) are strided over the persistent
-// CTAs, m fastest (the CTAs running together share weight blocks in L2).
-// Split-K: each split stores INT32 partials; the last CTA of a tile to arrive
-// (a counter) sums them and runs the epilogue, as in the mma.sync kernel.
+// Work units (n block, m block, k range) are walked by the persistent CTAs
+// (kernels/gemm_w4a8_wgmma_units.cuh): split-K units strided over the CTAs,
+// m fastest (the CTAs running together share weight blocks in L2), or
+// stream-K (the tiles' k stages cut into one equal range per CTA). A tile
+// computed in pieces: each piece stores INT32 partials; the last CTA of the
+// tile to arrive (a counter) sums them and runs the epilogue, as in the
+// mma.sync kernel.
 // kCL (the cluster tiles): one CTA per unit, the splits of one output tile
 // are the CTAs of one cluster (split fastest in the unit order); each stores
 // its partial tile in its own shared memory, and after a cluster barrier CTA
@@ -71,6 +74,7 @@
 #include "backend/cuda/kernels/gemm_w4a8_unpack.cuh"
 #include "backend/cuda/kernels/gemm_w4a8_wgmma_cluster.cuh"
 #include "backend/cuda/kernels/gemm_w4a8_wgmma_pd.cuh"
+#include "backend/cuda/kernels/gemm_w4a8_wgmma_units.cuh"
 #include "backend/cuda/kernels/gemm_wgmma_s8.cuh"
 #include "backend/cuda/kernels/gemm_wgmma_s8_ss.cuh"
 #include "backend/cuda/kernels/pdl.cuh"
@@ -78,24 +82,6 @@
 #include "quant/w4a8_repack.h"
 
 namespace qserve::cuda::w4a8::wgmma {
-
-// Work unit u -> (m block, n block, split): m fastest, so that the CTAs
-// running together share weight blocks in L2; kCL: split fastest, so that
-// the CTAs of one cluster (consecutive block indices) are the splits of one
-// output tile.
-struct Unit {
-  int m_blk, n_blk, split;
-};
-template <bool kCL>
-__device__ __forceinline__ Unit unit_of(const Params& p, int u) {
-  if constexpr (kCL) {
-    const int rest = u / p.splits;
-    return {rest % p.grid_m, rest / p.grid_m, u % p.splits};
-  } else {
-    const int rest = u / p.grid_m;
-    return {u % p.grid_m, rest % p.grid_n, rest / p.grid_n};
-  }
-}
 
 // Consumer, one stage: waits for the stage's data and turns this warp's
 // weights into wgmma A registers: a[j][0..7] the first k64 half of m64 tile
@@ -162,11 +148,12 @@ __device__ __forceinline__ void issue_stage_ss(int32_t (&acc)[MT][BM / 2], const
 }
 
 template <int BM, int MT, int STAGES, bool kG128, int ASETS, bool kS8 = false, bool kPD = false, bool kCL = false,
-          int KD = 1>
+          int KD = 1, bool kSK = false>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_w4a8_wgmma_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap w_map,
                            const Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  static_assert(!kSK || (!kS8 && !kPD && !kCL && KD == 1), "stream-K: the persistent W4 tiles");
   // kPD: the stages hold X and the W4 staging [MT][8 KB], the INT8 A tiles
   // (as kS8's) have two slots of their own.
   constexpr bool kSS = kS8 || kPD;  // both wgmma operands in shared memory
@@ -245,12 +232,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       };
       auto issue_x = [&](int count) {
         int i = 0;
-        for (int u = blockIdx.x; u < p.units && i < count; u += gridDim.x) {
-          const Unit un = unit_of<kCL>(p, u);
-          const int m_blk = un.m_blk, split = un.split;
-          const int kb = split * p.kt_per_split, ke = min(kt_total, kb + p.kt_per_split);
-          for (int kt = kb; kt < ke && i < count; kt += KD, ++i) issue_x_stage(i % STAGES, kt, m_blk);
-        }
+        UnitWalk<kCL, kSK> walk(p, kt_total);
+        Unit un;
+        while (i < count && walk.next(p, kt_total, un))
+          for (int kt = un.kb; kt < un.ke && i < count; kt += KD, ++i) issue_x_stage(i % STAGES, kt, un.m_blk);
       };
       int it = 0;
       bool waited = false;
@@ -258,10 +243,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         ptx::pdl_wait();
         waited = true;
       }
-      for (int u = blockIdx.x; u < p.units; u += gridDim.x) {
-        const Unit un = unit_of<kCL>(p, u);
-        const int m_blk = un.m_blk, n_blk = un.n_blk, split = un.split;
-        const int kb = split * p.kt_per_split, ke = min(kt_total, kb + p.kt_per_split);
+      UnitWalk<kCL, kSK> walk(p, kt_total);
+      Unit un;
+      while (walk.next(p, kt_total, un)) {
+        const int m_blk = un.m_blk, n_blk = un.n_blk, kb = un.kb, ke = un.ke;
         for (int kt = kb; kt < ke; kt += KD, ++it) {
           const int s = it % STAGES;
           if (!waited && it == STAGES) {
@@ -320,10 +305,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int g = lane >> 2, q = lane & 3;
     const int ctid = threadIdx.x - 128;     // 0..255 among consumers
     int it = 0;
-    for (int u = blockIdx.x; u < p.units; u += gridDim.x) {
-      const Unit un = unit_of<kCL>(p, u);
-      const int m_blk = un.m_blk, n_blk = un.n_blk, split = un.split;
-      const int kb = split * p.kt_per_split, ke = min(kt_total, kb + p.kt_per_split);
+    UnitWalk<kCL, kSK> walk(p, kt_total);
+    Unit un;
+    while (walk.next(p, kt_total, un)) {
+      const int m_blk = un.m_blk, n_blk = un.n_blk, kb = un.kb, ke = un.ke;
 
       // m64 tile j of this warpgroup: channel block (cw * MT + j) / 2 of the
       // CTA, half (cw * MT + j) % 2 of it; this warp's 16-channel tile:
@@ -493,24 +478,50 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
       };
 
-      if (p.splits > 1) {
-        int32_t* mine = p.partials + static_cast<size_t>(split) * p.m * p.n;
-        for_each_output([&](int32_t& v, size_t idx) { __stcg(mine + idx, v); });
+      if (un.parts > 1) {
+        // Stream-K pieces: [MT][BM / 8][256 threads][4] INT32, 16-B accesses.
+        constexpr int kTileInts = 128 * MT * BM;
+        auto piece_at = [&](int32_t* piece, int j, int i) {
+          return reinterpret_cast<int4*>(piece) + (j * (BM / 8) + i) * 256 + ctid;
+        };
+        if constexpr (kSK) {
+          int32_t* mine = stream_k_piece(p, blockIdx.x, stream_k_buf(un, un.slot), kTileInts);
+#pragma unroll
+          for (int j = 0; j < MT; ++j)
+#pragma unroll
+            for (int i = 0; i < BM / 8; ++i)
+              __stcg(piece_at(mine, j, i), make_int4(acc[j][4 * i], acc[j][4 * i + 1], acc[j][4 * i + 2],
+                                                     acc[j][4 * i + 3]));
+        } else {
+          int32_t* mine = p.partials + static_cast<size_t>(un.slot) * p.m * p.n;
+          for_each_output([&](int32_t& v, size_t idx) { __stcg(mine + idx, v); });
+        }
         __threadfence();
         ptx::named_barrier(1, 256);
         if (ctid == 0) {
           int* counter = p.counters + n_blk * p.grid_m + m_blk;
           const int arrived = atomicAdd(counter, 1);
-          *s_is_last = arrived == p.splits - 1;
-          if (arrived == p.splits - 1) *counter = 0;  // reset for the next launch
+          *s_is_last = arrived == un.parts - 1;
+          if (arrived == un.parts - 1) *counter = 0;  // reset for the next launch
         }
         ptx::named_barrier(1, 256);
         if (!*s_is_last) continue;
         __threadfence();
-        for (int z = 0; z < p.splits; ++z) {
-          if (z == split) continue;
-          const int32_t* other = p.partials + static_cast<size_t>(z) * p.m * p.n;
-          for_each_output([&](int32_t& v, size_t idx) { v += __ldcg(other + idx); });
+        for (int z = 0; z < un.parts; ++z) {
+          if (z == un.slot) continue;
+          if constexpr (kSK) {
+            int32_t* other = stream_k_piece(p, blockIdx.x - un.slot + z, stream_k_buf(un, z), kTileInts);
+#pragma unroll
+            for (int j = 0; j < MT; ++j)
+#pragma unroll
+              for (int i = 0; i < BM / 8; ++i) {
+                const int4 v = __ldcg(piece_at(other, j, i));
+                acc[j][4 * i] += v.x, acc[j][4 * i + 1] += v.y, acc[j][4 * i + 2] += v.z, acc[j][4 * i + 3] += v.w;
+              }
+          } else {
+            const int32_t* other = p.partials + static_cast<size_t>(z) * p.m * p.n;
+            for_each_output([&](int32_t& v, size_t idx) { v += __ldcg(other + idx); });
+          }
         }
       }
 
