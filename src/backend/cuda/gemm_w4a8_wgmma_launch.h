@@ -144,24 +144,33 @@ inline constexpr TileShape kTiles[kTileCount] = {
 inline constexpr int kThreads = 384;  // warpgroup 0: TMA producer; 1, 2: consumers
 
 // The staged epilogue (kernels/gemm_w4a8_wgmma_kernel.cuh): each consumer
-// warpgroup stages [epi_chunk(bm) tokens][64 mt channels] fp16 outputs in a
-// shared buffer with rows padded by 16 B, then stores 16-B pieces; after the
-// two buffers, the per-token factors [2 warpgroups][s_x, a_sum][bm] f32.
-inline constexpr int epi_chunk(int bm) { return bm < 32 ? bm : 32; }
+// warpgroup stages [epi_chunk(bm, mt) tokens][64 mt channels] fp16 outputs in
+// `bufs` shared buffers (chunk i in buffer i % bufs) with rows padded by
+// 16 B, then stores 16-B pieces; after the buffers, the per-token factors
+// [2 warpgroups][s_x, a_sum][bm] f32. Two buffers where the shared memory
+// holds them (epi_buffers): a chunk's stmatrix then waits for no other
+// thread's copy-out of the previous chunk, one barrier per chunk instead of two.
+inline constexpr int kSmemLimit = 227 * 1024;
+// (16 tokens for the 256 x 128 tiles, so that their two buffers fit.)
+inline constexpr int epi_chunk(int bm, int mt) { return bm < 32 ? bm : mt == 2 && bm >= 128 ? 16 : 32; }
 inline constexpr int epi_row_bytes(int mt) { return mt * 128 + 16; }
-inline constexpr int epi_staging_bytes(int bm, int mt) { return 2 * epi_chunk(bm) * epi_row_bytes(mt); }
-inline constexpr int epi_bytes(const TileShape& s) { return epi_staging_bytes(s.bm, s.mt) + 2 * 2 * s.bm * 4; }
+inline constexpr int epi_staging_bytes(int bm, int mt, int bufs) { return 2 * bufs * epi_chunk(bm, mt) * epi_row_bytes(mt); }
+inline constexpr int epi_bytes(const TileShape& s, int bufs) {
+  return epi_staging_bytes(s.bm, s.mt, bufs) + 2 * 2 * s.bm * 4;
+}
 
 // Shared memory of one CTA (+1 KB for the 1024-B alignment of the swizzled tiles):
 // stages (X, weights, level-2 words), mbarriers and the split-K flag, the
 // epilogue buffers (not for the cluster tiles: their epilogue runs in the stages).
-inline constexpr int smem_bytes(const TileShape& s) {
+inline constexpr int smem_bytes_with(const TileShape& s, int epi_bufs) {
   return s.stages * s.stage_bytes() + s.a_slot_bytes() +
-         (2 * s.stages + (s.pd ? 4 : 0)) * 8 + 16 + (s.cluster ? 0 : epi_bytes(s)) + 1024;
+         (2 * s.stages + (s.pd ? 4 : 0)) * 8 + 16 + (s.cluster ? 0 : epi_bytes(s, epi_bufs)) + 1024;
 }
+inline constexpr int epi_buffers(const TileShape& s) { return smem_bytes_with(s, 2) <= kSmemLimit ? 2 : 1; }
+inline constexpr int smem_bytes(const TileShape& s) { return smem_bytes_with(s, epi_buffers(s)); }
 static_assert([] {
   for (const TileShape& s : kTiles)
-    if (smem_bytes(s) > 227 * 1024) return false;
+    if (smem_bytes(s) > kSmemLimit) return false;
   return true;
 }());
 

@@ -184,8 +184,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   // kCL: s_is_last, epi and fac point past the allocation (smem_bytes leaves
   // the epilogue's buffers out) and are never used.
   int* s_is_last = reinterpret_cast<int*>(afull + (kPD ? 4 : 0));
-  uint8_t* epi = reinterpret_cast<uint8_t*>(s_is_last) + 16;     // [2 warpgroups][epi_chunk][epi_row_bytes]
-  float* fac = reinterpret_cast<float*>(epi + epi_staging_bytes(BM, MT));  // [2 warpgroups][s_x, a_sum][BM]
+  constexpr int kEpiBufs = epi_buffers(TileShape{BM, MT, STAGES, ASETS, kS8, kPD, kCL, KD});
+  // [2 warpgroups][kEpiBufs][epi_chunk(BM, MT)][epi_row_bytes(MT)]
+  uint8_t* epi = reinterpret_cast<uint8_t*>(s_is_last) + 16;
+  float* fac = reinterpret_cast<float*>(epi + epi_staging_bytes(BM, MT, kEpiBufs));  // [2 warpgroups][s_x, a_sum][BM]
 
   const int k64_total = p.k >> 6;
   const int kt_total = (k64_total + 1) >> 1;  // 128-wide stages (the last may be half)
@@ -554,10 +556,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       // accumulator indices are constants): it is kept short so that its
       // instruction fetches cost less (round 9's profile: half of the
       // epilogue's stall samples were instruction fetches).
-      constexpr int kChunk = epi_chunk(BM), kWgCh = 64 * MT, kRowBytes = epi_row_bytes(MT);
+      constexpr int kChunk = epi_chunk(BM, MT), kWgCh = 64 * MT, kRowBytes = epi_row_bytes(MT);
       constexpr int kMats = kChunk / 8 * MT * 2;  // 8 x 8 matrices per chunk: (i, j, h)
       static_assert(kCL || kMats % 4 == 0, "stmatrix.x4 takes the matrices of a chunk four at a time");  // (kCL: not reached)
-      uint8_t* ebuf = epi + cw * kChunk * kRowBytes;
+      uint8_t* ebuf = epi + cw * kEpiBufs * kChunk * kRowBytes;
       const int o_wg = (n_blk * MT * 2 + cw * MT) * 64;  // first channel of this warpgroup
       const bool vec_ok = (p.n & 7) == 0 && (reinterpret_cast<uintptr_t>(p.y) & 15) == 0;
       // This lane's row address in the matrix it addresses (lane / 8 of four),
@@ -566,7 +568,14 @@ __global__ void __launch_bounds__(kThreads, 1)
       const uint32_t ebuf_lane = ptx::smem_addr(ebuf) + (lane & 7) * kRowBytes + warp * 32;
 #pragma unroll
       for (int c0 = 0; c0 < BM; c0 += kChunk) {
-        ptx::named_barrier(2 + cw, 128);  // the previous chunk has been copied out (and s_fac written)
+        // Chunk c0 / kChunk in buffer (c0 / kChunk) % kEpiBufs. Before the
+        // first chunk: s_fac written. With one buffer, before every chunk: the
+        // previous chunk copied out. (With two, the chunk before the previous,
+        // which used this buffer, was copied out by every thread before the
+        // previous chunk's second barrier; so was the last chunk of the
+        // previous tile before the first chunk of this one.)
+        const int buf_off = (c0 / kChunk) % kEpiBufs * kChunk * kRowBytes;
+        if (kEpiBufs == 1 || c0 == 0) ptx::named_barrier(2 + cw, 128);
         // Matrix mm of the chunk is (i, j, h) with mm = ((i - c0 / 8) * MT + j) * 2 + h;
         // four at a time (one stmatrix), so that only four packed registers live.
 #pragma unroll
@@ -591,7 +600,8 @@ __global__ void __launch_bounds__(kThreads, 1)
           // Lane group lane / 8 addresses matrix 4 x + lane / 8.
           const int mm = 4 * x + (lane >> 3);
           const int h = mm & 1, j = (mm >> 1) % MT, i8 = (mm >> 1) / MT;
-          ptx::stmatrix_x4_trans(ebuf_lane + i8 * 8 * kRowBytes + (j * 64 + 8 * h) * 2, pk[0], pk[1], pk[2], pk[3]);
+          ptx::stmatrix_x4_trans(ebuf_lane + buf_off + i8 * 8 * kRowBytes + (j * 64 + 8 * h) * 2, pk[0], pk[1], pk[2],
+                                 pk[3]);
         }
         ptx::named_barrier(2 + cw, 128);
         constexpr int kPieces = kChunk * kWgCh / 8;  // 16-B pieces of the chunk
@@ -600,7 +610,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           const int row = pc / (kWgCh / 8), o = o_wg + (pc % (kWgCh / 8)) * 8;
           const int t = m_blk * BM + c0 + row;
           if (t >= p.m || o >= p.n) continue;
-          const uint4 v = *reinterpret_cast<const uint4*>(ebuf + row * kRowBytes + (o - o_wg) * 2);
+          const uint4 v = *reinterpret_cast<const uint4*>(ebuf + buf_off + row * kRowBytes + (o - o_wg) * 2);
           __half* dst = p.y + static_cast<size_t>(t) * p.n + o;
           if (vec_ok && o + 8 <= p.n) {
             *reinterpret_cast<uint4*>(dst) = v;
