@@ -12,7 +12,8 @@ src/backend/cuda/gemm_w4a8_measured.cpp per (layer, m bucket) that the sweeps co
 - bucket 1 (m = 1..8) is chosen by the mean of the m = 1 and m = 8 rows when both were swept;
   the other buckets (kW4A8MBuckets of gemm_w4a8_measured.h) by their own m;
 - a split is kept only if the planner reproduces it (ceil(kt / ceil(kt / s)) == s with kt the
-  number of 128-wide k blocks), since the planner recomputes the split count;
+  number of 128-wide k blocks), since the planner recomputes the split count; stream-K ("sk" in
+  the sweeps, kW4A8StreamK in the table) always;
 - with an existing entry for the same (layer, bucket) in the table, its choice stays unless the
   sweep measured it and the best is faster by more than --margin (default 2%); --all prints every
   covered (layer, bucket) anyway, marking unchanged ones.
@@ -28,8 +29,11 @@ import sys
 from collections import defaultdict
 
 SWEEP_RE = re.compile(r"sweep (\S+) n=(\d+) k=(\d+) (pc|g128) m=(\d+) best")
-CHOICE_RE = re.compile(r" ([\w.-]+)/(\d+):([\d.]+)")
-ENTRY_RE = re.compile(r"^\s*\{(\d+), (\d+), (\d+), \{(\d+), (\d+)\}, \{(\d+), (\d+)\}\}")
+CHOICE_RE = re.compile(r" ([\w.-]+)/(\d+|sk):([\d.]+)")
+# splits: a number or kW4A8StreamK (stream-K, "sk" in the sweeps)
+SPLITS = r"(\d+|kW4A8StreamK)"
+ENTRY_RE = re.compile(r"^\s*\{(\d+), (\d+), (\d+), \{(\d+), " + SPLITS + r"\}, \{(\d+), " + SPLITS + r"\}\}")
+STREAM_K = "sk"
 
 
 def tile_names(repo):
@@ -56,7 +60,7 @@ def table_entries(repo):
     for line in open(os.path.join(repo, "src/backend/cuda/gemm_w4a8_measured.cpp")):
         m = ENTRY_RE.match(line)
         if m:
-            v = list(map(int, m.groups()))
+            v = [STREAM_K if g == "kW4A8StreamK" else int(g) for g in m.groups()]
             out[(v[0], v[1], v[2])] = {"pc": (v[3], v[4]), "g128": (v[5], v[6])}
     return out
 
@@ -75,7 +79,18 @@ def read_sweeps(paths):
     return {key: {c: sum(v) / len(v) for c, v in row.items()} for key, row in acc.items()}
 
 
+def split_of(text):
+    """A sweep's split ("3" or "sk") as the table keeps it (3 or STREAM_K)."""
+    return STREAM_K if text == STREAM_K else int(text)
+
+
+def cpp_split(splits):
+    return "kW4A8StreamK" if splits == STREAM_K else str(splits)
+
+
 def reproducible(k, splits):
+    if splits == STREAM_K:
+        return True
     kt = math.ceil(k / 128)
     return math.ceil(kt / math.ceil(kt / splits)) == splits
 
@@ -95,7 +110,7 @@ def refit(sweeps, names, buckets, table, margin, show_all):
                 def mean(c):
                     return sum(r[c] for r in rows) / len(rows)
 
-                cands = [c for c in common if c.split("/")[0] in names and reproducible(k, int(c.split("/")[1]))]
+                cands = [c for c in common if c.split("/")[0] in names and reproducible(k, split_of(c.split("/")[1]))]
                 if not cands:
                     break
                 best = min(cands, key=mean)
@@ -110,14 +125,14 @@ def refit(sweeps, names, buckets, table, margin, show_all):
                 else:
                     changed = True
                 tile, splits = pick.split("/")
-                choice[kind] = (names.index(tile), int(splits))
+                choice[kind] = (names.index(tile), split_of(splits))
                 t = f"{mean(pick):.1f}" if pick in common else "kept, not swept"
                 notes.append(f"{kind} {pick} {t}")
             if len(choice) != 2 or not (changed or show_all):
                 continue
             pc, g = choice["pc"], choice["g128"]
             mark = "" if changed else " (unchanged)"
-            lines.append(f"    {{{n}, {k}, {bucket}, {{{pc[0]}, {pc[1]}}}, {{{g[0]}, {g[1]}}}}},  "
+            lines.append(f"    {{{n}, {k}, {bucket}, {{{pc[0]}, {cpp_split(pc[1])}}}, {{{g[0]}, {cpp_split(g[1])}}}}},  "
                          f"// {'; '.join(notes)}{mark}")
     return lines
 

@@ -63,6 +63,20 @@ def test_an_entry_stays_unless_beaten_by_the_margin(tmp_path):
     assert len(out) == 1 and "{2, 3}" in out[0]
 
 
+def test_stream_k_choices_and_entries(tmp_path):
+    # "sk" in a sweep (stream-K) wins and is written as kW4A8StreamK; an entry of the table
+    # with kW4A8StreamK reads back (kept when the sweep does not beat it).
+    lines = [sweep(4096, 14336, kind, 256, {"wgA/2": 36.0, "wgB/sk": 32.0}) for kind in ("pc", "g128")]
+    out = run(tmp_path, lines)
+    assert len(out) == 1 and out[0].startswith("    {4096, 14336, 256, {2, kW4A8StreamK}, {2, kW4A8StreamK}},")
+    sys.path.insert(0, str(ROOT / "bench"))
+    import gemm_table_refit as t
+    (tmp_path / "r/src/backend/cuda").mkdir(parents=True)
+    (tmp_path / "r/src/backend/cuda/gemm_w4a8_measured.cpp").write_text(
+        "    {4096, 14336, 256, {1, 2}, {2, kW4A8StreamK}},  // x\n")
+    assert t.table_entries(str(tmp_path / "r")) == {(4096, 14336, 256): {"pc": (1, 2), "g128": (2, "sk")}}
+
+
 def test_the_repository_files_parse():
     sys.path.insert(0, str(ROOT / "bench"))
     import gemm_table_refit as t

@@ -152,6 +152,14 @@ std::vector<Case> all_cases() {
   // == 64, n not a multiple of the tile or of 8), and a problem of fewer
   // stages than SMs (200 x 448 at m = 2: 8 stages, one CTA each, 4 pieces
   // per tile).
+  // Stream-K through the top-level planner: the table's down-layer entries
+  // at m <= 256 (Llama-3-8B g128, Llama-2-13B both kinds) and the rule
+  // outside the table (4096 x 12288).
+  for (bool g : {false, true}) {
+    cases.push_back({g, 129, 4096, 14336});
+    cases.push_back({g, 200, 5120, 13824});
+    cases.push_back({g, 200, 4096, 12288});
+  }
   for (bool g : {false, true})
     for (int tile = cuda::kW4A8FirstStreamKTile; tile < cuda::kW4A8EndStreamKTile; ++tile) {
       for (int64_t m : {7, 255, 1031}) cases.push_back({g, m, 1408, 2880, tile, cuda::kW4A8StreamK, true});
@@ -364,6 +372,13 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
         const cuda::W4A8Plan p = cuda::plan_w4a8_wgmma(h200, m, n, k, -1, 0, g);
         ASSERT_TRUE(cuda::w4a8_tile_is_wgmma(p.tile));
         const int64_t kt_total = (k + 127) / 128;
+        if (p.splits == cuda::kW4A8StreamK) {
+          // Stream-K: one CTA per SM (or per stage), the pieces after the counters.
+          EXPECT_TRUE(cuda::w4a8_tile_has_stream_k(p.tile));
+          EXPECT_EQ(p.ctas, std::min<int64_t>(int64_t{p.grid_n} * p.grid_m * kt_total, h200.sm_count));
+          EXPECT_EQ(p.workspace_bytes, p.counter_bytes() + size_t{2} * p.ctas * p.tile_ints * 4);
+          continue;
+        }
         EXPECT_GE(int64_t{p.splits} * p.kt_per_split, kt_total);
         EXPECT_LT(int64_t{p.splits - 1} * p.kt_per_split, kt_total);  // no empty split
         const int64_t units = int64_t{p.grid_n} * p.grid_m * p.splits;
@@ -410,6 +425,14 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 1024, 4096, 4096, cuda::kW4A8FirstS8Tile, cuda::kW4A8StreamK, false),
                Error);
   EXPECT_THROW(cuda::plan_w4a8_mma(h200, 16, 4096, 4096, -1, cuda::kW4A8StreamK, false), Error);
+  // The rule outside the table: 128 x 128 stream-K on a long-k layer whose
+  // 128 x 128 tiles fill at most 65% of the SMs (4096 x 12288 at m = 200:
+  // 64 tiles, 96 stages each); not with more tiles or a short k.
+  const cuda::W4A8Plan rule = cuda::plan_w4a8(h200, 200, 4096, 12288, -1, 0, true);
+  EXPECT_STREQ(cuda::w4a8_tile_name(rule.tile), "wg128x128");
+  EXPECT_EQ(rule.splits, cuda::kW4A8StreamK);
+  EXPECT_NE(cuda::plan_w4a8(h200, 400, 4096, 12288, -1, 0, true).splits, cuda::kW4A8StreamK);  // 96 tiles
+  EXPECT_NE(cuda::plan_w4a8(h200, 200, 4096, 6144, -1, 0, true).splits, cuda::kW4A8StreamK);   // 48 stages
 }
 
 // QSERVE_W4A8_PLANS: the parser (the environment is read once per process,

@@ -38,6 +38,12 @@ struct Entry {
 // 31-39 (sweeps B and C; entries marked r8), and the Llama-2-13B and
 // Llama-2-70B layers (sweep I: the m <= 16 tiles with splits 1-8, the 32-128
 // tiles with splits 1-8, the large tiles with splits 1-2 at m = 256 / 512).
+// Round 10 (bench/results/2026-11-30-gemm-h200-r10.md): stream-K (splits
+// kW4A8StreamK) on the long-k down layers at m = 256, where the 128 x 128
+// tile has 64-80 output tiles for 132 SMs (entries marked r10: 5-18% over
+// the split-K plans); elsewhere the large tiles' stream-K lost (its partial
+// tiles cost as much as an epilogue each, and the CTAs' scattered k ranges
+// share less in L2).
 constexpr Entry kTable[] = {
     // o at m <= 16: the 96-CTA plans (split 3), not the back-to-back optimum (64 CTAs, split 2:
     // 5.4 / 6.5 us at m = 1), which owes 0.4 us to two launches of one GEMM sharing the GPU. After
@@ -83,21 +89,21 @@ constexpr Entry kTable[] = {
     {4096, 11008, 32, {37, 4}, {37, 6}},  // pc wg256x32c-k256/4 11.5 (r8); g128 wg256x32c-k256/6 14.1 (r8)
     {4096, 11008, 64, {38, 3}, {38, 3}},  // pc wg128x64c-k256/3 12.7 (r8); g128 wg128x64c-k256/3 14.8 (r8)
     {4096, 11008, 128, {38, 2}, {38, 2}},  // pc wg128x64c-k256/2 16.5 (r8); g128 wg128x64c-k256/2 19.4 (r8)
-    {4096, 11008, 256, {26, 2}, {12, 2}},  // pc wg256x64c/2 24.7; g128 wg128x128/2 30.9
+    {4096, 11008, 256, {26, 2}, {12, kW4A8StreamK}},  // pc wg256x64c/2 24.7; g128 wg128x128/sk 27.6 (r10; /2 30.1)
     {4096, 11008, 512, {12, 1}, {12, 1}},  // pc wg128x128/1 34.1; g128 wg128x128/1 39.1 (round K; pass + s8 49.0)
     {4096, 14336, 1, {35, 6}, {13, 6}},  // pc wg256x8a2c-k256/6 11.3 (r8); g128 wg256x8a2/6 13.9
     {4096, 14336, 16, {24, 6}, {36, 6}},  // pc wg256x16a2c/6 12.2; g128 wg256x16a2c-k256/6 15.2 (r8)
     {4096, 14336, 32, {25, 6}, {37, 6}},  // pc wg256x32c/6 13.0; g128 wg256x32c-k256/6 16.1 (r8)
     {4096, 14336, 64, {38, 3}, {38, 3}},  // pc wg128x64c-k256/3 14.9 (r8); g128 wg128x64c-k256/3 17.7 (r8)
     {4096, 14336, 128, {38, 2}, {38, 2}},  // pc wg128x64c-k256/2 19.5 (r8); g128 wg128x64c-k256/2 23.4 (r8)
-    {4096, 14336, 256, {26, 2}, {12, 2}},  // pc wg256x64c/2 30.0; g128 wg128x128/2 36.2
+    {4096, 14336, 256, {26, 2}, {12, kW4A8StreamK}},  // pc wg256x64c/2 30.0; g128 wg128x128/sk 32.7 (r10; /2 35.5)
     {4096, 14336, 512, {12, 1}, {12, 1}},  // pc wg128x128/1 43.2; g128 wg128x128/1 49.3 (round K; pass + s8 62.1)
     {8192, 28672, 1, {32, 2}, {34, 2}},  // pc wg128x8c-k512/2 28.9 (r8); g128 wg128x16c-k512/2 36.1 (r8)
     {8192, 28672, 16, {33, 2}, {14, 4}},  // pc wg128x16c-k256/2 30.1 (r8); g128 wg256x16a2/4 39.8
     {8192, 28672, 32, {37, 3}, {38, 2}},  // pc wg256x32c-k256/3 33.8 (r8); g128 wg128x64c-k256/2 42.3 (r8)
     {8192, 28672, 64, {38, 2}, {38, 2}},  // pc wg128x64c-k256/2 33.8 (r8); g128 wg128x64c-k256/2 42.0 (r8)
     {8192, 28672, 128, {12, 2}, {12, 2}},  // pc wg128x128/2 52.9; g128 wg128x128/2 58.8
-    {8192, 28672, 256, {12, 1}, {11, 2}},  // pc wg128x128/1 81.3; g128 wg128x256/2 92.8
+    {8192, 28672, 256, {12, 1}, {11, kW4A8StreamK}},  // pc wg128x128/1 81.3; g128 wg128x256/sk 90.6 (r10; /2 95.5)
     {8192, 28672, 512, {11, 1}, {11, 1}},  // pc wg128x256/1 135.6; g128 wg128x256/1 153.2
     // Llama-2-13B (qkv, o, gate_up, down) and Llama-2-70B (qkv, o, gate_up): round 8's sweep I
     // (bench/results/2026-11-30-gemm-h200-r8.md; bucket 1 by the mean of m = 1 and 8).
@@ -127,7 +133,7 @@ constexpr Entry kTable[] = {
     {5120, 13824, 32, {37, 4}, {37, 4}},  // pc wg256x32c-k256/4 14.0; g128 wg256x32c-k256/4 17.8 (r8)
     {5120, 13824, 64, {39, 4}, {39, 4}},  // pc wg256x64c-k256/4 17.0; g128 wg256x64c-k256/4 20.0 (r8)
     {5120, 13824, 128, {27, 4}, {27, 4}},  // pc wg256x128c/4 25.0; g128 wg256x128c/4 28.6 (r8)
-    {5120, 13824, 256, {12, 1}, {12, 1}},  // pc wg128x128/1 39.6; g128 wg128x128/1 46.3 (r8)
+    {5120, 13824, 256, {12, kW4A8StreamK}, {12, kW4A8StreamK}},  // wg128x128/sk: pc 34.1 (r10; /1 39.0), g128 37.1 (45.5)
     {5120, 13824, 512, {11, 1}, {11, 1}},  // pc wg128x256/1 68.8; g128 wg128x256/1 70.1 (r8)
     {10240, 8192, 1, {6, 3}, {6, 3}},  // pc wg256x8/3 13.1; g128 wg256x8/3 16.4 (r8)
     {10240, 8192, 16, {36, 2}, {14, 3}},  // pc wg256x16a2c-k256/2 14.5; g128 wg256x16a2/3 18.9 (r8)

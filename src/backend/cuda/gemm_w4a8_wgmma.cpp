@@ -103,7 +103,7 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
   if (force_tile < 0 && force_splits == 0 && path == LargeM::kW4) {
     if (const auto c = measured_w4a8_plan(m, n, k, g128)) force_tile = c->tile, force_splits = c->splits;
   }
-  const bool stream_k = force_splits == kW4A8StreamK;
+  bool stream_k = force_splits == kW4A8StreamK;
   if (stream_k) force_splits = 1;  // the tile is chosen as for one split
   const int sms = std::max(1, dev.sm_count);
   const int64_t kt_total = cdiv(k, 128);
@@ -156,6 +156,16 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
     if (m < 512) consider(4, 1.0);  // 256 x 128
     consider(5, 1.0);             // 128 x 256
     consider(6, 0.85);            // 128 x 128: less work per stage
+    // Stream-K on 128 x 128 where its output tiles fill at most 65% of the
+    // SMs and k is long (>= 64 stages): the long-k down layers at m = 256
+    // measured 5-18% faster than their best split-K plan
+    // (bench/results/2026-11-30-gemm-h200-r10.md); with more tiles or a
+    // shorter k the partial tiles' round trip costs more than the idle SMs.
+    if (force_splits <= 0 && cdiv(n, kTiles[6].bn()) * cdiv(m, kTiles[6].bm) * 100 <= int64_t{sms} * 65 &&
+        kt_total >= 64) {
+      local = 6, splits = 1;
+      stream_k = true;
+    }
   }
   if (force_splits > 0) splits = force_splits;
   const TileShape& s = kTiles[local];
@@ -180,8 +190,9 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
            w4a8_tile_name(plan.tile));
     plan.splits = kW4A8StreamK;
     plan.kt_per_split = static_cast<int>(kt_total);
-    QS_CHECK(units * kt_total < (int64_t{1} << 31));
-    plan.ctas = static_cast<int>(std::min<int64_t>(units * kt_total, sms));
+    const int64_t stages = int64_t{plan.grid_n} * plan.grid_m * kt_total;  // of all output tiles
+    QS_CHECK(stages < (int64_t{1} << 31));
+    plan.ctas = static_cast<int>(std::min<int64_t>(stages, sms));
     plan.tile_ints = int64_t{s.bn()} * s.bm;
     plan.workspace_bytes = plan.workspace_bytes_for(m, n);
   }
