@@ -57,7 +57,8 @@ double unit_cost(const TileShape& s, int64_t m, int64_t n, int64_t kt_total, int
 // within a cluster, cluster_tile_for); else tile by m: the smallest wgmma N
 // that holds m up to 64 tokens (decode: memory-bound, 256 channels per CTA to
 // move more weight bytes per stage); above, the cheapest of the large tiles
-// by the model above. Split-K when the units would leave SMs idle.
+// by the model above. Split-K when the units would leave SMs idle; stream-K
+// (128 x 128) when those tiles fill at most 65% of the SMs over a long k.
 //
 // The dequantization pass + INT8-weight tiles (s8) run only where asked for
 // (plan_w4a8_wgmma_s8, forced tiles) and for W8A8 (gemm_s8.h). They were the
