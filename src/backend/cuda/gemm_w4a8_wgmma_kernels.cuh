@@ -61,9 +61,11 @@ void launch_range(int tile, const CUtensorMap& x_map, const CUtensorMap& w_map, 
 // The five families of one kind; each is instantiated in its own file
 // (gemm_w4a8_wgmma_{g128,pc,s8_g128,s8_pc,pd_g128,pd_pc,cl_g128,cl_pc,sk_g128,sk_pc}.cu), so that they
 // compile in parallel, and nowhere else (the extern declarations below).
+// y_map: the TMA epilogue's output map (tiles tma_epilogue, Params::y_tma), passed as the kernel's second map.
 template <bool kG128>
-void launch_kind(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, bool pdl) {
-  detail::launch_range<kG128, 0, kFirstS8Tile>(tile, x_map, x_map, p, ctas, stream, pdl);
+void launch_kind(int tile, const CUtensorMap& x_map, const CUtensorMap& y_map, const Params& p, int ctas,
+                 cudaStream_t stream, bool pdl) {
+  detail::launch_range<kG128, 0, kFirstS8Tile>(tile, x_map, y_map, p, ctas, stream, pdl);
 }
 template <bool kG128>
 void launch_kind_s8(int tile, const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas,
@@ -80,12 +82,15 @@ void launch_kind_cl(int tile, const CUtensorMap& x_map, const Params& p, int cta
 }
 // The stream-K instantiations of the large W4 tiles.
 template <bool kG128>
-void launch_kind_sk(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, bool pdl) {
-  detail::launch_range<kG128, kFirstStreamKTile, kEndStreamKTile, true>(tile, x_map, x_map, p, ctas, stream, pdl);
+void launch_kind_sk(int tile, const CUtensorMap& x_map, const CUtensorMap& y_map, const Params& p, int ctas,
+                    cudaStream_t stream, bool pdl) {
+  detail::launch_range<kG128, kFirstStreamKTile, kEndStreamKTile, true>(tile, x_map, y_map, p, ctas, stream, pdl);
 }
 
-extern template void launch_kind<true>(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
-extern template void launch_kind<false>(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
+extern template void launch_kind<true>(int, const CUtensorMap&, const CUtensorMap&, const Params&, int, cudaStream_t,
+                                       bool);
+extern template void launch_kind<false>(int, const CUtensorMap&, const CUtensorMap&, const Params&, int, cudaStream_t,
+                                        bool);
 extern template void launch_kind_s8<true>(int, const CUtensorMap&, const CUtensorMap&, const Params&, int,
                                           cudaStream_t, bool);
 extern template void launch_kind_s8<false>(int, const CUtensorMap&, const CUtensorMap&, const Params&, int,
@@ -94,7 +99,9 @@ extern template void launch_kind_pd<true>(int, const CUtensorMap&, const Params&
 extern template void launch_kind_pd<false>(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
 extern template void launch_kind_cl<true>(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
 extern template void launch_kind_cl<false>(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
-extern template void launch_kind_sk<true>(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
-extern template void launch_kind_sk<false>(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
+extern template void launch_kind_sk<true>(int, const CUtensorMap&, const CUtensorMap&, const Params&, int,
+                                          cudaStream_t, bool);
+extern template void launch_kind_sk<false>(int, const CUtensorMap&, const CUtensorMap&, const Params&, int,
+                                           cudaStream_t, bool);
 
 }  // namespace qserve::cuda::w4a8::wgmma

@@ -11,13 +11,15 @@
 namespace qserve::cuda::w4a8::wgmma {
 
 template <bool kG128>
-void launch_kind(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, bool pdl);
+void launch_kind(int tile, const CUtensorMap& x_map, const CUtensorMap& y_map, const Params& p, int ctas,
+                 cudaStream_t stream, bool pdl);
 template <bool kG128>
 void launch_kind_pd(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, bool pdl);
 template <bool kG128>
 void launch_kind_cl(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, bool pdl);
 template <bool kG128>
-void launch_kind_sk(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, bool pdl);
+void launch_kind_sk(int tile, const CUtensorMap& x_map, const CUtensorMap& y_map, const Params& p, int ctas,
+                    cudaStream_t stream, bool pdl);
 template <bool kG128>
 void launch_kind_s8(int tile, const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas,
                     cudaStream_t stream, bool pdl);
@@ -54,25 +56,51 @@ CUtensorMap make_x_map(const int8_t* x, int m, int k, int bm) {
   return map;
 }
 
-// The launcher of the family that holds W4 tile `tile` (W4, pd or cluster).
-using W4Launcher = void (*)(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
+// Y [m, n] fp16 row-major (16-B aligned, n % 8 == 0) for the TMA epilogue's
+// stores: box [rows][64 channels] (128 B) in the 128-byte swizzle of its
+// staging; elements past m or n are not written.
+CUtensorMap make_y_map(const __half* y, int m, int n, int rows) {
+  CUtensorMap map{};
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(n), static_cast<cuuint64_t>(m)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(n) * 2};
+  const cuuint32_t box[2] = {64, static_cast<cuuint32_t>(rows)};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  const CUresult r = encode_fn()(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<__half*>(y), dims, strides, box,
+                                 elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                 CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) QS_CUDA_CHECK(cudaErrorInvalidValue);
+  return map;
+}
+
 template <bool kG128>
-W4Launcher w4_family_launcher(int tile, bool stream_k) {
-  if (stream_k) return &launch_kind_sk<kG128>;
-  if (tile >= kFirstClusterTile) return &launch_kind_cl<kG128>;
-  if (tile >= kFirstPdTile) return &launch_kind_pd<kG128>;
-  return &launch_kind<kG128>;
+void launch_w4(int tile, const CUtensorMap& x_map, const CUtensorMap& y_map, const Params& p, int ctas,
+               cudaStream_t stream, bool pdl) {
+  if (tile >= kFirstClusterTile) return launch_kind_cl<kG128>(tile, x_map, p, ctas, stream, pdl);
+  if (tile >= kFirstPdTile) return launch_kind_pd<kG128>(tile, x_map, p, ctas, stream, pdl);
+  if (p.stream_k) return launch_kind_sk<kG128>(tile, x_map, y_map, p, ctas, stream, pdl);
+  launch_kind<kG128>(tile, x_map, y_map, p, ctas, stream, pdl);
 }
 
 }  // namespace
 
-void launch_kernel(int tile, bool g128, const Params& p, int ctas, cudaStream_t stream, bool pdl) {
+void launch_kernel(int tile, bool g128, const Params& p_in, int ctas, cudaStream_t stream, bool pdl) {
   if (tile < 0 || tile >= kTileCount || (tile >= kFirstS8Tile && tile < kFirstPdTile) ||
-      (p.stream_k && !is_stream_k_tile(tile)))
+      (p_in.stream_k && !is_stream_k_tile(tile)))
     QS_CUDA_CHECK(cudaErrorInvalidValue);
-  const CUtensorMap map = make_x_map(p.x, p.m, p.k, kTiles[tile].bm);
-  const bool sk = p.stream_k != 0;
-  (g128 ? w4_family_launcher<true>(tile, sk) : w4_family_launcher<false>(tile, sk))(tile, map, p, ctas, stream, pdl);
+  const CUtensorMap map = make_x_map(p_in.x, p_in.m, p_in.k, kTiles[tile].bm);
+  // The TMA epilogue's tiles get y's tensor map where it can describe y;
+  // otherwise they copy their staged outputs out themselves.
+  Params p = p_in;
+  p.y_tma = 0;
+  CUtensorMap y_map = map;  // (unused unless p.y_tma)
+  if (tma_epilogue(kTiles[tile]) && p.y && p.n % 8 == 0 && reinterpret_cast<uintptr_t>(p.y) % 16 == 0) {
+    y_map = make_y_map(p.y, p.m, p.n, tma_epi_rows(kTiles[tile].bm));
+    p.y_tma = 1;
+  }
+  if (g128)
+    launch_w4<true>(tile, map, y_map, p, ctas, stream, pdl);
+  else
+    launch_w4<false>(tile, map, y_map, p, ctas, stream, pdl);
 }
 
 void launch_kernel_s8(int tile, bool g128, const int8_t* w8, const Params& p, int ctas, cudaStream_t stream, bool pdl) {

@@ -30,6 +30,10 @@ struct Params {
   // into one equal range per CTA (kernels/gemm_w4a8_wgmma_units.cuh);
   // splits, kt_per_split and units are then unused.
   int stream_k;
+  // tma_epilogue tiles: 1 when the kernel's second tensor map is y's
+  // (launch_kernel: y 16-B aligned, n % 8 == 0), so the epilogue stores
+  // through TMA; 0: the kernel copies its staged outputs out itself.
+  int y_tma;
   // INT8-weight tiles (TileShape::s8): the weights come through a second
   // tensor map (INT8 [n, k] row-major). Set when another kernel of the same
   // stream writes them (the g128 dequantization pass): the producer then
@@ -94,8 +98,11 @@ inline constexpr TileShape kTiles[kTileCount] = {
     {16, 2, 11},
     {32, 2, 10},
     {64, 2, 8},
-    {128, 2, 6},   // 256 x 128: large m, least L2 traffic per MAC (W is 4-bit)
-    {256, 1, 5},   // 128 x 256
+    // The large tiles store through TMA (tma_epilogue); 256 x 128 and
+    // 128 x 256 gave up a stage each for its staging (one stage fewer
+    // measured the same: bench/results/2026-11-30-gemm-h200-r10.md, round 7).
+    {128, 2, 5},   // 256 x 128: large m, least L2 traffic per MAC (W is 4-bit)
+    {256, 1, 4},   // 128 x 256
     {128, 1, 8},   // 128 x 128: more CTAs for mid-size problems
     {8, 2, 12, 2},  // the decode tiles with two accumulator sets (the chain of
     {16, 2, 11, 2}, // dependent wgmmas through the accumulators halved)
@@ -159,12 +166,28 @@ inline constexpr int epi_bytes(const TileShape& s, int bufs) {
   return epi_staging_bytes(s.bm, s.mt, bufs) + 2 * 2 * s.bm * 4;
 }
 
+// The large W4 tiles (>= 128 tokens) store their outputs through TMA
+// instead (kernels/gemm_w4a8_wgmma_kernel.cuh): each consumer warpgroup
+// stages half of its tile's tokens at a time, [bm / 2 tokens][64 channels]
+// fp16 per m64 tile, 128-B rows in the TMA 128-B swizzle (so that the token
+// rows of one stmatrix hit distinct banks), and one thread stores each box
+// with cp.async.bulk.tensor: no copy-out loop, two barriers per half.
+// Needs y 16-B aligned and n % 8 == 0 (the tensor map's row pitch); else the
+// kernel copies the staged halves out itself (Params::y_tma = 0).
+inline constexpr bool tma_epilogue(const TileShape& s) { return s.bm >= 128 && !s.s8 && !s.pd && !s.cluster; }
+inline constexpr int tma_epi_rows(int bm) { return bm / 2; }  // tokens per staged half
+inline constexpr int tma_epi_box_bytes(int bm) { return tma_epi_rows(bm) * 128; }
+// Both warpgroups' staging, 1024-B aligned (+1 KB of padding), then the per-token factors.
+inline constexpr int tma_epi_bytes(const TileShape& s) {
+  return 1024 + 2 * s.mt * tma_epi_box_bytes(s.bm) + 2 * 2 * s.bm * 4;
+}
+
 // Shared memory of one CTA (+1 KB for the 1024-B alignment of the swizzled tiles):
 // stages (X, weights, level-2 words), mbarriers and the split-K flag, the
 // epilogue buffers (not for the cluster tiles: their epilogue runs in the stages).
 inline constexpr int smem_bytes_with(const TileShape& s, int epi_bufs) {
-  return s.stages * s.stage_bytes() + s.a_slot_bytes() +
-         (2 * s.stages + (s.pd ? 4 : 0)) * 8 + 16 + (s.cluster ? 0 : epi_bytes(s, epi_bufs)) + 1024;
+  return s.stages * s.stage_bytes() + s.a_slot_bytes() + (2 * s.stages + (s.pd ? 4 : 0)) * 8 + 16 +
+         (s.cluster ? 0 : tma_epilogue(s) ? tma_epi_bytes(s) : epi_bytes(s, epi_bufs)) + 1024;
 }
 inline constexpr int epi_buffers(const TileShape& s) { return smem_bytes_with(s, 2) <= kSmemLimit ? 2 : 1; }
 inline constexpr int smem_bytes(const TileShape& s) { return smem_bytes_with(s, epi_buffers(s)); }

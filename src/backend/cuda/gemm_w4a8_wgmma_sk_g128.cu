@@ -2,5 +2,6 @@
 #include "backend/cuda/gemm_w4a8_wgmma_kernels.cuh"
 
 namespace qserve::cuda::w4a8::wgmma {
-template void launch_kind_sk<true>(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
+template void launch_kind_sk<true>(int, const CUtensorMap&, const CUtensorMap&, const Params&, int, cudaStream_t,
+                                   bool);
 }  // namespace qserve::cuda::w4a8::wgmma

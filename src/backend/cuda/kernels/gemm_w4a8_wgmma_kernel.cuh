@@ -184,10 +184,15 @@ __global__ void __launch_bounds__(kThreads, 1)
   // kCL: s_is_last, epi and fac point past the allocation (smem_bytes leaves
   // the epilogue's buffers out) and are never used.
   int* s_is_last = reinterpret_cast<int*>(afull + (kPD ? 4 : 0));
-  constexpr int kEpiBufs = epi_buffers(TileShape{BM, MT, STAGES, ASETS, kS8, kPD, kCL, KD});
-  // [2 warpgroups][kEpiBufs][epi_chunk(BM, MT)][epi_row_bytes(MT)]
+  constexpr TileShape kShape{BM, MT, STAGES, ASETS, kS8, kPD, kCL, KD};
+  constexpr int kEpiBufs = epi_buffers(kShape);
+  constexpr bool kTmaEpi = tma_epilogue(kShape);  // the large tiles: outputs stored through TMA
+  // Staged chunks: [2 warpgroups][kEpiBufs][epi_chunk(BM, MT)][epi_row_bytes(MT)];
+  // kTmaEpi: 1024-B aligned, [2 warpgroups][MT][tma_epi_rows(BM)][128 B] (128-B swizzle).
   uint8_t* epi = reinterpret_cast<uint8_t*>(s_is_last) + 16;
-  float* fac = reinterpret_cast<float*>(epi + epi_staging_bytes(BM, MT, kEpiBufs));  // [2 warpgroups][s_x, a_sum][BM]
+  uint8_t* tstage = epi + ((1024u - (ptx::smem_addr(epi) & 1023u)) & 1023u);
+  float* fac = reinterpret_cast<float*>(kTmaEpi ? tstage + 2 * MT * tma_epi_box_bytes(BM)
+                                                : epi + epi_staging_bytes(BM, MT, kEpiBufs));  // [2 WGs][s_x, a_sum][BM]
 
   const int k64_total = p.k >> 6;
   const int kt_total = (k64_total + 1) >> 1;  // 128-wide stages (the last may be half)
@@ -545,6 +550,93 @@ __global__ void __launch_bounds__(kThreads, 1)
           s_fac[BM + wtid + 128 * r] = tok_asum[r];
         }
 
+      const int o_wg = (n_blk * MT * 2 + cw * MT) * 64;  // first channel of this warpgroup
+      const bool vec_ok = (p.n & 7) == 0 && (reinterpret_cast<uintptr_t>(p.y) & 15) == 0;
+      // This thread's fp16 pair of 8 x 8 matrix (i, j, h) (channels x tokens:
+      // channel o_base[j] + 8 h, tokens 8 i + 2 q, + 1): low the first token.
+      auto pack = [&](int i, int j, int h) -> uint32_t {
+        const float sx0 = s_fac[8 * i + 2 * q], sx1 = s_fac[8 * i + 2 * q + 1];
+        const int32_t v0 = acc[j][4 * i + 2 * h], v1 = acc[j][4 * i + 2 * h + 1];
+        float f0, f1;
+        if constexpr (kG128) {
+          f0 = quant::epilogue_g128(v0, sx0, scale[j][h]);
+          f1 = quant::epilogue_g128(v1, sx1, scale[j][h]);
+        } else {
+          f0 = quant::epilogue_per_channel(v0, sx0, scale[j][h], szero[j][h], s_fac[BM + 8 * i + 2 * q]);
+          f1 = quant::epilogue_per_channel(v1, sx1, scale[j][h], szero[j][h], s_fac[BM + 8 * i + 2 * q + 1]);
+        }
+        const __half2 hv = __floats2half2_rn(f0, f1);
+        return *reinterpret_cast<const uint32_t*>(&hv);
+      };
+      // Stores 16-B piece v of output row t from channel o (8 channels, fewer at n's end).
+      auto store_piece = [&](int t, int o, const uint4& v) {
+        __half* dst = p.y + static_cast<size_t>(t) * p.n + o;
+        if (vec_ok && o + 8 <= p.n) {
+          *reinterpret_cast<uint4*>(dst) = v;
+        } else {  // fewer than 8 channels left, or y not 16-B aligned: one by one (a short loop, no call:
+                  // a call would save the live accumulators of the later chunks to local memory)
+          const int count = min(8, p.n - o);
+#pragma unroll 1
+          for (int x = 0; x < count; ++x) {
+            const uint32_t w = x < 4 ? (x < 2 ? v.x : v.y) : (x < 6 ? v.z : v.w);
+            dst[x] = __ushort_as_half(static_cast<unsigned short>(w >> (16 * (x & 1))));
+          }
+        }
+      };
+
+      if constexpr (kTmaEpi) {
+        // Per half of the tile's tokens: this warpgroup's fp16 outputs go as
+        // 8 x 8 matrices (stmatrix.trans, token rows) into its MT boxes
+        // [kRows tokens][64 channels] (128-B rows: 16-B chunk c of row r at
+        // c ^ (r % 8), the TMA 128-B swizzle; the 8 rows of one matrix hit
+        // distinct banks), then one thread stores each box with TMA, which
+        // drops the rows and columns past m and n. The next half (or tile)
+        // waits until those stores have read the staging.
+        constexpr int kRows = tma_epi_rows(BM), kBox = tma_epi_box_bytes(BM);
+        constexpr int kMats = kRows / 8 * MT * 2;  // 8 x 8 matrices per half: (i, j, h)
+        static_assert(kMats % 4 == 0, "stmatrix.x4 takes the matrices of a half four at a time");
+        uint8_t* stg = tstage + cw * MT * kBox;
+        const uint32_t lane_row = ptx::smem_addr(stg) + (lane & 7) * 128;  // token row lane % 8 of an 8-row group
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          if (wtid == 0) ptx::bulk_wait_read_all();  // the previous stores from this staging have read it
+          ptx::named_barrier(2 + cw, 128);           // ... and (first half) s_fac is written
+#pragma unroll
+          for (int x = 0; x < kMats / 4; ++x) {
+            uint32_t pk[4];
+#pragma unroll
+            for (int t = 0; t < 4; ++t) {
+              const int mm = 4 * x + t;
+              pk[t] = pack(half * kRows / 8 + (mm >> 1) / MT, (mm >> 1) % MT, mm & 1);
+            }
+            // Lane group lane / 8 addresses matrix 4 x + lane / 8: box j, rows 8 i8.., chunk 2 warp + h.
+            const int mm = 4 * x + (lane >> 3);
+            const int h = mm & 1, j = (mm >> 1) % MT, i8 = (mm >> 1) / MT;
+            const uint32_t chunk = static_cast<uint32_t>((2 * warp + h) ^ (lane & 7));
+            ptx::stmatrix_x4_trans(lane_row + j * kBox + i8 * 8 * 128 + chunk * 16, pk[0], pk[1], pk[2], pk[3]);
+          }
+          ptx::fence_proxy_async_shared();  // the stmatrix writes before the TMA's reads
+          ptx::named_barrier(2 + cw, 128);
+          const int t0 = m_blk * BM + half * kRows;
+          if (p.y_tma) {
+            if (wtid == 0) {
+#pragma unroll
+              for (int j = 0; j < MT; ++j) ptx::tma_store_2d(&w_map, stg + j * kBox, o_wg + 64 * j, t0);
+              ptx::bulk_commit();
+            }
+          } else {  // y not 16-B aligned or n % 8 != 0: the 16-B pieces of the staging copied out
+#pragma unroll
+            for (int pc = wtid; pc < kRows * MT * 8; pc += 128) {
+              const int row = pc / (MT * 8), j = pc / 8 % MT, c = pc % 8;
+              const int t = t0 + row, o = o_wg + 64 * j + 8 * c;
+              if (t >= p.m || o >= p.n) continue;
+              store_piece(t, o, *reinterpret_cast<const uint4*>(stg + j * kBox + row * 128 + ((c ^ (row & 7)) * 16)));
+            }
+          }
+        }
+        continue;
+      }
+
       // Staged stores: per chunk of kChunk tokens, this warpgroup writes its
       // fp16 outputs [kChunk tokens][64 * MT channels] into its shared buffer
       // (rows padded by 16 B: the 8 token rows of one stmatrix hit distinct
@@ -560,8 +652,6 @@ __global__ void __launch_bounds__(kThreads, 1)
       constexpr int kMats = kChunk / 8 * MT * 2;  // 8 x 8 matrices per chunk: (i, j, h)
       static_assert(kCL || kMats % 4 == 0, "stmatrix.x4 takes the matrices of a chunk four at a time");  // (kCL: not reached)
       uint8_t* ebuf = epi + cw * kEpiBufs * kChunk * kRowBytes;
-      const int o_wg = (n_blk * MT * 2 + cw * MT) * 64;  // first channel of this warpgroup
-      const bool vec_ok = (p.n & 7) == 0 && (reinterpret_cast<uintptr_t>(p.y) & 15) == 0;
       // This lane's row address in the matrix it addresses (lane / 8 of four),
       // at token row lane % 8 of its 8-token group and channel column
       // warp * 16 of m64 tile j (+ 8 h): the matrix's offsets are added below.
@@ -583,19 +673,8 @@ __global__ void __launch_bounds__(kThreads, 1)
           uint32_t pk[4];
 #pragma unroll
           for (int t = 0; t < 4; ++t) {
-            const int mm = 4 * x + t, h = mm & 1, j = (mm >> 1) % MT, i = c0 / 8 + (mm >> 1) / MT;
-            const float sx0 = s_fac[8 * i + 2 * q], sx1 = s_fac[8 * i + 2 * q + 1];
-            const int32_t v0 = acc[j][4 * i + 2 * h], v1 = acc[j][4 * i + 2 * h + 1];
-            float f0, f1;
-            if constexpr (kG128) {
-              f0 = quant::epilogue_g128(v0, sx0, scale[j][h]);
-              f1 = quant::epilogue_g128(v1, sx1, scale[j][h]);
-            } else {
-              f0 = quant::epilogue_per_channel(v0, sx0, scale[j][h], szero[j][h], s_fac[BM + 8 * i + 2 * q]);
-              f1 = quant::epilogue_per_channel(v1, sx1, scale[j][h], szero[j][h], s_fac[BM + 8 * i + 2 * q + 1]);
-            }
-            const __half2 hv = __floats2half2_rn(f0, f1);  // low: token 2q, high: 2q + 1
-            pk[t] = *reinterpret_cast<const uint32_t*>(&hv);
+            const int mm = 4 * x + t;
+            pk[t] = pack(c0 / 8 + (mm >> 1) / MT, (mm >> 1) % MT, mm & 1);
           }
           // Lane group lane / 8 addresses matrix 4 x + lane / 8.
           const int mm = 4 * x + (lane >> 3);
@@ -610,22 +689,13 @@ __global__ void __launch_bounds__(kThreads, 1)
           const int row = pc / (kWgCh / 8), o = o_wg + (pc % (kWgCh / 8)) * 8;
           const int t = m_blk * BM + c0 + row;
           if (t >= p.m || o >= p.n) continue;
-          const uint4 v = *reinterpret_cast<const uint4*>(ebuf + buf_off + row * kRowBytes + (o - o_wg) * 2);
-          __half* dst = p.y + static_cast<size_t>(t) * p.n + o;
-          if (vec_ok && o + 8 <= p.n) {
-            *reinterpret_cast<uint4*>(dst) = v;
-          } else {  // fewer than 8 channels left, or y not 16-B aligned: one by one (a short loop, no call:
-                    // a call would save the live accumulators of the later chunks to local memory)
-            const int count = min(8, p.n - o);
-#pragma unroll 1
-            for (int x = 0; x < count; ++x) {
-              const uint32_t w = x < 4 ? (x < 2 ? v.x : v.y) : (x < 6 ? v.z : v.w);
-              dst[x] = __ushort_as_half(static_cast<unsigned short>(w >> (16 * (x & 1))));
-            }
-          }
+          store_piece(t, o, *reinterpret_cast<const uint4*>(ebuf + buf_off + row * kRowBytes + (o - o_wg) * 2));
         }
       }
     }
+    // The TMA stores must complete before the CTA exits (they read its shared memory).
+    if constexpr (kTmaEpi)
+      if ((threadIdx.x & 127) == 0) ptx::bulk_wait_all();
   }
 #else
   // Built for another target: never launched there (the planner checks the device).
