@@ -693,9 +693,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
     }
-    // The TMA stores must complete before the CTA exits (they read its shared memory).
+    // The TMA stores must have read their staging before the CTA exits and its
+    // shared memory goes (their writes complete with the grid, as CUTLASS's
+    // TMA epilogues rely on).
     if constexpr (kTmaEpi)
-      if ((threadIdx.x & 127) == 0) ptx::bulk_wait_all();
+      if ((threadIdx.x & 127) == 0) ptx::bulk_wait_read_all();
   }
 #else
   // Built for another target: never launched there (the planner checks the device).
