@@ -98,10 +98,10 @@ inline constexpr TileShape kTiles[kTileCount] = {
     {16, 2, 11},
     {32, 2, 10},
     {64, 2, 8},
-    // The large tiles store through TMA (tma_epilogue); 256 x 128 and
-    // 128 x 256 gave up a stage each for its staging (one stage fewer
-    // measured the same: bench/results/2026-11-30-gemm-h200-r10.md, round 7).
-    {128, 2, 5},   // 256 x 128: large m, least L2 traffic per MAC (W is 4-bit)
+    {128, 2, 6},   // 256 x 128: large m, least L2 traffic per MAC (W is 4-bit)
+    // 128 x 256 stores through TMA (tma_epilogue) and gave up a stage for its
+    // staging (one stage fewer measured the same:
+    // bench/results/2026-11-30-gemm-h200-r10.md, rounds 7 and 9).
     {256, 1, 4},   // 128 x 256
     {128, 1, 8},   // 128 x 128: more CTAs for mid-size problems
     {8, 2, 12, 2},  // the decode tiles with two accumulator sets (the chain of
@@ -166,15 +166,19 @@ inline constexpr int epi_bytes(const TileShape& s, int bufs) {
   return epi_staging_bytes(s.bm, s.mt, bufs) + 2 * 2 * s.bm * 4;
 }
 
-// The large W4 tiles (>= 128 tokens) store their outputs through TMA
+// The 128 x 256 W4 tile (256 tokens) stores its outputs through TMA
 // instead (kernels/gemm_w4a8_wgmma_kernel.cuh): each consumer warpgroup
 // stages half of its tile's tokens at a time, [bm / 2 tokens][64 channels]
 // fp16 per m64 tile, 128-B rows in the TMA 128-B swizzle (so that the token
 // rows of one stmatrix hit distinct banks), and one thread stores each box
 // with cp.async.bulk.tensor: no copy-out loop, two barriers per half.
 // Needs y 16-B aligned and n % 8 == 0 (the tensor map's row pitch); else the
-// kernel copies the staged halves out itself (Params::y_tma = 0).
-inline constexpr bool tma_epilogue(const TileShape& s) { return s.bm >= 128 && !s.s8 && !s.pd && !s.cluster; }
+// kernel copies the staged halves out itself (Params::y_tma = 0). Measured
+// (round 9 of the r10 results, interleaved A/B): 128 x 256 2-4% faster on
+// the Llama-3-8B layers at m = 1024 / 4096; the 128 x 128 and 256 x 128
+// tiles no faster (0.97-1.04), so they keep the chunked epilogue. Written
+// for any tile of >= 128 tokens.
+inline constexpr bool tma_epilogue(const TileShape& s) { return s.bm == 256 && !s.s8 && !s.pd && !s.cluster; }
 inline constexpr int tma_epi_rows(int bm) { return bm / 2; }  // tokens per staged half
 inline constexpr int tma_epi_box_bytes(int bm) { return tma_epi_rows(bm) * 128; }
 // Both warpgroups' staging, 1024-B aligned (+1 KB of padding), then the per-token factors.
