@@ -39,7 +39,7 @@
 // swizzle: 16-B chunk c of row r at c ^ (r & 7)), W stages [STAGES][MT][8 KB]
 // ([2 k64 halves][8 tiles of 16 channels][32 lanes][16 B]), the level-2
 // words [STAGES][8 MT tiles][8] uint32, then mbarriers, the split-K flag and
-// the staged epilogue's buffers (not allocated for the cluster tiles, whose
+// the staged epilogue's buffers (tma_epilogue tiles: the TMA stores' staging) (not allocated for the cluster tiles, whose
 // epilogue reuses the X and W stages: gemm_w4a8_wgmma_cluster.cuh).
 //
 // kS8 (the INT8-weight tiles): the weights are INT8 [n, k] row-major, read
@@ -186,7 +186,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   int* s_is_last = reinterpret_cast<int*>(afull + (kPD ? 4 : 0));
   constexpr TileShape kShape{BM, MT, STAGES, ASETS, kS8, kPD, kCL, KD};
   constexpr int kEpiBufs = epi_buffers(kShape);
-  constexpr bool kTmaEpi = tma_epilogue(kShape);  // the large tiles: outputs stored through TMA
+  constexpr bool kTmaEpi = tma_epilogue(kShape);  // 128 x 256: outputs stored through TMA (launch.h)
   // Staged chunks: [2 warpgroups][kEpiBufs][epi_chunk(BM, MT)][epi_row_bytes(MT)];
   // kTmaEpi: 1024-B aligned, [2 warpgroups][MT][tma_epi_rows(BM)][128 B] (128-B swizzle).
   uint8_t* epi = reinterpret_cast<uint8_t*>(s_is_last) + 16;
