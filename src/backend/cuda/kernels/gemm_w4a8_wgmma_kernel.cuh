@@ -39,8 +39,9 @@
 // swizzle: 16-B chunk c of row r at c ^ (r & 7)), W stages [STAGES][MT][8 KB]
 // ([2 k64 halves][8 tiles of 16 channels][32 lanes][16 B]), the level-2
 // words [STAGES][8 MT tiles][8] uint32, then mbarriers, the split-K flag and
-// the staged epilogue's buffers (tma_epilogue tiles: the TMA stores' staging) (not allocated for the cluster tiles, whose
-// epilogue reuses the X and W stages: gemm_w4a8_wgmma_cluster.cuh).
+// the staged epilogue's buffers, or the TMA stores' staging (tma_epilogue
+// tiles); none for the cluster tiles, whose epilogue reuses the X and W
+// stages (gemm_w4a8_wgmma_cluster.cuh).
 //
 // kS8 (the INT8-weight tiles): the weights are INT8 [n, k] row-major, read
 // by a second tensor map like X (box [128 MT rows][128 B], 128-B swizzle:
