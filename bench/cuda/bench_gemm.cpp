@@ -508,13 +508,15 @@ int run(int argc, char** argv) {
                           y16.as<__half>(), m, n, k, stream);
         });
         const int bg = Row::best(r.g_s8_us), bp = Row::best(r.pc_s8_us), bw = Row::best(r.w8_s8_us);
-        std::printf("%-9s %-7s m=%-5lld   s8: g128 %8.1f us x%.2f int8 [%s] (pass %.1f us, %.0f%%; tiles %.1f %.1f "
-                    "%.1f %.1f) | pc %8.1f us x%.2f int8 [%s] | w8a8 %8.1f us x%.2f int8, x%.2f lt+epi (%.1f us) [%s]\n",
-                    sh.model, sh.layer, static_cast<long long>(m), r.g_s8_us[bg], r.int8_us / r.g_s8_us[bg],
-                    plan_name(cuda::kW4A8FirstS8Tile + bg, r.s8_splits[bg]).c_str(), r.g_pass_us,
-                    100.0 * r.g_pass_us / r.g_s8_us[bg], r.g_s8_us[0], r.g_s8_us[1], r.g_s8_us[2], r.g_s8_us[3],
-                    r.pc_s8_us[bp], r.int8_us / r.pc_s8_us[bp], plan_name(cuda::kW4A8FirstS8Tile + bp, r.s8_splits[bp]).c_str(), r.w8_s8_us[bw], r.int8_us / r.w8_s8_us[bw], r.w8a8_lt_us / r.w8_s8_us[bw],
-                    r.w8a8_lt_us, plan_name(cuda::kW4A8FirstS8Tile + bw, r.s8_splits[bw]).c_str());
+        std::printf(
+            "%-9s %-7s m=%-5lld   s8: g128 %8.1f us x%.2f int8 [%s] (pass %.1f us, %.0f%%; tiles %.1f %.1f "
+            "%.1f %.1f) | pc %8.1f us x%.2f int8 [%s] | w8a8 %8.1f us x%.2f int8, x%.2f lt+epi (%.1f us) [%s]\n",
+            sh.model, sh.layer, static_cast<long long>(m), r.g_s8_us[bg], r.int8_us / r.g_s8_us[bg],
+            plan_name(cuda::kW4A8FirstS8Tile + bg, r.s8_splits[bg]).c_str(), r.g_pass_us,
+            100.0 * r.g_pass_us / r.g_s8_us[bg], r.g_s8_us[0], r.g_s8_us[1], r.g_s8_us[2], r.g_s8_us[3], r.pc_s8_us[bp],
+            r.int8_us / r.pc_s8_us[bp], plan_name(cuda::kW4A8FirstS8Tile + bp, r.s8_splits[bp]).c_str(), r.w8_s8_us[bw],
+            r.int8_us / r.w8_s8_us[bw], r.w8a8_lt_us / r.w8_s8_us[bw], r.w8a8_lt_us,
+            plan_name(cuda::kW4A8FirstS8Tile + bw, r.s8_splits[bw]).c_str());
         const int bd = Row::best(r.g_pd_us);
         if (pd)
           std::printf("%-9s %-7s m=%-5lld   pd: g128 %8.1f us x%.2f int8 [%s] (tiles %.1f %.1f %.1f) x%.2f s8+pass\n",
@@ -536,12 +538,13 @@ int run(int argc, char** argv) {
           plan_name(pp.tile, pp.splits).c_str(), r.g128_us, ops / r.g128_us * 1e-6, r.int8_us / r.g128_us,
           r.fp16_us / r.g128_us, plan_name(pg.tile, pg.splits).c_str());
       if (wgmma)
-        std::printf("%-9s %-7s m=%-5lld   wgmma: pc %8.1f us %6.0f TOPS x%.2f int8 x%.2f fp16 x%.2f mma [%s] | g128 "
-                    "%8.1f us %6.0f TOPS x%.2f int8 x%.2f fp16 x%.2f mma [%s]\n",
-                    sh.model, sh.layer, static_cast<long long>(m), r.pc_wg_us, ops / r.pc_wg_us * 1e-6,
-                    r.int8_us / r.pc_wg_us, r.fp16_us / r.pc_wg_us, r.pc_us / r.pc_wg_us,
-                    plan_name(ppw.tile, ppw.splits).c_str(), r.g_wg_us, ops / r.g_wg_us * 1e-6,
-                    r.int8_us / r.g_wg_us, r.fp16_us / r.g_wg_us, r.g128_us / r.g_wg_us, plan_name(pgw.tile, pgw.splits).c_str());
+        std::printf(
+            "%-9s %-7s m=%-5lld   wgmma: pc %8.1f us %6.0f TOPS x%.2f int8 x%.2f fp16 x%.2f mma [%s] | g128 "
+            "%8.1f us %6.0f TOPS x%.2f int8 x%.2f fp16 x%.2f mma [%s]\n",
+            sh.model, sh.layer, static_cast<long long>(m), r.pc_wg_us, ops / r.pc_wg_us * 1e-6, r.int8_us / r.pc_wg_us,
+            r.fp16_us / r.pc_wg_us, r.pc_us / r.pc_wg_us, plan_name(ppw.tile, ppw.splits).c_str(), r.g_wg_us,
+            ops / r.g_wg_us * 1e-6, r.int8_us / r.g_wg_us, r.fp16_us / r.g_wg_us, r.g128_us / r.g_wg_us,
+            plan_name(pgw.tile, pgw.splits).c_str());
       std::fflush(stdout);
       if (sweep) {
         // Every tile x split-K for both kinds: what the planner should pick.
@@ -595,16 +598,17 @@ int run(int argc, char** argv) {
     const Row& r = rows[i];
     const double ops = 2.0 * r.m * r.n * r.k;
     const double pcw = r.pc_wg_us > 0 ? r.pc_wg_us : r.pc_us, gw = r.g_wg_us > 0 ? r.g_wg_us : r.g128_us;
-    std::snprintf(buf, sizeof buf,
-                  "| %s | %s (%lldx%lld) | %lld | %.1f | %.1f | %.1f | %.1f | %.0f | %.2fx | %.2fx | %.1f [%s] | %.2fx | "
-                  "%.2fx | %.1f | %.1f | %.0f | %.2fx | %.2fx | %.1f [%s] | %.2fx | %.2fx | %.1f | %.2fx | %.1f | %.2fx |\n",
-                  r.model.c_str(), r.layer.c_str(), (long long)r.n, (long long)r.k, (long long)r.m, r.int8_us,
-                  r.fp16_us, r.pc_us, r.pc_wg_us, ops / pcw * 1e-6, r.int8_us / pcw, r.fp16_us / pcw, r.pc_ship_us,
-                  plan_name(r.pcs_tile, r.pcs_splits).c_str(), r.int8_us / r.pc_ship_us, r.fp16_us / r.pc_ship_us,
-                  r.g128_us, r.g_wg_us, ops / gw * 1e-6, r.int8_us / gw, r.fp16_us / gw, r.g_ship_us,
-                  plan_name(r.gs_tile, r.gs_splits).c_str(), r.int8_us / r.g_ship_us, r.fp16_us / r.g_ship_us,
-                  r.pc_ship_nopdl_us, r.pc_ship_nopdl_us > 0 ? r.int8_us / r.pc_ship_nopdl_us : 0.0, r.g_ship_nopdl_us,
-                  r.g_ship_nopdl_us > 0 ? r.int8_us / r.g_ship_nopdl_us : 0.0);
+    std::snprintf(
+        buf, sizeof buf,
+        "| %s | %s (%lldx%lld) | %lld | %.1f | %.1f | %.1f | %.1f | %.0f | %.2fx | %.2fx | %.1f [%s] | %.2fx | "
+        "%.2fx | %.1f | %.1f | %.0f | %.2fx | %.2fx | %.1f [%s] | %.2fx | %.2fx | %.1f | %.2fx | %.1f | %.2fx |\n",
+        r.model.c_str(), r.layer.c_str(), (long long)r.n, (long long)r.k, (long long)r.m, r.int8_us, r.fp16_us, r.pc_us,
+        r.pc_wg_us, ops / pcw * 1e-6, r.int8_us / pcw, r.fp16_us / pcw, r.pc_ship_us,
+        plan_name(r.pcs_tile, r.pcs_splits).c_str(), r.int8_us / r.pc_ship_us, r.fp16_us / r.pc_ship_us, r.g128_us,
+        r.g_wg_us, ops / gw * 1e-6, r.int8_us / gw, r.fp16_us / gw, r.g_ship_us,
+        plan_name(r.gs_tile, r.gs_splits).c_str(), r.int8_us / r.g_ship_us, r.fp16_us / r.g_ship_us, r.pc_ship_nopdl_us,
+        r.pc_ship_nopdl_us > 0 ? r.int8_us / r.pc_ship_nopdl_us : 0.0, r.g_ship_nopdl_us,
+        r.g_ship_nopdl_us > 0 ? r.int8_us / r.g_ship_nopdl_us : 0.0);
     md << std::string(buf, std::strlen(buf) - 1);  // without the newline: the s8 columns follow
     const int bg = Row::best(r.g_s8_us), bp = Row::best(r.pc_s8_us), bw = Row::best(r.w8_s8_us);
     auto ratio = [&](double t) { return t > 0 ? r.int8_us / t : 0.0; };
@@ -612,36 +616,38 @@ int run(int argc, char** argv) {
     std::snprintf(buf, sizeof buf,
                   " %.1f [%s] | %.2fx | %.1f | %.1f | %.2fx | %.1f | %.2fx | %.1f | %.1f [%s] | %.2fx | %.1f / %.1f / "
                   "%.1f |\n",
-                  r.g_s8_us[bg], plan_name(cuda::kW4A8FirstS8Tile + bg, r.s8_splits[bg]).c_str(),
-                  ratio(r.g_s8_us[bg]), r.g_pass_us, r.pc_s8_us[bp], ratio(r.pc_s8_us[bp]), r.w8_s8_us[bw],
-                  ratio(r.w8_s8_us[bw]), r.w8a8_lt_us, r.g_pd_us[bd], plan_name(cuda::kW4A8FirstPdTile + bd, r.pd_splits[bd]).c_str(), ratio(r.g_pd_us[bd]), r.g_pd_us[0], r.g_pd_us[1], r.g_pd_us[2]);
+                  r.g_s8_us[bg], plan_name(cuda::kW4A8FirstS8Tile + bg, r.s8_splits[bg]).c_str(), ratio(r.g_s8_us[bg]),
+                  r.g_pass_us, r.pc_s8_us[bp], ratio(r.pc_s8_us[bp]), r.w8_s8_us[bw], ratio(r.w8_s8_us[bw]),
+                  r.w8a8_lt_us, r.g_pd_us[bd], plan_name(cuda::kW4A8FirstPdTile + bd, r.pd_splits[bd]).c_str(),
+                  ratio(r.g_pd_us[bd]), r.g_pd_us[0], r.g_pd_us[1], r.g_pd_us[2]);
     md << buf;
-    std::snprintf(buf, sizeof buf,
-                  "  {\"model\": \"%s\", \"layer\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"cublaslt_int8_us\": "
-                  "%.2f, \"cublaslt_fp16_us\": %.2f, \"w4a8_per_channel_us\": %.2f, \"w4a8_g128_us\": %.2f, "
-                  "\"per_channel_plan\": \"%s\", \"g128_plan\": \"%s\", \"wgmma_per_channel_us\": %.2f, "
-                  "\"wgmma_g128_us\": %.2f, \"wgmma_per_channel_plan\": \"%s\", \"wgmma_g128_plan\": \"%s\", "
-                  "\"planner_per_channel\": \"%s\", \"planner_g128\": \"%s\", \"shipped_per_channel_us\": %.2f, "
-                  "\"shipped_per_channel_plan\": \"%s\", \"shipped_g128_us\": %.2f, \"shipped_g128_plan\": \"%s\", "
-                  "\"shipped_per_channel_no_pdl_us\": %.2f, \"shipped_g128_no_pdl_us\": %.2f, "
-                  "\"s8_splits\": [%d, %d, %d, %d], \"s8_g128_us\": [%.2f, %.2f, %.2f, %.2f], "
-                  "\"s8_per_channel_us\": [%.2f, %.2f, %.2f, %.2f], \"s8_w8a8_us\": [%.2f, %.2f, %.2f, %.2f], "
-                  "\"pass_g128_us\": %.2f, \"pass_per_channel_us\": %.2f, \"cublaslt_w8a8_epilogue_us\": %.2f, "
-                  "\"pd_splits\": [%d, %d, %d], \"pd_g128_us\": [%.2f, %.2f, %.2f], "
-                  "\"cublaslt_int8_candidate\": \"%d of %d\", \"cublaslt_fp16_candidate\": \"%d of %d\", "
-                  "\"neighbor_us\": %.1f, \"interleaved_reps\": %d, \"interleaved_int8_us\": %.2f, "
-                  "\"interleaved_per_channel_us\": %.2f, \"interleaved_g128_us\": %.2f}%s\n",
-                  r.model.c_str(), r.layer.c_str(), (long long)r.m, (long long)r.n, (long long)r.k, r.int8_us,
-                  r.fp16_us, r.pc_us, r.g128_us, plan_name(r.pc_tile, r.pc_splits).c_str(),
-                  plan_name(r.g_tile, r.g_splits).c_str(), r.pc_wg_us, r.g_wg_us, plan_name(r.pcw_tile, r.pcw_splits).c_str(), plan_name(r.gw_tile, r.gw_splits).c_str(), r.pc_auto_wg ? "wgmma" : "mma",
-                  r.g_auto_wg ? "wgmma" : "mma", r.pc_ship_us, plan_name(r.pcs_tile, r.pcs_splits).c_str(), r.g_ship_us,
-                  plan_name(r.gs_tile, r.gs_splits).c_str(), r.pc_ship_nopdl_us, r.g_ship_nopdl_us,
-                  r.s8_splits[0], r.s8_splits[1], r.s8_splits[2], r.s8_splits[3], r.g_s8_us[0], r.g_s8_us[1],
-                  r.g_s8_us[2], r.g_s8_us[3], r.pc_s8_us[0], r.pc_s8_us[1], r.pc_s8_us[2], r.pc_s8_us[3],
-                  r.w8_s8_us[0], r.w8_s8_us[1], r.w8_s8_us[2], r.w8_s8_us[3], r.g_pass_us, r.pc_pass_us, r.w8a8_lt_us,
-                  r.pd_splits[0], r.pd_splits[1], r.pd_splits[2], r.g_pd_us[0], r.g_pd_us[1], r.g_pd_us[2],
-                  r.int8_candidate, r.int8_candidates, r.fp16_candidate, r.fp16_candidates, neighbor_us,
-                  interleave, r.int8_il_us, r.pc_il_us, r.g_il_us, i + 1 < rows.size() ? "," : "");
+    std::snprintf(
+        buf, sizeof buf,
+        "  {\"model\": \"%s\", \"layer\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"cublaslt_int8_us\": "
+        "%.2f, \"cublaslt_fp16_us\": %.2f, \"w4a8_per_channel_us\": %.2f, \"w4a8_g128_us\": %.2f, "
+        "\"per_channel_plan\": \"%s\", \"g128_plan\": \"%s\", \"wgmma_per_channel_us\": %.2f, "
+        "\"wgmma_g128_us\": %.2f, \"wgmma_per_channel_plan\": \"%s\", \"wgmma_g128_plan\": \"%s\", "
+        "\"planner_per_channel\": \"%s\", \"planner_g128\": \"%s\", \"shipped_per_channel_us\": %.2f, "
+        "\"shipped_per_channel_plan\": \"%s\", \"shipped_g128_us\": %.2f, \"shipped_g128_plan\": \"%s\", "
+        "\"shipped_per_channel_no_pdl_us\": %.2f, \"shipped_g128_no_pdl_us\": %.2f, "
+        "\"s8_splits\": [%d, %d, %d, %d], \"s8_g128_us\": [%.2f, %.2f, %.2f, %.2f], "
+        "\"s8_per_channel_us\": [%.2f, %.2f, %.2f, %.2f], \"s8_w8a8_us\": [%.2f, %.2f, %.2f, %.2f], "
+        "\"pass_g128_us\": %.2f, \"pass_per_channel_us\": %.2f, \"cublaslt_w8a8_epilogue_us\": %.2f, "
+        "\"pd_splits\": [%d, %d, %d], \"pd_g128_us\": [%.2f, %.2f, %.2f], "
+        "\"cublaslt_int8_candidate\": \"%d of %d\", \"cublaslt_fp16_candidate\": \"%d of %d\", "
+        "\"neighbor_us\": %.1f, \"interleaved_reps\": %d, \"interleaved_int8_us\": %.2f, "
+        "\"interleaved_per_channel_us\": %.2f, \"interleaved_g128_us\": %.2f}%s\n",
+        r.model.c_str(), r.layer.c_str(), (long long)r.m, (long long)r.n, (long long)r.k, r.int8_us, r.fp16_us, r.pc_us,
+        r.g128_us, plan_name(r.pc_tile, r.pc_splits).c_str(), plan_name(r.g_tile, r.g_splits).c_str(), r.pc_wg_us,
+        r.g_wg_us, plan_name(r.pcw_tile, r.pcw_splits).c_str(), plan_name(r.gw_tile, r.gw_splits).c_str(),
+        r.pc_auto_wg ? "wgmma" : "mma", r.g_auto_wg ? "wgmma" : "mma", r.pc_ship_us,
+        plan_name(r.pcs_tile, r.pcs_splits).c_str(), r.g_ship_us, plan_name(r.gs_tile, r.gs_splits).c_str(),
+        r.pc_ship_nopdl_us, r.g_ship_nopdl_us, r.s8_splits[0], r.s8_splits[1], r.s8_splits[2], r.s8_splits[3],
+        r.g_s8_us[0], r.g_s8_us[1], r.g_s8_us[2], r.g_s8_us[3], r.pc_s8_us[0], r.pc_s8_us[1], r.pc_s8_us[2],
+        r.pc_s8_us[3], r.w8_s8_us[0], r.w8_s8_us[1], r.w8_s8_us[2], r.w8_s8_us[3], r.g_pass_us, r.pc_pass_us,
+        r.w8a8_lt_us, r.pd_splits[0], r.pd_splits[1], r.pd_splits[2], r.g_pd_us[0], r.g_pd_us[1], r.g_pd_us[2],
+        r.int8_candidate, r.int8_candidates, r.fp16_candidate, r.fp16_candidates, neighbor_us, interleave, r.int8_il_us,
+        r.pc_il_us, r.g_il_us, i + 1 < rows.size() ? "," : "");
     js << buf;
   }
   js << "]\n";

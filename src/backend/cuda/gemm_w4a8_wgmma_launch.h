@@ -161,7 +161,9 @@ inline constexpr int kSmemLimit = 227 * 1024;
 // (16 tokens for the 256 x 128 tiles, so that their two buffers fit.)
 inline constexpr int epi_chunk(int bm, int mt) { return bm < 32 ? bm : mt == 2 && bm >= 128 ? 16 : 32; }
 inline constexpr int epi_row_bytes(int mt) { return mt * 128 + 16; }
-inline constexpr int epi_staging_bytes(int bm, int mt, int bufs) { return 2 * bufs * epi_chunk(bm, mt) * epi_row_bytes(mt); }
+inline constexpr int epi_staging_bytes(int bm, int mt, int bufs) {
+  return 2 * bufs * epi_chunk(bm, mt) * epi_row_bytes(mt);
+}
 inline constexpr int epi_bytes(const TileShape& s, int bufs) {
   return epi_staging_bytes(s.bm, s.mt, bufs) + 2 * 2 * s.bm * 4;
 }

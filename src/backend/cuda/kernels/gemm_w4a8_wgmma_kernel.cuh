@@ -192,8 +192,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   // kTmaEpi: 1024-B aligned, [2 warpgroups][MT][tma_epi_rows(BM)][128 B] (128-B swizzle).
   uint8_t* epi = reinterpret_cast<uint8_t*>(s_is_last) + 16;
   uint8_t* tstage = epi + ((1024u - (ptx::smem_addr(epi) & 1023u)) & 1023u);
+  // The per-token factors [2 warpgroups][s_x, a_sum][BM] f32.
   float* fac = reinterpret_cast<float*>(kTmaEpi ? tstage + 2 * MT * tma_epi_box_bytes(BM)
-                                                : epi + epi_staging_bytes(BM, MT, kEpiBufs));  // [2 WGs][s_x, a_sum][BM]
+                                                : epi + epi_staging_bytes(BM, MT, kEpiBufs));
 
   const int k64_total = p.k >> 6;
   const int kt_total = (k64_total + 1) >> 1;  // 128-wide stages (the last may be half)

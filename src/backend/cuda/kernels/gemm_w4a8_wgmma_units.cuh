@@ -11,9 +11,10 @@
 //     fastest (the CTAs running together share weight blocks in L2); the
 //     cluster tiles (kCL): split fastest, so that the CTAs of one cluster are
 //     the splits of one tile. Partials [splits][m][n].
-//   stream-K (p.stream_k == 1, the kernels instantiated with kSK): the k stages of all tiles form one sequence
-//     [0, tiles * kt_total) (tile t = n block * grid_m + m block, m fastest;
-//     k fastest within a tile), cut into gridDim.x ranges of equal length;
+//   stream-K (p.stream_k == 1, the kernels instantiated with kSK): the k
+//     stages of all tiles form one sequence [0, tiles * kt_total) (tile
+//     t = n block * grid_m + m block, m fastest; k fastest within a tile),
+//     cut into gridDim.x ranges of equal length (+-1 stage);
 //     CTA c walks its range, a unit per tile it touches. Every CTA does the
 //     same number of stages (+-1), whatever the number of tiles: no partial
 //     last wave. A tile cut by a range boundary has pieces in several CTAs;
