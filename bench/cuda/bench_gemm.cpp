@@ -80,13 +80,6 @@
 namespace qserve {
 namespace {
 
-// A plan as "TILE/SPLITS" (SPLITS: the split-K factor, or sk for stream-K).
-std::string plan_name(int tile, int splits) {
-  return std::string(cuda::w4a8_tile_name(tile)) + "/" +
-         (splits == cuda::kW4A8StreamK ? std::string("sk") : std::to_string(splits));
-}
-
-
 struct Shape {
   const char* model;
   const char* layer;
@@ -503,26 +496,27 @@ int run(int argc, char** argv) {
         }
         r.g_pass_us = timer.time(copies, [&](int c) { cuda::dequantize_w4a8(dg[c], w8s.as<int8_t>(), stream); });
         if (!g128_s8_only) r.pc_pass_us = timer.time(copies, [&](int c) { cuda::dequantize_w4a8(dp[c], w8s.as<int8_t>(), stream); });
-        if (!g128_s8_only) r.w8a8_lt_us = timer.time(copies, [&](int c) {
-          cuda::gemm_w8a8(blas, x8.as<int8_t>(), sx.as<__half>(), w8[c].as<int8_t>(), sw.as<float>(), y32.as<int32_t>(),
-                          y16.as<__half>(), m, n, k, stream);
-        });
+        if (!g128_s8_only)
+          r.w8a8_lt_us = timer.time(copies, [&](int c) {
+            cuda::gemm_w8a8(blas, x8.as<int8_t>(), sx.as<__half>(), w8[c].as<int8_t>(), sw.as<float>(),
+                            y32.as<int32_t>(), y16.as<__half>(), m, n, k, stream);
+          });
         const int bg = Row::best(r.g_s8_us), bp = Row::best(r.pc_s8_us), bw = Row::best(r.w8_s8_us);
         std::printf(
             "%-9s %-7s m=%-5lld   s8: g128 %8.1f us x%.2f int8 [%s] (pass %.1f us, %.0f%%; tiles %.1f %.1f "
             "%.1f %.1f) | pc %8.1f us x%.2f int8 [%s] | w8a8 %8.1f us x%.2f int8, x%.2f lt+epi (%.1f us) [%s]\n",
             sh.model, sh.layer, static_cast<long long>(m), r.g_s8_us[bg], r.int8_us / r.g_s8_us[bg],
-            plan_name(cuda::kW4A8FirstS8Tile + bg, r.s8_splits[bg]).c_str(), r.g_pass_us,
+            cuda::w4a8_plan_name(cuda::kW4A8FirstS8Tile + bg, r.s8_splits[bg]).c_str(), r.g_pass_us,
             100.0 * r.g_pass_us / r.g_s8_us[bg], r.g_s8_us[0], r.g_s8_us[1], r.g_s8_us[2], r.g_s8_us[3], r.pc_s8_us[bp],
-            r.int8_us / r.pc_s8_us[bp], plan_name(cuda::kW4A8FirstS8Tile + bp, r.s8_splits[bp]).c_str(), r.w8_s8_us[bw],
-            r.int8_us / r.w8_s8_us[bw], r.w8a8_lt_us / r.w8_s8_us[bw], r.w8a8_lt_us,
-            plan_name(cuda::kW4A8FirstS8Tile + bw, r.s8_splits[bw]).c_str());
+            r.int8_us / r.pc_s8_us[bp], cuda::w4a8_plan_name(cuda::kW4A8FirstS8Tile + bp, r.s8_splits[bp]).c_str(),
+            r.w8_s8_us[bw], r.int8_us / r.w8_s8_us[bw], r.w8a8_lt_us / r.w8_s8_us[bw], r.w8a8_lt_us,
+            cuda::w4a8_plan_name(cuda::kW4A8FirstS8Tile + bw, r.s8_splits[bw]).c_str());
         const int bd = Row::best(r.g_pd_us);
         if (pd)
           std::printf("%-9s %-7s m=%-5lld   pd: g128 %8.1f us x%.2f int8 [%s] (tiles %.1f %.1f %.1f) x%.2f s8+pass\n",
                       sh.model, sh.layer, static_cast<long long>(m), r.g_pd_us[bd], r.int8_us / r.g_pd_us[bd],
-                      plan_name(cuda::kW4A8FirstPdTile + bd, r.pd_splits[bd]).c_str(), r.g_pd_us[0], r.g_pd_us[1],
-                      r.g_pd_us[2], r.g_s8_us[bg] / r.g_pd_us[bd]);
+                      cuda::w4a8_plan_name(cuda::kW4A8FirstPdTile + bd, r.pd_splits[bd]).c_str(), r.g_pd_us[0],
+                      r.g_pd_us[1], r.g_pd_us[2], r.g_s8_us[bg] / r.g_pd_us[bd]);
       }
       const double xy = static_cast<double>(m) * k + static_cast<double>(m) * n * 2;
       r.pc_bytes = dp[0].weight_bytes() + xy;
@@ -535,16 +529,16 @@ int run(int argc, char** argv) {
           "x%.2f fp16 [%s] | g128 %8.1f us %6.0f TOPS x%.2f int8 x%.2f fp16 [%s]\n",
           sh.model, sh.layer, static_cast<long long>(m), r.int8_us, ops / r.int8_us * 1e-6, r.fp16_us, r.pc_us,
           ops / r.pc_us * 1e-6, r.pc_bytes / r.pc_us * 1e-3, r.int8_us / r.pc_us, r.fp16_us / r.pc_us,
-          plan_name(pp.tile, pp.splits).c_str(), r.g128_us, ops / r.g128_us * 1e-6, r.int8_us / r.g128_us,
-          r.fp16_us / r.g128_us, plan_name(pg.tile, pg.splits).c_str());
+          cuda::w4a8_plan_name(pp.tile, pp.splits).c_str(), r.g128_us, ops / r.g128_us * 1e-6, r.int8_us / r.g128_us,
+          r.fp16_us / r.g128_us, cuda::w4a8_plan_name(pg.tile, pg.splits).c_str());
       if (wgmma)
         std::printf(
             "%-9s %-7s m=%-5lld   wgmma: pc %8.1f us %6.0f TOPS x%.2f int8 x%.2f fp16 x%.2f mma [%s] | g128 "
             "%8.1f us %6.0f TOPS x%.2f int8 x%.2f fp16 x%.2f mma [%s]\n",
             sh.model, sh.layer, static_cast<long long>(m), r.pc_wg_us, ops / r.pc_wg_us * 1e-6, r.int8_us / r.pc_wg_us,
-            r.fp16_us / r.pc_wg_us, r.pc_us / r.pc_wg_us, plan_name(ppw.tile, ppw.splits).c_str(), r.g_wg_us,
+            r.fp16_us / r.pc_wg_us, r.pc_us / r.pc_wg_us, cuda::w4a8_plan_name(ppw.tile, ppw.splits).c_str(), r.g_wg_us,
             ops / r.g_wg_us * 1e-6, r.int8_us / r.g_wg_us, r.fp16_us / r.g_wg_us, r.g128_us / r.g_wg_us,
-            plan_name(pgw.tile, pgw.splits).c_str());
+            cuda::w4a8_plan_name(pgw.tile, pgw.splits).c_str());
       std::fflush(stdout);
       if (sweep) {
         // Every tile x split-K for both kinds: what the planner should pick.
@@ -560,17 +554,17 @@ int run(int argc, char** argv) {
                 continue;
               if (cuda::w4a8_tile_is_cluster(tile) && splits > cuda::kW4A8MaxClusterSplits) continue;
               if (splits == cuda::kW4A8StreamK && !cuda::w4a8_tile_has_stream_k(tile)) continue;
-              if (!wg && m > 256 && wgmma) continue;  // 1.6-3.3x slower than the wgmma tiles there
+              if (!wg && m > 256 && wgmma) continue;                 // 1.6-3.3x slower than the wgmma tiles there
               if (splits > std::max<int64_t>(1, k / 256)) continue;  // >= 256 of k per split
               const double t = time_w4(kind ? dg : dp, tile, splits, nullptr);
               char buf[64];
-              std::snprintf(buf, sizeof buf, " %s:%.1f", plan_name(tile, splits).c_str(), t);
+              std::snprintf(buf, sizeof buf, " %s:%.1f", cuda::w4a8_plan_name(tile, splits).c_str(), t);
               line += buf;
               if (t < best) best = t, bt = tile, bs = splits;
             }
           std::printf("  sweep %s/%s n=%lld k=%lld %s m=%lld best %s %.1f us (planner %.1f)%s\n", sh.model,
                       sh.layer, static_cast<long long>(n), static_cast<long long>(k), kind ? "g128" : "pc",
-                      static_cast<long long>(m), plan_name(bt, bs).c_str(), best, kind ? r.g128_us : r.pc_us,
+                      static_cast<long long>(m), cuda::w4a8_plan_name(bt, bs).c_str(), best, kind ? r.g128_us : r.pc_us,
                       line.c_str());
           std::fflush(stdout);
         }
@@ -604,10 +598,10 @@ int run(int argc, char** argv) {
         "%.2fx | %.1f | %.1f | %.0f | %.2fx | %.2fx | %.1f [%s] | %.2fx | %.2fx | %.1f | %.2fx | %.1f | %.2fx |\n",
         r.model.c_str(), r.layer.c_str(), (long long)r.n, (long long)r.k, (long long)r.m, r.int8_us, r.fp16_us, r.pc_us,
         r.pc_wg_us, ops / pcw * 1e-6, r.int8_us / pcw, r.fp16_us / pcw, r.pc_ship_us,
-        plan_name(r.pcs_tile, r.pcs_splits).c_str(), r.int8_us / r.pc_ship_us, r.fp16_us / r.pc_ship_us, r.g128_us,
-        r.g_wg_us, ops / gw * 1e-6, r.int8_us / gw, r.fp16_us / gw, r.g_ship_us,
-        plan_name(r.gs_tile, r.gs_splits).c_str(), r.int8_us / r.g_ship_us, r.fp16_us / r.g_ship_us, r.pc_ship_nopdl_us,
-        r.pc_ship_nopdl_us > 0 ? r.int8_us / r.pc_ship_nopdl_us : 0.0, r.g_ship_nopdl_us,
+        cuda::w4a8_plan_name(r.pcs_tile, r.pcs_splits).c_str(), r.int8_us / r.pc_ship_us, r.fp16_us / r.pc_ship_us,
+        r.g128_us, r.g_wg_us, ops / gw * 1e-6, r.int8_us / gw, r.fp16_us / gw, r.g_ship_us,
+        cuda::w4a8_plan_name(r.gs_tile, r.gs_splits).c_str(), r.int8_us / r.g_ship_us, r.fp16_us / r.g_ship_us,
+        r.pc_ship_nopdl_us, r.pc_ship_nopdl_us > 0 ? r.int8_us / r.pc_ship_nopdl_us : 0.0, r.g_ship_nopdl_us,
         r.g_ship_nopdl_us > 0 ? r.int8_us / r.g_ship_nopdl_us : 0.0);
     md << std::string(buf, std::strlen(buf) - 1);  // without the newline: the s8 columns follow
     const int bg = Row::best(r.g_s8_us), bp = Row::best(r.pc_s8_us), bw = Row::best(r.w8_s8_us);
@@ -616,10 +610,11 @@ int run(int argc, char** argv) {
     std::snprintf(buf, sizeof buf,
                   " %.1f [%s] | %.2fx | %.1f | %.1f | %.2fx | %.1f | %.2fx | %.1f | %.1f [%s] | %.2fx | %.1f / %.1f / "
                   "%.1f |\n",
-                  r.g_s8_us[bg], plan_name(cuda::kW4A8FirstS8Tile + bg, r.s8_splits[bg]).c_str(), ratio(r.g_s8_us[bg]),
-                  r.g_pass_us, r.pc_s8_us[bp], ratio(r.pc_s8_us[bp]), r.w8_s8_us[bw], ratio(r.w8_s8_us[bw]),
-                  r.w8a8_lt_us, r.g_pd_us[bd], plan_name(cuda::kW4A8FirstPdTile + bd, r.pd_splits[bd]).c_str(),
-                  ratio(r.g_pd_us[bd]), r.g_pd_us[0], r.g_pd_us[1], r.g_pd_us[2]);
+                  r.g_s8_us[bg], cuda::w4a8_plan_name(cuda::kW4A8FirstS8Tile + bg, r.s8_splits[bg]).c_str(),
+                  ratio(r.g_s8_us[bg]), r.g_pass_us, r.pc_s8_us[bp], ratio(r.pc_s8_us[bp]), r.w8_s8_us[bw],
+                  ratio(r.w8_s8_us[bw]), r.w8a8_lt_us, r.g_pd_us[bd],
+                  cuda::w4a8_plan_name(cuda::kW4A8FirstPdTile + bd, r.pd_splits[bd]).c_str(), ratio(r.g_pd_us[bd]),
+                  r.g_pd_us[0], r.g_pd_us[1], r.g_pd_us[2]);
     md << buf;
     std::snprintf(
         buf, sizeof buf,
@@ -638,16 +633,18 @@ int run(int argc, char** argv) {
         "\"neighbor_us\": %.1f, \"interleaved_reps\": %d, \"interleaved_int8_us\": %.2f, "
         "\"interleaved_per_channel_us\": %.2f, \"interleaved_g128_us\": %.2f}%s\n",
         r.model.c_str(), r.layer.c_str(), (long long)r.m, (long long)r.n, (long long)r.k, r.int8_us, r.fp16_us, r.pc_us,
-        r.g128_us, plan_name(r.pc_tile, r.pc_splits).c_str(), plan_name(r.g_tile, r.g_splits).c_str(), r.pc_wg_us,
-        r.g_wg_us, plan_name(r.pcw_tile, r.pcw_splits).c_str(), plan_name(r.gw_tile, r.gw_splits).c_str(),
+        r.g128_us, cuda::w4a8_plan_name(r.pc_tile, r.pc_splits).c_str(),
+        cuda::w4a8_plan_name(r.g_tile, r.g_splits).c_str(), r.pc_wg_us, r.g_wg_us,
+        cuda::w4a8_plan_name(r.pcw_tile, r.pcw_splits).c_str(), cuda::w4a8_plan_name(r.gw_tile, r.gw_splits).c_str(),
         r.pc_auto_wg ? "wgmma" : "mma", r.g_auto_wg ? "wgmma" : "mma", r.pc_ship_us,
-        plan_name(r.pcs_tile, r.pcs_splits).c_str(), r.g_ship_us, plan_name(r.gs_tile, r.gs_splits).c_str(),
-        r.pc_ship_nopdl_us, r.g_ship_nopdl_us, r.s8_splits[0], r.s8_splits[1], r.s8_splits[2], r.s8_splits[3],
-        r.g_s8_us[0], r.g_s8_us[1], r.g_s8_us[2], r.g_s8_us[3], r.pc_s8_us[0], r.pc_s8_us[1], r.pc_s8_us[2],
-        r.pc_s8_us[3], r.w8_s8_us[0], r.w8_s8_us[1], r.w8_s8_us[2], r.w8_s8_us[3], r.g_pass_us, r.pc_pass_us,
-        r.w8a8_lt_us, r.pd_splits[0], r.pd_splits[1], r.pd_splits[2], r.g_pd_us[0], r.g_pd_us[1], r.g_pd_us[2],
-        r.int8_candidate, r.int8_candidates, r.fp16_candidate, r.fp16_candidates, neighbor_us, interleave, r.int8_il_us,
-        r.pc_il_us, r.g_il_us, i + 1 < rows.size() ? "," : "");
+        cuda::w4a8_plan_name(r.pcs_tile, r.pcs_splits).c_str(), r.g_ship_us,
+        cuda::w4a8_plan_name(r.gs_tile, r.gs_splits).c_str(), r.pc_ship_nopdl_us, r.g_ship_nopdl_us, r.s8_splits[0],
+        r.s8_splits[1], r.s8_splits[2], r.s8_splits[3], r.g_s8_us[0], r.g_s8_us[1], r.g_s8_us[2], r.g_s8_us[3],
+        r.pc_s8_us[0], r.pc_s8_us[1], r.pc_s8_us[2], r.pc_s8_us[3], r.w8_s8_us[0], r.w8_s8_us[1], r.w8_s8_us[2],
+        r.w8_s8_us[3], r.g_pass_us, r.pc_pass_us, r.w8a8_lt_us, r.pd_splits[0], r.pd_splits[1], r.pd_splits[2],
+        r.g_pd_us[0], r.g_pd_us[1], r.g_pd_us[2], r.int8_candidate, r.int8_candidates, r.fp16_candidate,
+        r.fp16_candidates, neighbor_us, interleave, r.int8_il_us, r.pc_il_us, r.g_il_us,
+        i + 1 < rows.size() ? "," : "");
     js << buf;
   }
   js << "]\n";

@@ -349,7 +349,7 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
       early += seen[i] != 0x5a5a5a5a;
     }
     EXPECT_EQ(bad, 0) << "accumulators that differ from the reference (activations read before they were written?), "
-                      << cuda::w4a8_tile_name(plan.tile) << "/" << plan.splits;
+                      << cuda::w4a8_plan_name(plan.tile, plan.splits);
     EXPECT_EQ(early, 0) << "outputs written before the previous kernel read them";
   }
 }

@@ -58,6 +58,10 @@ const char* w4a8_tile_name(int tile) {
   return tile >= 0 && tile < kW4A8TileCount ? names[tile] : "?";
 }
 
+std::string w4a8_plan_name(int tile, int splits) {
+  return std::string(w4a8_tile_name(tile)) + "/" + (splits == kW4A8StreamK ? std::string("sk") : std::to_string(splits));
+}
+
 bool w4a8_wgmma_supported(const DeviceInfo& dev) { return dev.cc_major == 9 && dev.cc_minor == 0; }
 bool w4a8_tile_supported(const DeviceInfo& dev, int tile) {
   return tile >= 0 && tile < kW4A8TileCount && (!w4a8_tile_is_wgmma(tile) || w4a8_wgmma_supported(dev));

@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -83,6 +84,9 @@ bool w4a8_wgmma_supported(const DeviceInfo& dev);
 inline constexpr int kW4A8StreamK = -1;
 inline constexpr int kW4A8FirstStreamKTile = 10, kW4A8EndStreamKTile = 13;
 inline bool w4a8_tile_has_stream_k(int tile) { return tile >= kW4A8FirstStreamKTile && tile < kW4A8EndStreamKTile; }
+// A plan as "TILE/SPLITS" (SPLITS: the split-K factor, or sk for stream-K),
+// the form of QSERVE_W4A8_PLANS and of the benchmark's sweeps.
+std::string w4a8_plan_name(int tile, int splits);
 
 struct W4A8Plan {
   int tile = 0;

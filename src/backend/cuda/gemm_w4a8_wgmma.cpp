@@ -162,7 +162,7 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
     // measured 5-18% faster than their best split-K plan
     // (bench/results/2026-11-30-gemm-h200-r10.md); with more tiles or a
     // shorter k the partial tiles' round trip costs more than the idle SMs.
-    if (force_splits <= 0 && cdiv(n, kTiles[6].bn()) * cdiv(m, kTiles[6].bm) * 100 <= int64_t{sms} * 65 &&
+    if (force_splits == 0 && cdiv(n, kTiles[6].bn()) * cdiv(m, kTiles[6].bm) * 100 <= int64_t{sms} * 65 &&
         kt_total >= 64) {
       local = 6, splits = 1;
       stream_k = true;

@@ -570,6 +570,21 @@ __global__ void __launch_bounds__(kThreads, 1)
         const __half2 hv = __floats2half2_rn(f0, f1);
         return *reinterpret_cast<const uint32_t*>(&hv);
       };
+      // One stmatrix.x4 of a run of 8-token groups from token group i0: the four
+      // matrices 4 x .. 4 x + 3 of the run (matrix mm is (i, j, h) with
+      // mm = ((i - i0) * MT + j) * 2 + h), packed by this thread, and stored at
+      // addr(h, j, i8) of the matrix this lane addresses (4 x + lane / 8; i8 its
+      // token group within the run).
+      auto stmatrix_x4 = [&](int i0, int x, auto&& addr) {
+        uint32_t pk[4];
+#pragma unroll
+        for (int t = 0; t < 4; ++t) {
+          const int mm = 4 * x + t;
+          pk[t] = pack(i0 + (mm >> 1) / MT, (mm >> 1) % MT, mm & 1);
+        }
+        const int mm = 4 * x + (lane >> 3);
+        ptx::stmatrix_x4_trans(addr(mm & 1, (mm >> 1) % MT, (mm >> 1) / MT), pk[0], pk[1], pk[2], pk[3]);
+      };
       // Stores 16-B piece v of output row t from channel o (8 channels, fewer at n's end).
       auto store_piece = [&](int t, int o, const uint4& v) {
         __half* dst = p.y + static_cast<size_t>(t) * p.n + o;
@@ -604,19 +619,10 @@ __global__ void __launch_bounds__(kThreads, 1)
           if (wtid == 0) ptx::bulk_wait_read_all();  // the previous stores from this staging have read it
           ptx::named_barrier(2 + cw, 128);           // ... and (first half) s_fac is written
 #pragma unroll
-          for (int x = 0; x < kMats / 4; ++x) {
-            uint32_t pk[4];
-#pragma unroll
-            for (int t = 0; t < 4; ++t) {
-              const int mm = 4 * x + t;
-              pk[t] = pack(half * kRows / 8 + (mm >> 1) / MT, (mm >> 1) % MT, mm & 1);
-            }
-            // Lane group lane / 8 addresses matrix 4 x + lane / 8: box j, rows 8 i8.., chunk 2 warp + h.
-            const int mm = 4 * x + (lane >> 3);
-            const int h = mm & 1, j = (mm >> 1) % MT, i8 = (mm >> 1) / MT;
-            const uint32_t chunk = static_cast<uint32_t>((2 * warp + h) ^ (lane & 7));
-            ptx::stmatrix_x4_trans(lane_row + j * kBox + i8 * 8 * 128 + chunk * 16, pk[0], pk[1], pk[2], pk[3]);
-          }
+          for (int x = 0; x < kMats / 4; ++x)  // box j, rows 8 i8.., swizzled chunk 2 warp + h
+            stmatrix_x4(half * kRows / 8, x, [&](int h, int j, int i8) {
+              return lane_row + j * kBox + i8 * 8 * 128 + static_cast<uint32_t>((2 * warp + h) ^ (lane & 7)) * 16;
+            });
           ptx::fence_proxy_async_shared();  // the stmatrix writes before the TMA's reads
           ptx::named_barrier(2 + cw, 128);
           const int t0 = m_blk * BM + half * kRows;
@@ -668,22 +674,12 @@ __global__ void __launch_bounds__(kThreads, 1)
         // previous tile before the first chunk of this one.)
         const int buf_off = (c0 / kChunk) % kEpiBufs * kChunk * kRowBytes;
         if (kEpiBufs == 1 || c0 == 0) ptx::named_barrier(2 + cw, 128);
-        // Matrix mm of the chunk is (i, j, h) with mm = ((i - c0 / 8) * MT + j) * 2 + h;
-        // four at a time (one stmatrix), so that only four packed registers live.
+        // Four matrices at a time (one stmatrix), so that only four packed registers live.
 #pragma unroll
-        for (int x = 0; x < kMats / 4; ++x) {
-          uint32_t pk[4];
-#pragma unroll
-          for (int t = 0; t < 4; ++t) {
-            const int mm = 4 * x + t;
-            pk[t] = pack(c0 / 8 + (mm >> 1) / MT, (mm >> 1) % MT, mm & 1);
-          }
-          // Lane group lane / 8 addresses matrix 4 x + lane / 8.
-          const int mm = 4 * x + (lane >> 3);
-          const int h = mm & 1, j = (mm >> 1) % MT, i8 = (mm >> 1) / MT;
-          ptx::stmatrix_x4_trans(ebuf_lane + buf_off + i8 * 8 * kRowBytes + (j * 64 + 8 * h) * 2, pk[0], pk[1], pk[2],
-                                 pk[3]);
-        }
+        for (int x = 0; x < kMats / 4; ++x)
+          stmatrix_x4(c0 / 8, x, [&](int h, int j, int i8) {
+            return ebuf_lane + buf_off + i8 * 8 * kRowBytes + (j * 64 + 8 * h) * 2;
+          });
         ptx::named_barrier(2 + cw, 128);
         constexpr int kPieces = kChunk * kWgCh / 8;  // 16-B pieces of the chunk
 #pragma unroll
