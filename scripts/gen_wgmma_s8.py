@@ -12,7 +12,7 @@ import sys
 
 FORMS = {
     "rs": {
-        "ns": [8, 16, 32, 64, 128, 256],
+        "ns": [8, 16, 32, 64, 128, 160, 192, 208, 224, 256],
         "name": "wgmma_s8_rs",
         "a_doc": "registers",
         "params": "uint32_t a0, uint32_t a1, uint32_t a2,\n                                                 uint32_t a3, uint64_t desc_b, int accumulate",

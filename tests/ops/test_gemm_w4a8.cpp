@@ -134,7 +134,7 @@ std::vector<Case> all_cases() {
   // -> 5 splits), and each tile on the odd shapes (k % 128 == 64, n not a
   // multiple of the tile or of 4) with 2 and 7 splits; 1 and 3 above.
   for (bool g : {false, true})
-    for (int tile = cuda::kW4A8FirstClusterTile; tile < cuda::kW4A8TileCount; ++tile) {
+    for (int tile = cuda::kW4A8FirstClusterTile; tile < cuda::kW4A8EndClusterTile; ++tile) {
       for (int64_t m : {1, 16, 33, 64, 130}) cases.push_back({g, m, 6144, 4096, tile, 8, true});
       cases.push_back({g, 7, 4096, 14336, tile, 5, true});
       for (int64_t m : {2, 129}) cases.push_back({g, m, 203, 448, tile, 2, true});
@@ -144,7 +144,7 @@ std::vector<Case> all_cases() {
   // first stage), and splits ending inside a stage (k = 14336 in 5 splits of
   // 23 blocks; k = 2944 in 6 splits of 4, 4, 4, 4, 4, 3 blocks) above.
   for (bool g : {false, true})
-    for (int tile = cuda::kW4A8FirstDeepTile; tile < cuda::kW4A8TileCount; ++tile)
+    for (int tile = cuda::kW4A8FirstDeepTile; tile < cuda::kW4A8EndClusterTile; ++tile)
       for (int64_t m : {3, 17}) cases.push_back({g, m, 203, 384, tile, 1, true});
   // Stream-K on the large W4 tiles: a real layer where the tiles fill
   // 0.73 waves (m = 512 on 128 x 256: 96 tiles of 32 stages, up to 3 pieces
@@ -165,6 +165,16 @@ std::vector<Case> all_cases() {
       for (int64_t m : {7, 255, 1031}) cases.push_back({g, m, 1408, 2880, tile, cuda::kW4A8StreamK, true});
       for (int64_t m : {2, 129}) cases.push_back({g, m, 203, 448, tile, cuda::kW4A8StreamK, true});
       for (int64_t m : {512, 1024, 4097}) cases.push_back({g, m, 6144, 4096, tile, cuda::kW4A8StreamK, true});
+    }
+  // The 160-224-token tiles, forced: a real layer at mid and large m (the
+  // last token block partial: 1024 = 4 x 208 + 192, 4097), and the odd shapes
+  // (k % 128 == 64, n not a multiple of the tile or of 8: the epilogue's
+  // partial 16-B pieces) with split-K 1 and 2.
+  for (bool g : {false, true})
+    for (int tile = cuda::kW4A8FirstMidTile; tile < cuda::kW4A8TileCount; ++tile) {
+      for (int64_t m : {1024, 4097}) cases.push_back({g, m, 6144, 4096, tile, 1, true});
+      for (int64_t m : {7, 255, 1031}) cases.push_back({g, m, 1408, 2880, tile, 2, true});
+      for (int64_t m : {2, 229}) cases.push_back({g, m, 203, 448, tile, 1, true});
     }
   // n not a multiple of 8: the staged epilogue's partial 16-B pieces.
   for (bool g : {false, true})
@@ -503,11 +513,21 @@ TEST(GemmW4A8Planner, MeasuredPlans) {
   EXPECT_FALSE(cuda::measured_w4a8_plan(64, 576, 576, false));
   EXPECT_FALSE(cuda::measured_w4a8_plan(513, 6144, 4096, false));
   EXPECT_FALSE(cuda::measured_w4a8_plan(8193, 8192, 28672, false));
-  // Large m: the rule takes 128 x 256 for both kinds (128 x 128 where it has
-  // fewer rounds), except the two measured 70B down rows.
+  // Large m: the rule takes 128 x 256 for both kinds, a tile of fewer tokens
+  // where that makes fewer waves of output tiles over the 132 SMs (Llama-3-8B
+  // qkv at m = 1024: 240 tiles of 128 x 208, against 384 of 128 x 128 or 192
+  // of 128 x 256; o at m = 768: 128 tiles of 128 x 192, one wave), except the
+  // two measured 70B down rows.
   for (bool g : {false, true}) {
     EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 4096, 4096, 4096, -1, 0, g).tile), "wg128x256");
-    EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 1024, 6144, 4096, -1, 0, g).tile), "wg128x128");
+    EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 1024, 6144, 4096, -1, 0, g).tile), "wg128x208");
+    EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 768, 4096, 4096, -1, 0, g).tile), "wg128x192");
+    // No split-K once the output tiles fill the SMs (the 70B down layer at
+    // m = 768: 256 tiles of 128 x 192, unsplit; the model alone took 128 x
+    // 256 split 2, 1.4x slower).
+    const cuda::W4A8Plan d70 = cuda::plan_w4a8(h200, 768, 8192, 28672, -1, 0, g);
+    EXPECT_STREQ(cuda::w4a8_tile_name(d70.tile), "wg128x192");
+    EXPECT_EQ(d70.splits, 1);
     EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 2000, 8192, 28672, -1, 0, g).tile),
                  g ? "wg128x256" : "wg256x128");
   }

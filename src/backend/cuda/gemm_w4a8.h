@@ -52,7 +52,7 @@ W4A8DeviceWeights upload_w4a8(const quant::W4G128Weights& w);
 W4A8DeviceWeights upload_w4a8(const quant::W4PerChannelWeights& w);
 
 inline constexpr int kW4A8FirstWgmmaTile = 6;  // mma.sync tiles 0..5 (any sm_80+ device)
-inline constexpr int kW4A8TileCount = 40;       // wgmma tiles 6..39 (sm_90 only)
+inline constexpr int kW4A8TileCount = 44;       // wgmma tiles 6..43 (sm_90 only)
 // Tiles 16..19: INT8-weight wgmma tiles, run after a pass that dequantizes
 // the W4 weights into an INT8 copy in the workspace (docs/gemm-hopper.md).
 inline constexpr int kW4A8FirstS8Tile = 16;
@@ -67,10 +67,16 @@ inline constexpr int kW4A8FirstClusterTile = 23;
 // Tiles 31..39 (cluster tiles): deep stages, 256 or 512 k per pipeline stage
 // (fewer, larger copies).
 inline constexpr int kW4A8FirstDeepTile = 31;
+inline constexpr int kW4A8EndClusterTile = 40;
+// Tiles 40..43: persistent W4 tiles of 128 channels x 160 / 192 / 208 / 224
+// tokens (wg128x160 .. wg128x224), between wg128x128 and wg128x256: at mid m
+// they often need fewer waves of output tiles over the SMs.
+inline constexpr int kW4A8FirstMidTile = 40;
 inline constexpr int kW4A8MaxClusterSplits = 8;
 inline bool w4a8_tile_is_s8(int tile) { return tile >= kW4A8FirstS8Tile && tile < kW4A8FirstPdTile; }
 inline bool w4a8_tile_is_pd(int tile) { return tile >= kW4A8FirstPdTile && tile < kW4A8FirstClusterTile; }
-inline bool w4a8_tile_is_cluster(int tile) { return tile >= kW4A8FirstClusterTile && tile < kW4A8TileCount; }
+inline bool w4a8_tile_is_cluster(int tile) { return tile >= kW4A8FirstClusterTile && tile < kW4A8EndClusterTile; }
+constexpr bool w4a8_tile_is_deep(int tile) { return tile >= kW4A8FirstDeepTile && tile < kW4A8EndClusterTile; }
 const char* w4a8_tile_name(int tile);
 constexpr bool w4a8_tile_is_wgmma(int tile) { return tile >= kW4A8FirstWgmmaTile; }
 // Whether `tile` runs on this device (the wgmma tiles need compute capability 9.0).

@@ -20,12 +20,14 @@ static_assert(kW4A8FirstS8Tile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstS8Til
 static_assert(kW4A8FirstPdTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstPdTile);
 static_assert(kW4A8FirstClusterTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstClusterTile);
 static_assert(kW4A8TileCount - kW4A8FirstWgmmaTile == w4a8::wgmma::kTileCount);
+static_assert(kW4A8EndClusterTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kEndClusterTile);
+static_assert(kW4A8FirstMidTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstMidTile);
 static_assert(kW4A8MaxClusterSplits == w4a8::wgmma::kMaxClusterSplits);
 static_assert(kW4A8FirstStreamKTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstStreamKTile &&
               kW4A8EndStreamKTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kEndStreamKTile);
 static_assert([] {
   for (int t = 0; t < w4a8::wgmma::kTileCount; ++t)
-    if ((kTiles[t].kd > 1) != (t + kW4A8FirstWgmmaTile >= kW4A8FirstDeepTile)) return false;
+    if ((kTiles[t].kd > 1) != w4a8_tile_is_deep(t + kW4A8FirstWgmmaTile)) return false;
   return true;
 }());
 
@@ -115,9 +117,16 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
   W4A8Plan plan;
   int local = 0, splits = 1;
   double best = -1;
-  auto consider = [&](int t, double eff) {
+  // full_wave_unsplit: no split-K for a tile whose output tiles already
+  // fill the SMs (the large-m rule; the model undercounts the INT32 partials'
+  // round trip on long k: Llama-2-70B down at m = 768 ran 318 us on 128 x 256
+  // split 2, 224 on 128 x 192 unsplit, round 1 of
+  // bench/results/2026-11-30-gemm-h200-r11.md).
+  auto consider = [&](int t, double eff, bool full_wave_unsplit = false) {
+    const bool full = cdiv(n, kTiles[t].bn()) * cdiv(m, kTiles[t].bm) >= sms;
     for (int sp = 1; sp <= max_splits; ++sp) {
       if (force_splits > 0 && sp != force_splits) continue;
+      if (sp > 1 && full_wave_unsplit && full) break;
       const double c = unit_cost(kTiles[t], m, n, kt_total, sp, sms, eff);
       if (best < 0 || c < best * 0.999) best = c, local = t, splits = sp;
     }
@@ -154,9 +163,19 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
     // gemm-h200-r9.md; the two others, the 70B down layer at m >= 4096, are
     // in the measured table); below, 256 x 128 stays a candidate (the
     // measured table takes it at m = 65-128 on the wide layers).
-    if (m < 512) consider(4, 1.0);  // 256 x 128
-    consider(5, 1.0);             // 128 x 256
-    consider(6, 0.85);            // 128 x 128: less work per stage
+    if (m < 512) consider(4, 1.0, true);  // 256 x 128
+    consider(5, 1.0, true);             // 128 x 256
+    consider(6, 0.85, true);            // 128 x 128: less work per stage
+    // The 160-224-token tiles where they need fewer waves: a tile's time
+    // modeled as (96 + tokens) x a constant, from the per-wave times of
+    // 128 x 128 and 128 x 256 on k = 4096 (14.7 and 23.1 us in round 10 of
+    // bench/results/2026-11-30-gemm-h200-r10.md); with equal waves the
+    // smaller tile wins. Against round 1 of ...-r11.md (the nine benchmark
+    // layers at m = 768-3072, both kinds, every tile of 128 channels timed):
+    // the rule's plan within 0.8% (per-channel) and 0.3% (g128) of the
+    // fastest tile, geometric mean; 6.8% / 5.5% without these tiles.
+    for (int t = w4a8::wgmma::kFirstMidTile; t < w4a8::wgmma::kTileCount; ++t)
+      consider(t, kTiles[t].bm * 352.0 / (256.0 * (96 + kTiles[t].bm)), true);
     // Stream-K on 128 x 128 where its output tiles fill at most 65% of the
     // SMs and k is long (>= 64 stages): the long-k down layers at m = 256
     // measured 5-18% faster than their best split-K plan

@@ -58,8 +58,8 @@ void launch_range(int tile, const CUtensorMap& x_map, const CUtensorMap& w_map, 
 }
 }  // namespace detail
 
-// The five families of one kind; each is instantiated in its own file
-// (gemm_w4a8_wgmma_{g128,pc,s8_g128,s8_pc,pd_g128,pd_pc,cl_g128,cl_pc,sk_g128,sk_pc}.cu), so that they
+// The six families of one kind; each is instantiated in its own file
+// (gemm_w4a8_wgmma_{g128,pc,s8_g128,s8_pc,pd_g128,pd_pc,cl_g128,cl_pc,sk_g128,sk_pc,mid_g128,mid_pc}.cu), so that they
 // compile in parallel, and nowhere else (the extern declarations below).
 // y_map: the TMA epilogue's output map (tiles tma_epilogue, Params::y_tma), passed as the kernel's second map.
 template <bool kG128>
@@ -78,7 +78,13 @@ void launch_kind_pd(int tile, const CUtensorMap& x_map, const Params& p, int cta
 }
 template <bool kG128>
 void launch_kind_cl(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, bool pdl) {
-  detail::launch_range<kG128, kFirstClusterTile, kTileCount>(tile, x_map, x_map, p, ctas, stream, pdl);
+  detail::launch_range<kG128, kFirstClusterTile, kEndClusterTile>(tile, x_map, x_map, p, ctas, stream, pdl);
+}
+// The persistent W4 tiles of 160-224 tokens.
+template <bool kG128>
+void launch_kind_mid(int tile, const CUtensorMap& x_map, const CUtensorMap& y_map, const Params& p, int ctas,
+                     cudaStream_t stream, bool pdl) {
+  detail::launch_range<kG128, kFirstMidTile, kTileCount>(tile, x_map, y_map, p, ctas, stream, pdl);
 }
 // The stream-K instantiations of the large W4 tiles.
 template <bool kG128>
@@ -99,6 +105,10 @@ extern template void launch_kind_pd<true>(int, const CUtensorMap&, const Params&
 extern template void launch_kind_pd<false>(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
 extern template void launch_kind_cl<true>(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
 extern template void launch_kind_cl<false>(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
+extern template void launch_kind_mid<true>(int, const CUtensorMap&, const CUtensorMap&, const Params&, int,
+                                           cudaStream_t, bool);
+extern template void launch_kind_mid<false>(int, const CUtensorMap&, const CUtensorMap&, const Params&, int,
+                                            cudaStream_t, bool);
 extern template void launch_kind_sk<true>(int, const CUtensorMap&, const CUtensorMap&, const Params&, int,
                                           cudaStream_t, bool);
 extern template void launch_kind_sk<false>(int, const CUtensorMap&, const CUtensorMap&, const Params&, int,

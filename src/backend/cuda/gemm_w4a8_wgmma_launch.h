@@ -84,10 +84,14 @@ struct TileShape {
 };
 
 // Indices are the planner's tile ids minus kFirstTile (gemm_w4a8.h).
-inline constexpr int kTileCount = 34;
+inline constexpr int kTileCount = 38;
 inline constexpr int kFirstS8Tile = 10;       // tiles 10..13: INT8 weights (s8)
 inline constexpr int kFirstPdTile = 14;       // tiles 14..16: W4 dequantized by the producer (pd)
 inline constexpr int kFirstClusterTile = 17;  // tiles 17..33: W4, split-K within a cluster (25..33: deep stages)
+inline constexpr int kEndClusterTile = 34;
+// Tiles 34..37: the persistent W4 tiles of 128 channels x 160 / 192 / 208 /
+// 224 tokens, between 128 x 128 and 128 x 256 (fewer partial waves at mid m).
+inline constexpr int kFirstMidTile = 34;
 inline constexpr int kMaxClusterSplits = 8;   // the portable cluster size
 // Tiles 4..6 (256 x 128, 128 x 256, 128 x 128) also have stream-K
 // instantiations (Params::stream_k).
@@ -147,6 +151,17 @@ inline constexpr TileShape kTiles[kTileCount] = {
     {32, 2, 5, 1, false, false, true, 2},   // 256 x 32, 256-deep
     {64, 1, 6, 1, false, false, true, 2},   // 128 x 64, 256-deep
     {64, 2, 4, 1, false, false, true, 2},   // 256 x 64, 256-deep
+    // Token tiles between 128 and 256 (persistent, one CTA per SM): with
+    // 132 SMs the output tiles of a layer at mid m often make a partial last
+    // wave on both 128 x 128 and 128 x 256 (Llama-3-8B qkv at m = 1024: 384
+    // tiles of 128 x 128 are 2.9 waves, 192 of 128 x 256 are 1.45), where
+    // 240 tiles of 128 x 208 make 1.8 waves of a cheaper tile. The planner
+    // picks by waves x tile time (gemm_w4a8_wgmma.cpp). Stages: as many as
+    // the shared memory holds next to the staged epilogue.
+    {160, 1, 7},  // 128 x 160
+    {192, 1, 6},  // 128 x 192
+    {208, 1, 6},  // 128 x 208
+    {224, 1, 5},  // 128 x 224
 };
 inline constexpr int kThreads = 384;  // warpgroup 0: TMA producer; 1, 2: consumers
 
@@ -158,8 +173,9 @@ inline constexpr int kThreads = 384;  // warpgroup 0: TMA producer; 1, 2: consum
 // holds them (epi_buffers): a chunk's stmatrix then waits for no other
 // thread's copy-out of the previous chunk, one barrier per chunk instead of two.
 inline constexpr int kSmemLimit = 227 * 1024;
-// (16 tokens for the 256 x 128 tiles, so that their two buffers fit.)
-inline constexpr int epi_chunk(int bm, int mt) { return bm < 32 ? bm : mt == 2 && bm >= 128 ? 16 : 32; }
+// (16 tokens for the 256 x 128 tiles, so that their two buffers fit, and for
+// token tiles that are not a multiple of 32.)
+inline constexpr int epi_chunk(int bm, int mt) { return bm < 32 ? bm : (mt == 2 && bm >= 128) || bm % 32 ? 16 : 32; }
 inline constexpr int epi_row_bytes(int mt) { return mt * 128 + 16; }
 inline constexpr int epi_staging_bytes(int bm, int mt, int bufs) {
   return 2 * bufs * epi_chunk(bm, mt) * epi_row_bytes(mt);
