@@ -9,6 +9,7 @@
 #include "backend/cuda/gemm_w4a8_launch.h"
 #include "backend/cuda/gemm_w4a8_measured.h"
 #include "backend/cuda/gemm_w4a8_wgmma.h"
+#include "backend/cuda/gemm_w4a8_wgmma_launch.h"
 #include "core/error.h"
 #include "core/half.h"
 #include "quant/gemm_epilogue.h"
@@ -56,6 +57,11 @@ const char* w4a8_tile_name(int tile) {
                                               "wg256x8a2c-k256", "wg256x16a2c-k256", "wg256x32c-k256",  "wg128x64c-k256",
                                               "wg256x64c-k256", "wg128x160", "wg128x192", "wg128x208", "wg128x224"};
   return tile >= 0 && tile < kW4A8TileCount ? names[tile] : "?";
+}
+
+int w4a8_tile_tokens(int tile) {
+  if (tile < 0 || tile >= kW4A8TileCount) return 0;
+  return w4a8_tile_is_wgmma(tile) ? w4a8::wgmma::kTiles[tile - kW4A8FirstWgmmaTile].bm : kTiles[tile].bm;
 }
 
 std::string w4a8_plan_name(int tile, int splits) {

@@ -78,6 +78,8 @@ inline bool w4a8_tile_is_pd(int tile) { return tile >= kW4A8FirstPdTile && tile 
 inline bool w4a8_tile_is_cluster(int tile) { return tile >= kW4A8FirstClusterTile && tile < kW4A8EndClusterTile; }
 constexpr bool w4a8_tile_is_deep(int tile) { return tile >= kW4A8FirstDeepTile && tile < kW4A8EndClusterTile; }
 const char* w4a8_tile_name(int tile);
+// Tokens per CTA tile of `tile` (the wgmma N of the wgmma tiles), 0 for an unknown id.
+int w4a8_tile_tokens(int tile);
 constexpr bool w4a8_tile_is_wgmma(int tile) { return tile >= kW4A8FirstWgmmaTile; }
 // Whether `tile` runs on this device (the wgmma tiles need compute capability 9.0).
 bool w4a8_tile_supported(const DeviceInfo& dev, int tile);

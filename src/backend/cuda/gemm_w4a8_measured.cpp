@@ -187,7 +187,21 @@ std::optional<W4A8Choice> measured_w4a8_plan(int64_t m, int64_t n, int64_t k, bo
   for (const W4A8PlanOverride& o : w4a8_plan_overrides())  // QSERVE_W4A8_PLANS first
     if (o.n == n && o.k == k && o.bucket == bucket && o.g128 == g128) return o.choice;
   for (const Entry& e : kTable)
-    if (e.n == n && e.k == k && e.m == bucket) return g128 ? e.g128 : e.pc;
+    if (e.n == n && e.k == k && e.m == bucket) {
+      const W4A8Choice c = g128 ? e.g128 : e.pc;
+      // An entry is measured at its bucket's largest m. Above m = 128 (where
+      // the time follows the MACs, not the weight bytes) it does not serve an
+      // m whose token blocks it pads by over 20% more than there: the 128 x
+      // 256 entries of bucket 512 at m = 320 compute 512 tokens, 1.9-2.4x
+      // the time of 128 x 160 (round 3 of bench/results/2026-11-30-gemm-h200-
+      // r11.md); the rule takes those.
+      if (m > 128) {
+        const int64_t bm = w4a8_tile_tokens(c.tile);
+        const auto padded = [bm](int64_t t) { return static_cast<double>((t + bm - 1) / bm * bm) / t; };
+        if (padded(m) > 1.2 * padded(bucket)) return std::nullopt;
+      }
+      return c;
+    }
   return std::nullopt;
 }
 

@@ -117,16 +117,19 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
   W4A8Plan plan;
   int local = 0, splits = 1;
   double best = -1;
-  // full_wave_unsplit: no split-K for a tile whose output tiles already
-  // fill the SMs (the large-m rule; the model undercounts the INT32 partials'
-  // round trip on long k: Llama-2-70B down at m = 768 ran 318 us on 128 x 256
-  // split 2, 224 on 128 x 192 unsplit, round 1 of
+  // large_m: the large-m rule's split-K only while the unsplit output tiles
+  // leave SMs idle and each split keeps >= 64 stages (8192 of k). The model
+  // undercounts the INT32 partials' round trip: Llama-2-70B down at m = 768
+  // ran 352 us on 128 x 256 split 2, 225 on 128 x 192 unsplit; the 4096 x
+  // 4096 layers at m = 160-230 (64 tiles of 128 x 128) 18-20 us split 2 and
+  // 14-15 unsplit; split 2 won only on 70B down (k = 28672) and once on
+  // Llama-3-8B down (k = 14336) at m = 160-448 (rounds 2 and 4 of
   // bench/results/2026-11-30-gemm-h200-r11.md).
-  auto consider = [&](int t, double eff, bool full_wave_unsplit = false) {
+  auto consider = [&](int t, double eff, bool large_m = false) {
     const bool full = cdiv(n, kTiles[t].bn()) * cdiv(m, kTiles[t].bm) >= sms;
     for (int sp = 1; sp <= max_splits; ++sp) {
       if (force_splits > 0 && sp != force_splits) continue;
-      if (sp > 1 && full_wave_unsplit && full) break;
+      if (sp > 1 && large_m && (full || cdiv(kt_total, sp) < 64)) break;
       const double c = unit_cost(kTiles[t], m, n, kt_total, sp, sms, eff);
       if (best < 0 || c < best * 0.999) best = c, local = t, splits = sp;
     }
@@ -167,15 +170,18 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
     consider(5, 1.0, true);             // 128 x 256
     consider(6, 0.85, true);            // 128 x 128: less work per stage
     // The 160-224-token tiles where they need fewer waves: a tile's time
-    // modeled as (96 + tokens) x a constant, from the per-wave times of
-    // 128 x 128 and 128 x 256 on k = 4096 (14.7 and 23.1 us in round 10 of
-    // bench/results/2026-11-30-gemm-h200-r10.md); with equal waves the
-    // smaller tile wins. Against round 1 of ...-r11.md (the nine benchmark
-    // layers at m = 768-3072, both kinds, every tile of 128 channels timed):
-    // the rule's plan within 0.8% (per-channel) and 0.3% (g128) of the
-    // fastest tile, geometric mean; 6.8% / 5.5% without these tiles.
+    // modeled as (c0 + tokens) x a constant, relative to 128 x 256; c0 = 96
+    // from the per-wave times of 128 x 128 and 128 x 256 on k = 4096 (14.7
+    // and 23.1 us, per-channel, round 10 of bench/results/2026-11-30-gemm-
+    // h200-r10.md), 128 for g128 (more dequantization work per stage that
+    // does not scale with the tokens). With equal waves the smaller tile
+    // wins. Against round 1 of ...-r11.md (the nine benchmark layers at
+    // m = 768-3072, both kinds, every tile of 128 channels timed): the
+    // rule's plan within 0.8% (per-channel) and 0.1% (g128) of the fastest
+    // tile, geometric mean; 6.8% / 5.5% without these tiles.
+    const double c0 = g128 ? 128.0 : 96.0;
     for (int t = w4a8::wgmma::kFirstMidTile; t < w4a8::wgmma::kTileCount; ++t)
-      consider(t, kTiles[t].bm * 352.0 / (256.0 * (96 + kTiles[t].bm)), true);
+      consider(t, kTiles[t].bm * (c0 + 256) / (256.0 * (c0 + kTiles[t].bm)), true);
     // Stream-K on 128 x 128 where its output tiles fill at most 65% of the
     // SMs and k is long (>= 64 stages): the long-k down layers at m = 256
     // measured 5-18% faster than their best split-K plan
