@@ -192,9 +192,11 @@ std::optional<W4A8Choice> measured_w4a8_plan(int64_t m, int64_t n, int64_t k, bo
       // An entry is measured at its bucket's largest m. Above m = 128 (where
       // the time follows the MACs, not the weight bytes) it does not serve an
       // m whose token blocks it pads by over 20% more than there: the 128 x
-      // 256 entries of bucket 512 at m = 320 compute 512 tokens, 1.9-2.4x
+      // 256 entries of bucket 512 at m = 320 compute 512 tokens, 1.6-2.4x
       // the time of 128 x 160 (round 3 of bench/results/2026-11-30-gemm-h200-
-      // r11.md); the rule takes those.
+      // r11.md); the rule takes those (rounds 4-5 there: over m = 160-448 the
+      // plans came within 2.5% of the fastest tile, against 15.4% with the
+      // entries everywhere).
       if (m > 128) {
         const int64_t bm = w4a8_tile_tokens(c.tile);
         const auto padded = [bm](int64_t t) { return static_cast<double>((t + bm - 1) / bm * bm) / t; };

@@ -3,7 +3,9 @@
 // kinds; the mma.sync tiles won no row since round 6). Both planners consult
 // this table first and fall back to their rules for other shapes (and for
 // the layers at m > 512 that have no entry: the rule's tile measured within
-// 4.1% of the best there).
+// 0.1-0.8% of the best 128-channel tile there, bench/results/2026-11-30-gemm-
+// h200-r11.md), and above m = 128 for an m that the entry's token tile pads
+// badly (measured_w4a8_plan).
 #pragma once
 
 #include <cstdint>
@@ -26,8 +28,10 @@ int w4a8_m_bucket(int64_t m);
 
 // The fastest measured (tile, split-K), a wgmma tile, for a problem of m <=
 // 8192 tokens on a layer of the table (n, k exact), in m's bucket. nullopt: no
-// entry (other shape, most layers at m > 512, or m > 8192). The environment's plan overrides
-// (QSERVE_W4A8_PLANS, gemm_w4a8_overrides.h) come first.
+// entry (other shape, most layers at m > 512, or m > 8192), or, above m =
+// 128, an entry whose token tile pads m's token blocks by over 20% more than
+// the bucket's top m (where it was measured). The environment's plan
+// overrides (QSERVE_W4A8_PLANS, gemm_w4a8_overrides.h) come first and apply as given.
 std::optional<W4A8Choice> measured_w4a8_plan(int64_t m, int64_t n, int64_t k, bool g128);
 
 }  // namespace qserve::cuda

@@ -121,8 +121,8 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
   // leave SMs idle and each split keeps >= 64 stages (8192 of k). The model
   // undercounts the INT32 partials' round trip: Llama-2-70B down at m = 768
   // ran 352 us on 128 x 256 split 2, 225 on 128 x 192 unsplit; the 4096 x
-  // 4096 layers at m = 160-230 (64 tiles of 128 x 128) 18-20 us split 2 and
-  // 14-15 unsplit; split 2 won only on 70B down (k = 28672) and once on
+  // 4096 layers at m = 160-230 (64 tiles of 128 x 128) 18.2-19.5 us split 2
+  // and 13.5-15.4 unsplit; split 2 won only on 70B down (k = 28672) and once on
   // Llama-3-8B down (k = 14336) at m = 160-448 (rounds 2 and 4 of
   // bench/results/2026-11-30-gemm-h200-r11.md).
   auto consider = [&](int t, double eff, bool large_m = false) {
