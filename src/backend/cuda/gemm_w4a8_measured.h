@@ -29,8 +29,8 @@ int w4a8_m_bucket(int64_t m);
 // The fastest measured (tile, split-K), a wgmma tile, for a problem of m <=
 // 8192 tokens on a layer of the table (n, k exact), in m's bucket. nullopt: no
 // entry (other shape, most layers at m > 512, or m > 8192), or, above m =
-// 128, an entry whose token tile pads m's token blocks by over 20% more than
-// the bucket's top m (where it was measured). The environment's plan
+// 128, an entry whose token tile (not a cluster tile) pads m's token blocks
+// by over 20% more than the bucket's top m (where it was measured). The environment's plan
 // overrides (QSERVE_W4A8_PLANS, gemm_w4a8_overrides.h) come first and apply as given.
 std::optional<W4A8Choice> measured_w4a8_plan(int64_t m, int64_t n, int64_t k, bool g128);
 
