@@ -194,8 +194,8 @@ std::optional<W4A8Choice> measured_w4a8_plan(int64_t m, int64_t n, int64_t k, bo
       // m whose token blocks it pads by over 20% more than there: the 128 x
       // 256 entries of bucket 512 at m = 320 compute 512 tokens, 1.6-2.4x
       // the time of 128 x 160 (round 3 of bench/results/2026-11-30-gemm-h200-
-      // r11.md); the rule takes those (rounds 4-5 there: over m = 160-448 the
-      // plans came within 2.5% of the fastest tile, against 15.4% with the
+      // r11.md); the rule takes those (rounds 4-6 there: over m = 160-448 the
+      // plans came within 2.2% of the fastest tile, against 15.3% with the
       // entries everywhere). Not the cluster tiles (split-K within a
       // cluster, 64 tokens at most): their time follows the weight bytes
       // there, and the 256 x 64 entries of the down layers' bucket 256
