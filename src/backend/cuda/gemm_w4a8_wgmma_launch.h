@@ -157,10 +157,11 @@ inline constexpr TileShape kTiles[kTileCount] = {
     // tiles of 128 x 128 are 2.9 waves, 192 of 128 x 256 are 1.45), where
     // 240 tiles of 128 x 208 make 1.8 waves of a cheaper tile. The planner
     // picks by waves x tile time (gemm_w4a8_wgmma.cpp). Stages: as many as
-    // the shared memory holds next to the staged epilogue.
+    // the shared memory holds next to the epilogue's staging (TMA stores
+    // from 192 tokens: tma_epilogue).
     {160, 1, 7},  // 128 x 160
     {192, 1, 6},  // 128 x 192
-    {208, 1, 6},  // 128 x 208
+    {208, 1, 5},  // 128 x 208
     {224, 1, 5},  // 128 x 224
 };
 inline constexpr int kThreads = 384;  // warpgroup 0: TMA producer; 1, 2: consumers
@@ -184,8 +185,9 @@ inline constexpr int epi_bytes(const TileShape& s, int bufs) {
   return epi_staging_bytes(s.bm, s.mt, bufs) + 2 * 2 * s.bm * 4;
 }
 
-// The 128 x 256 W4 tile (256 tokens) stores its outputs through TMA
-// instead (kernels/gemm_w4a8_wgmma_kernel.cuh): each consumer warpgroup
+// The W4 tiles of 128 channels and 192 tokens or more (128 x 256, 128 x
+// 192 / 208 / 224) store their outputs through TMA instead
+// (kernels/gemm_w4a8_wgmma_kernel.cuh): each consumer warpgroup
 // stages half of its tile's tokens at a time, [bm / 2 tokens][64 channels]
 // fp16 per m64 tile, 128-B rows in the TMA 128-B swizzle (so that the token
 // rows of one stmatrix hit distinct banks), and one thread stores each box
@@ -194,9 +196,13 @@ inline constexpr int epi_bytes(const TileShape& s, int bufs) {
 // kernel copies the staged halves out itself (Params::y_tma = 0). Measured
 // (round 9 of the r10 results, interleaved A/B): 128 x 256 2-4% faster on
 // the Llama-3-8B layers at m = 1024 / 4096; the 128 x 128 and 256 x 128
-// tiles no faster (0.97-1.04), so they keep the chunked epilogue. Written
-// for any tile of >= 128 tokens.
-inline constexpr bool tma_epilogue(const TileShape& s) { return s.bm == 256 && !s.s8 && !s.pd && !s.cluster; }
+// tiles no faster (0.97-1.04), so they keep the chunked epilogue. Tiles
+// 35-37 (round 7 of the r11 results, old / new / old / new, every m of
+// 768-1536 on four layers): 2.0-3.0% faster (128 x 208 at 5 stages instead
+// of 6: its staging takes a stage's room); 128 x 160 measured the same
+// (0.9996) and spilled, so it keeps the chunked epilogue. A half of 26
+// matrices (208 tokens) ends with one stmatrix.x2.
+inline constexpr bool tma_epilogue(const TileShape& s) { return s.bm >= 192 && s.mt == 1 && !s.s8 && !s.pd && !s.cluster; }
 inline constexpr int tma_epi_rows(int bm) { return bm / 2; }  // tokens per staged half
 inline constexpr int tma_epi_box_bytes(int bm) { return tma_epi_rows(bm) * 128; }
 // Both warpgroups' staging, 1024-B aligned (+1 KB of padding), then the per-token factors.

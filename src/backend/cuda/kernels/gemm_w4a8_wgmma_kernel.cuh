@@ -585,6 +585,13 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int mm = 4 * x + (lane >> 3);
         ptx::stmatrix_x4_trans(addr(mm & 1, (mm >> 1) % MT, (mm >> 1) / MT), pk[0], pk[1], pk[2], pk[3]);
       };
+      // The last two matrices 4 x, 4 x + 1 of a run whose count is not a
+      // multiple of four (h = 0, 1 of one (i, j)), by one stmatrix.x2.
+      auto stmatrix_x2 = [&](int i0, int x, auto&& addr) {
+        const int i8 = (2 * x) / MT, j = (2 * x) % MT;  // matrices 4 x, 4 x + 1: (i0 + i8, j, h = 0 / 1)
+        const int h = (lane >> 3) & 1;                  // the matrix this lane addresses (lanes 0-15 count)
+        ptx::stmatrix_x2_trans(addr(h, j, i8), pack(i0 + i8, j, 0), pack(i0 + i8, j, 1));
+      };
       // Stores 16-B piece v of output row t from channel o (8 channels, fewer at n's end).
       auto store_piece = [&](int t, int o, const uint4& v) {
         __half* dst = p.y + static_cast<size_t>(t) * p.n + o;
@@ -611,18 +618,20 @@ __global__ void __launch_bounds__(kThreads, 1)
         // waits until those stores have read the staging.
         constexpr int kRows = tma_epi_rows(BM), kBox = tma_epi_box_bytes(BM);
         constexpr int kMats = kRows / 8 * MT * 2;  // 8 x 8 matrices per half: (i, j, h)
-        static_assert(kMats % 4 == 0, "stmatrix.x4 takes the matrices of a half four at a time");
+        static_assert(kMats % 2 == 0, "stmatrix.x4 takes the matrices of a half four at a time, x2 the last two");
         uint8_t* stg = tstage + cw * MT * kBox;
         const uint32_t lane_row = ptx::smem_addr(stg) + (lane & 7) * 128;  // token row lane % 8 of an 8-row group
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
           if (wtid == 0) ptx::bulk_wait_read_all();  // the previous stores from this staging have read it
           ptx::named_barrier(2 + cw, 128);           // ... and (first half) s_fac is written
+          // box j, rows 8 i8.., swizzled chunk 2 warp + h
+          auto staged = [&](int h, int j, int i8) {
+            return lane_row + j * kBox + i8 * 8 * 128 + static_cast<uint32_t>((2 * warp + h) ^ (lane & 7)) * 16;
+          };
 #pragma unroll
-          for (int x = 0; x < kMats / 4; ++x)  // box j, rows 8 i8.., swizzled chunk 2 warp + h
-            stmatrix_x4(half * kRows / 8, x, [&](int h, int j, int i8) {
-              return lane_row + j * kBox + i8 * 8 * 128 + static_cast<uint32_t>((2 * warp + h) ^ (lane & 7)) * 16;
-            });
+          for (int x = 0; x < kMats / 4; ++x) stmatrix_x4(half * kRows / 8, x, staged);
+          if constexpr (kMats % 4 != 0) stmatrix_x2(half * kRows / 8, kMats / 4, staged);
           ptx::fence_proxy_async_shared();  // the stmatrix writes before the TMA's reads
           ptx::named_barrier(2 + cw, 128);
           const int t0 = m_blk * BM + half * kRows;
