@@ -508,6 +508,12 @@ TEST(GemmW4A8Planner, MeasuredPlans) {
         EXPECT_TRUE(cuda::w4a8_tile_supported(h200, entry->tile));
         EXPECT_EQ(top_entry->tile, entry->tile);
         const cuda::W4A8Plan p = cuda::plan_w4a8(h200, m, n, k, -1, 0, g);
+        // Below the bucket's top the rule's 160-224-token tiles take over a
+        // (non-cluster) entry.
+        if (m > 128 && m != top && !cuda::w4a8_tile_is_cluster(entry->tile) && p.tile >= cuda::kW4A8FirstMidTile) {
+          EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, m, n, k, -1, 0, g).tile, p.tile);
+          continue;
+        }
         EXPECT_EQ(p.tile, entry->tile);
         EXPECT_EQ(p.splits, entry->splits);  // every entry's split divides its k evenly enough to keep its count
         const cuda::W4A8Plan pw = cuda::plan_w4a8_wgmma(h200, m, n, k, -1, 0, g);

@@ -7,7 +7,6 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/gemm_w4a8_launch.h"
-#include "backend/cuda/gemm_w4a8_measured.h"
 #include "backend/cuda/gemm_w4a8_wgmma.h"
 #include "backend/cuda/gemm_w4a8_wgmma_launch.h"
 #include "core/error.h"
@@ -187,16 +186,14 @@ W4A8Plan plan_w4a8_mma(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, i
   return plan;
 }
 
-// On sm_90: the measured plan for the benchmark's layer shapes at m <= 512
-// and a few rows above (gemm_w4a8_measured.cpp), else the wgmma family's rules: with the cluster
-// tiles and the level-2 words copied with each stage, the mma.sync tiles no
-// longer win anywhere in the H200 sweep (bench/results/2026-11-30-gemm-h200-r6.md).
+// On sm_90: the wgmma family's planner, which takes the measured plan for
+// the benchmark's layer shapes at m <= 512 and a few rows above
+// (gemm_w4a8_measured.cpp) and its rules elsewhere: with the cluster tiles
+// and the level-2 words copied with each stage, the mma.sync tiles no longer
+// win anywhere in the H200 sweep (bench/results/2026-11-30-gemm-h200-r6.md).
 // mma.sync elsewhere.
 W4A8Plan plan_w4a8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile, int force_splits,
                    bool g128) {
-  if (force_tile < 0 && force_splits == 0 && w4a8_wgmma_supported(dev)) {
-    if (const auto c = measured_w4a8_plan(m, n, k, g128)) force_tile = c->tile, force_splits = c->splits;
-  }
   if (force_tile >= 0)
     return w4a8_tile_is_wgmma(force_tile) ? plan_w4a8_wgmma(dev, m, n, k, force_tile, force_splits, g128)
                                           : plan_w4a8_mma(dev, m, n, k, force_tile, force_splits, g128);

@@ -181,11 +181,15 @@ int w4a8_m_bucket(int64_t m) {
   return 0;
 }
 
-std::optional<W4A8Choice> measured_w4a8_plan(int64_t m, int64_t n, int64_t k, bool g128) {
+std::optional<W4A8Choice> measured_w4a8_plan(int64_t m, int64_t n, int64_t k, bool g128, bool* overridden) {
+  if (overridden) *overridden = false;
   const int bucket = w4a8_m_bucket(m);
   if (bucket == 0) return std::nullopt;
   for (const W4A8PlanOverride& o : w4a8_plan_overrides())  // QSERVE_W4A8_PLANS first
-    if (o.n == n && o.k == k && o.bucket == bucket && o.g128 == g128) return o.choice;
+    if (o.n == n && o.k == k && o.bucket == bucket && o.g128 == g128) {
+      if (overridden) *overridden = true;
+      return o.choice;
+    }
   for (const Entry& e : kTable)
     if (e.n == n && e.k == k && e.m == bucket) {
       const W4A8Choice c = g128 ? e.g128 : e.pc;

@@ -32,6 +32,8 @@ int w4a8_m_bucket(int64_t m);
 // 128, an entry whose token tile (not a cluster tile) pads m's token blocks
 // by over 20% more than the bucket's top m (where it was measured). The environment's plan
 // overrides (QSERVE_W4A8_PLANS, gemm_w4a8_overrides.h) come first and apply as given.
-std::optional<W4A8Choice> measured_w4a8_plan(int64_t m, int64_t n, int64_t k, bool g128);
+// overridden (optional): set to whether the choice came from QSERVE_W4A8_PLANS.
+std::optional<W4A8Choice> measured_w4a8_plan(int64_t m, int64_t n, int64_t k, bool g128,
+                                             bool* overridden = nullptr);
 
 }  // namespace qserve::cuda

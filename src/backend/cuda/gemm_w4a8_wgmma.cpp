@@ -96,15 +96,31 @@ int cluster_tile_for(int64_t m) {
 // The producer-dequantizing tiles (pd) are not planned (0.36-0.50x).
 enum class LargeM { kW4, kS8 };
 
+// table: whether the measured table may plan (false: the rule's own choice).
 W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile, int force_splits, bool g128,
-                   LargeM path) {
+                   LargeM path, bool table = true) {
   const bool any_s8 = path == LargeM::kS8;
   QS_CHECK(m > 0 && n > 0 && k > 0 && k % quant::kMmaTileK == 0);
   QS_CHECK(force_tile < 0 || w4a8_tile_is_wgmma(force_tile)) << "not a wgmma tile: " << force_tile;
   if (force_splits < 0 && force_splits != kW4A8StreamK)
     fail(ErrorCode::kInvalidArgument, "bad split-K factor {}", force_splits);
-  if (force_tile < 0 && force_splits == 0 && path == LargeM::kW4) {
-    if (const auto c = measured_w4a8_plan(m, n, k, g128)) force_tile = c->tile, force_splits = c->splits;
+  if (table && force_tile < 0 && force_splits == 0 && path == LargeM::kW4) {
+    bool overridden = false;
+    if (const auto c = measured_w4a8_plan(m, n, k, g128, &overridden)) {
+      // Below its bucket's top (where it was measured, before tiles 40-43
+      // existed) a table entry above m = 128 gives way to the rule when the
+      // rule takes a 160-224-token tile; not the cluster tiles' entries, not
+      // QSERVE_W4A8_PLANS. Over the m = 160-448 grids of rounds 3-6 of
+      // bench/results/2026-11-30-gemm-h200-r11.md (four independent timing
+      // runs, every plan timed) the plans then came within 0.1-1.3% of each
+      // row's fastest (worst 1.03-1.19x), against 2.2-2.3% (worst 1.28x)
+      // without this step.
+      if (!overridden && m > 128 && m != w4a8_m_bucket(m) && !w4a8_tile_is_cluster(c->tile)) {
+        const W4A8Plan rule = plan_impl(dev, m, n, k, -1, 0, g128, path, false);
+        if (rule.tile >= kW4A8FirstMidTile) return rule;
+      }
+      force_tile = c->tile, force_splits = c->splits;
+    }
   }
   bool stream_k = force_splits == kW4A8StreamK;
   if (stream_k) force_splits = 1;  // the tile is chosen as for one split
