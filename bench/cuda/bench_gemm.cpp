@@ -75,24 +75,13 @@
 #include "core/half.h"
 #include "quant/weight_format.h"
 #include "bench_args.h"
+#include "gemm_layers.h"
 #include "neighbor_kernel.h"
 
 namespace qserve {
 namespace {
 
-struct Shape {
-  const char* model;
-  const char* layer;
-  int64_t n, k;
-};
-
-const Shape kShapes[] = {
-    {"llama3-8b", "qkv", 6144, 4096},     {"llama3-8b", "o", 4096, 4096},
-    {"llama3-8b", "gate_up", 28672, 4096}, {"llama3-8b", "down", 4096, 14336},
-    {"llama2-7b", "qkv", 12288, 4096},    {"llama2-7b", "o", 4096, 4096},
-    {"llama2-7b", "gate_up", 22016, 4096}, {"llama2-7b", "down", 4096, 11008},
-    {"70b", "down", 8192, 28672},
-};
+using Shape = bench::GemmLayer;
 
 // Fast deterministic filler (the values only need to be non-trivial).
 struct XorShift {
@@ -206,7 +195,7 @@ struct Row {
 int run(int argc, char** argv) {
   std::vector<int64_t> ms = {1, 16, 32, 64, 128, 256, 512, 1024, 4096, 8192};
   std::string json_path, md_path, shape_filter;
-  std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
+  std::vector<Shape> shapes(std::begin(bench::kGemmLayers), std::end(bench::kGemmLayers));
   std::deque<std::string> custom_names;  // stable storage for the custom shapes' names
   bool custom = false;
   bool sweep = false, hot = false, pd = true, g128_s8_only = false;

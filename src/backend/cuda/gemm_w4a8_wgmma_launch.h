@@ -174,9 +174,8 @@ inline constexpr int kThreads = 384;  // warpgroup 0: TMA producer; 1, 2: consum
 // holds them (epi_buffers): a chunk's stmatrix then waits for no other
 // thread's copy-out of the previous chunk, one barrier per chunk instead of two.
 inline constexpr int kSmemLimit = 227 * 1024;
-// (16 tokens for the 256 x 128 tiles, so that their two buffers fit, and for
-// token tiles that are not a multiple of 32.)
-inline constexpr int epi_chunk(int bm, int mt) { return bm < 32 ? bm : (mt == 2 && bm >= 128) || bm % 32 ? 16 : 32; }
+// (16 tokens for the 256 x 128 tiles, so that their two buffers fit.)
+inline constexpr int epi_chunk(int bm, int mt) { return bm < 32 ? bm : mt == 2 && bm >= 128 ? 16 : 32; }
 inline constexpr int epi_row_bytes(int mt) { return mt * 128 + 16; }
 inline constexpr int epi_staging_bytes(int bm, int mt, int bufs) {
   return 2 * bufs * epi_chunk(bm, mt) * epi_row_bytes(mt);

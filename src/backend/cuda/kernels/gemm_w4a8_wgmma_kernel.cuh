@@ -187,7 +187,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   int* s_is_last = reinterpret_cast<int*>(afull + (kPD ? 4 : 0));
   constexpr TileShape kShape{BM, MT, STAGES, ASETS, kS8, kPD, kCL, KD};
   constexpr int kEpiBufs = epi_buffers(kShape);
-  constexpr bool kTmaEpi = tma_epilogue(kShape);  // 128 x 256: outputs stored through TMA (launch.h)
+  constexpr bool kTmaEpi = tma_epilogue(kShape);  // 128 x 192..256: outputs stored through TMA (launch.h)
   // Staged chunks: [2 warpgroups][kEpiBufs][epi_chunk(BM, MT)][epi_row_bytes(MT)];
   // kTmaEpi: 1024-B aligned, [2 warpgroups][MT][tma_epi_rows(BM)][128 B] (128-B swizzle).
   uint8_t* epi = reinterpret_cast<uint8_t*>(s_is_last) + 16;
@@ -668,6 +668,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       constexpr int kChunk = epi_chunk(BM, MT), kWgCh = 64 * MT, kRowBytes = epi_row_bytes(MT);
       constexpr int kMats = kChunk / 8 * MT * 2;  // 8 x 8 matrices per chunk: (i, j, h)
       static_assert(kCL || kMats % 4 == 0, "stmatrix.x4 takes the matrices of a chunk four at a time");  // (kCL: not reached)
+      static_assert(kCL || kTmaEpi || BM % kChunk == 0, "the chunks cover the tile's tokens exactly");
       uint8_t* ebuf = epi + cw * kEpiBufs * kChunk * kRowBytes;
       // This lane's row address in the matrix it addresses (lane / 8 of four),
       // at token row lane % 8 of its 8-token group and channel column
