@@ -171,8 +171,20 @@ std::vector<Case> all_cases() {
   // (k % 128 == 64, n not a multiple of the tile or of 8: the epilogue's
   // partial 16-B pieces) with split-K 1 and 2.
   for (bool g : {false, true})
-    for (int tile = cuda::kW4A8FirstMidTile; tile < cuda::kW4A8TileCount; ++tile) {
+    for (int tile = cuda::kW4A8FirstMidTile; tile < cuda::kW4A8EndMidTile; ++tile) {
       for (int64_t m : {1024, 4097}) cases.push_back({g, m, 6144, 4096, tile, 1, true});
+      for (int64_t m : {7, 255, 1031}) cases.push_back({g, m, 1408, 2880, tile, 2, true});
+      for (int64_t m : {2, 229}) cases.push_back({g, m, 203, 448, tile, 1, true});
+    }
+  // The multicast pairs, forced: a real layer at mid and large m (more pairs
+  // than clusters: each cluster walks several), with split-K; the odd shapes
+  // (an odd count of n blocks, so that the last pair's second CTA has no
+  // channels: 1408 = 11 x 128, 203 and 640 (above, split 1 and 3) on every
+  // pair; k % 128 == 64; rows past m in one or both halves of a token block).
+  for (bool g : {false, true})
+    for (int tile = cuda::kW4A8FirstMcTile; tile < cuda::kW4A8TileCount; ++tile) {
+      for (int64_t m : {256, 1024, 4097}) cases.push_back({g, m, 6144, 4096, tile, 1, true});
+      cases.push_back({g, 300, 4096, 14336, tile, 2, true});
       for (int64_t m : {7, 255, 1031}) cases.push_back({g, m, 1408, 2880, tile, 2, true});
       for (int64_t m : {2, 229}) cases.push_back({g, m, 203, 448, tile, 1, true});
     }
@@ -309,13 +321,15 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
                  // 256 x 32 with split-K 3 (the global fix-up: counters and partials),
                  // 3: the first INT8-weight tile with split-K 3 (after the dequantization pass),
                  // 4: the first producer-dequantizing tile with split-K 3,
-                 // 5: the cluster tile 256 x 32 with 3 splits (a cluster of 3)
+                 // 5: the cluster tile 256 x 32 with 3 splits (a cluster of 3),
+                 // 6: the multicast pair of 128 x 128 with split-K 3
   };
   const bool hopper = cuda::w4a8_wgmma_supported(ctx.info());
   for (const PdlCase c : {PdlCase{false, 5, 0}, PdlCase{true, 5, 0}, PdlCase{false, 64, 0}, PdlCase{true, 300, 0},
                           PdlCase{false, 33, 1}, PdlCase{true, 17, 1}, PdlCase{false, 40, 2}, PdlCase{true, 129, 2},
                           PdlCase{false, 70, 3}, PdlCase{true, 300, 3}, PdlCase{false, 70, 4},
-                          PdlCase{true, 300, 4}, PdlCase{false, 5, 5}, PdlCase{true, 40, 5}}) {
+                          PdlCase{true, 300, 4}, PdlCase{false, 5, 5}, PdlCase{true, 40, 5},
+                          PdlCase{false, 300, 6}, PdlCase{true, 129, 6}}) {
     if (c.family >= 2 && !hopper) continue;
     SCOPED_TRACE(std::string(c.g128 ? "g128" : "per-channel") + " m " + std::to_string(c.m) + " family " +
                  std::to_string(c.family));
@@ -325,6 +339,7 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
                                 : c.family == 3 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstS8Tile, 3, c.g128)
                                 : c.family == 4 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstPdTile, 3, c.g128)
                                 : c.family == 5 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstClusterTile + 2, 3, c.g128)
+                                : c.family == 6 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstMcTile, 3, c.g128)
                                                 : cuda::plan_w4a8(ctx.info(), dw, c.m);
     const test::QuantizedActivations a = random_activations(c.m, k, rng);
     std::vector<int32_t> acc_ref(c.m * n);
@@ -510,7 +525,8 @@ TEST(GemmW4A8Planner, MeasuredPlans) {
         const cuda::W4A8Plan p = cuda::plan_w4a8(h200, m, n, k, -1, 0, g);
         // Below the bucket's top the rule's 160-224-token tiles take over a
         // (non-cluster) entry.
-        if (m > 128 && m != top && !cuda::w4a8_tile_is_cluster(entry->tile) && p.tile >= cuda::kW4A8FirstMidTile) {
+        if (m > 128 && m != top && !cuda::w4a8_tile_is_cluster(entry->tile) && p.tile >= cuda::kW4A8FirstMidTile &&
+            p.tile < cuda::kW4A8EndMidTile) {
           EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, m, n, k, -1, 0, g).tile, p.tile);
           continue;
         }

@@ -52,7 +52,7 @@ W4A8DeviceWeights upload_w4a8(const quant::W4G128Weights& w);
 W4A8DeviceWeights upload_w4a8(const quant::W4PerChannelWeights& w);
 
 inline constexpr int kW4A8FirstWgmmaTile = 6;  // mma.sync tiles 0..5 (any sm_80+ device)
-inline constexpr int kW4A8TileCount = 44;       // wgmma tiles 6..43 (sm_90 only)
+inline constexpr int kW4A8TileCount = 48;       // wgmma tiles 6..47 (sm_90 only)
 // Tiles 16..19: INT8-weight wgmma tiles, run after a pass that dequantizes
 // the W4 weights into an INT8 copy in the workspace (docs/gemm-hopper.md).
 inline constexpr int kW4A8FirstS8Tile = 16;
@@ -71,7 +71,13 @@ inline constexpr int kW4A8EndClusterTile = 40;
 // Tiles 40..43: persistent W4 tiles of 128 channels x 160 / 192 / 208 / 224
 // tokens (wg128x160 .. wg128x224), between wg128x128 and wg128x256: at mid m
 // they often need fewer waves of output tiles over the SMs.
-inline constexpr int kW4A8FirstMidTile = 40;
+inline constexpr int kW4A8FirstMidTile = 40, kW4A8EndMidTile = 44;
+// Tiles 44..47: multicast pairs of wg128x128, wg128x256, wg128x208 and
+// wg256x128 (wg128x128mc ..): two CTAs of a cluster compute neighbouring
+// channel blocks of the same tokens, each loading half of a stage's
+// activations into both (half the activation traffic from L2).
+inline constexpr int kW4A8FirstMcTile = 44;
+inline bool w4a8_tile_is_mc(int tile) { return tile >= kW4A8FirstMcTile && tile < kW4A8TileCount; }
 inline constexpr int kW4A8MaxClusterSplits = 8;
 inline bool w4a8_tile_is_s8(int tile) { return tile >= kW4A8FirstS8Tile && tile < kW4A8FirstPdTile; }
 inline bool w4a8_tile_is_pd(int tile) { return tile >= kW4A8FirstPdTile && tile < kW4A8FirstClusterTile; }

@@ -21,7 +21,9 @@ static_assert(kW4A8FirstPdTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstPdTil
 static_assert(kW4A8FirstClusterTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstClusterTile);
 static_assert(kW4A8TileCount - kW4A8FirstWgmmaTile == w4a8::wgmma::kTileCount);
 static_assert(kW4A8EndClusterTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kEndClusterTile);
-static_assert(kW4A8FirstMidTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstMidTile);
+static_assert(kW4A8FirstMidTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstMidTile &&
+              kW4A8EndMidTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kEndMidTile);
+static_assert(kW4A8FirstMcTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstMcTile);
 static_assert(kW4A8MaxClusterSplits == w4a8::wgmma::kMaxClusterSplits);
 static_assert(kW4A8FirstStreamKTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstStreamKTile &&
               kW4A8EndStreamKTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kEndStreamKTile);
@@ -117,7 +119,7 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
       // without this step.
       if (!overridden && m > 128 && m != w4a8_m_bucket(m) && !w4a8_tile_is_cluster(c->tile)) {
         const W4A8Plan rule = plan_impl(dev, m, n, k, -1, 0, g128, path, false);
-        if (rule.tile >= kW4A8FirstMidTile) return rule;
+        if (rule.tile >= kW4A8FirstMidTile && rule.tile < kW4A8EndMidTile) return rule;
       }
       force_tile = c->tile, force_splits = c->splits;
     }
@@ -196,7 +198,7 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
     // rule's plan within 0.8% (per-channel) and 0.1% (g128) of the fastest
     // tile, geometric mean; 6.8% / 5.5% without these tiles.
     const double c0 = g128 ? 128.0 : 96.0;
-    for (int t = w4a8::wgmma::kFirstMidTile; t < w4a8::wgmma::kTileCount; ++t)
+    for (int t = w4a8::wgmma::kFirstMidTile; t < w4a8::wgmma::kEndMidTile; ++t)
       consider(t, kTiles[t].bm * (c0 + 256) / (256.0 * (c0 + kTiles[t].bm)), true);
     // Stream-K on 128 x 128 where its output tiles fill at most 65% of the
     // SMs and k is long (>= 64 stages): the long-k down layers at m = 256
@@ -221,6 +223,11 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
   const int64_t units = int64_t{plan.grid_n} * plan.grid_m * plan.splits;
   plan.ctas = static_cast<int>(std::min<int64_t>(units, sms));
   plan.workspace_bytes = plan.workspace_bytes_for(m, n);
+  if (s.mc) {  // pairs of n blocks, two CTAs each
+    const int64_t pairs = cdiv(plan.grid_n, 2) * plan.grid_m * plan.splits;
+    plan.ctas = static_cast<int>(2 * std::min<int64_t>(pairs, sms / 2));
+    QS_CHECK(plan.ctas >= 2) << "a multicast pair needs 2 SMs";
+  }
   if (s.cluster) {  // one CTA per unit; the split-K sums stay in the clusters
     QS_CHECK(units < (int64_t{1} << 31));
     plan.ctas = static_cast<int>(units);
@@ -293,7 +300,7 @@ w4a8::wgmma::Params wgmma_params(const W4A8Args& args, const W4A8Plan& plan, voi
   }
   p.splits = plan.splits;
   p.kt_per_split = plan.kt_per_split;
-  p.units = plan.grid_n * plan.grid_m * plan.splits;
+  p.units = (s.mc ? (plan.grid_n + 1) / 2 : plan.grid_n) * plan.grid_m * plan.splits;
   return p;
 }
 

@@ -1,12 +1,13 @@
 // The launchers of the sm_90a W4A8 tiles by family (W4, INT8-weight s8,
 // producer-dequantizing pd, W4 with split-K in a cluster, the large W4 tiles
-// with stream-K) and kind (g128, per-channel): each family x kind
+// with stream-K, the 160-224-token tiles, the multicast pairs) and kind (g128, per-channel): each family x kind
 // is instantiated in its own gemm_w4a8_wgmma_*.cu, so that they compile in
 // parallel; gemm_w4a8_wgmma_launch.cu calls them.
 #pragma once
 
 #include <cuda.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "backend/cuda/cuda_check.h"
@@ -23,7 +24,8 @@ template <int kTile, bool kG128, bool kSK = false>
 void launch(const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas, cudaStream_t stream,
             bool pdl) {
   constexpr TileShape s = kTiles[kTile];
-  auto* kernel = &gemm_w4a8_wgmma_kernel<s.bm, s.mt, s.stages, kG128, s.acc_sets, s.s8, s.pd, s.cluster, s.kd, kSK>;
+  auto* kernel =
+      &gemm_w4a8_wgmma_kernel<s.bm, s.mt, s.stages, kG128, s.acc_sets, s.s8, s.pd, s.cluster, s.kd, kSK, s.mc>;
   if (static_cast<bool>(p.stream_k) != kSK) QS_CUDA_CHECK(cudaErrorInvalidValue);
   constexpr int smem = smem_bytes(s);
   static const bool configured = [&] {
@@ -35,6 +37,29 @@ void launch(const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p,
     // One CTA per unit; the p.splits CTAs of one output tile form a cluster.
     if (ctas != p.units || p.splits < 1 || p.splits > kMaxClusterSplits) QS_CUDA_CHECK(cudaErrorInvalidValue);
     launch_clustered(kernel, dim3(ctas), dim3(kThreads), smem, stream, pdl, p.splits, x_map, w_map, p);
+  } else if constexpr (s.mc) {
+    // Pairs of CTAs; at most as many clusters as are resident at once (the
+    // GPCs' SM counts may leave an SM without a partner), so that every
+    // cluster runs from the start (the units are strided over the clusters).
+    static const int max_clusters = [&] {
+      cudaLaunchConfig_t cfg{};
+      cfg.gridDim = dim3(2 * 1024);
+      cfg.blockDim = dim3(kThreads);
+      cfg.dynamicSmemBytes = smem;
+      cudaLaunchAttribute attr{};
+      attr.id = cudaLaunchAttributeClusterDimension;
+      attr.val.clusterDim.x = 2;
+      attr.val.clusterDim.y = 1;
+      attr.val.clusterDim.z = 1;
+      cfg.attrs = &attr;
+      cfg.numAttrs = 1;
+      int count = 0;
+      QS_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&count, kernel, &cfg));
+      return count;
+    }();
+    if (ctas < 2 || ctas % 2 != 0 || max_clusters < 1) QS_CUDA_CHECK(cudaErrorInvalidValue);
+    const int clusters = std::min(ctas / 2, max_clusters);
+    launch_clustered(kernel, dim3(2 * clusters), dim3(kThreads), smem, stream, pdl, 2, x_map, w_map, p);
   } else {
     launch_maybe_pdl(kernel, dim3(ctas), dim3(kThreads), smem, stream, pdl, x_map, w_map, p);
   }
@@ -58,9 +83,9 @@ void launch_range(int tile, const CUtensorMap& x_map, const CUtensorMap& w_map, 
 }
 }  // namespace detail
 
-// The six families of one kind; each is instantiated in its own file
-// (gemm_w4a8_wgmma_{g128,pc,s8_g128,s8_pc,pd_g128,pd_pc,cl_g128,cl_pc,sk_g128,sk_pc,mid_g128,mid_pc}.cu), so that they
-// compile in parallel, and nowhere else (the extern declarations below).
+// The seven families of one kind; each is instantiated in its own file
+// (gemm_w4a8_wgmma_{g128,pc,s8_g128,s8_pc,pd_g128,pd_pc,cl_g128,cl_pc,sk_g128,sk_pc,mid_g128,mid_pc,mc_g128,mc_pc}.cu),
+// so that they compile in parallel, and nowhere else (the extern declarations below).
 // y_map: the TMA epilogue's output map (tiles tma_epilogue, Params::y_tma), passed as the kernel's second map.
 template <bool kG128>
 void launch_kind(int tile, const CUtensorMap& x_map, const CUtensorMap& y_map, const Params& p, int ctas,
@@ -84,7 +109,13 @@ void launch_kind_cl(int tile, const CUtensorMap& x_map, const Params& p, int cta
 template <bool kG128>
 void launch_kind_mid(int tile, const CUtensorMap& x_map, const CUtensorMap& y_map, const Params& p, int ctas,
                      cudaStream_t stream, bool pdl) {
-  detail::launch_range<kG128, kFirstMidTile, kTileCount>(tile, x_map, y_map, p, ctas, stream, pdl);
+  detail::launch_range<kG128, kFirstMidTile, kEndMidTile>(tile, x_map, y_map, p, ctas, stream, pdl);
+}
+// The multicast pairs (x_map's box: half the tile's token rows).
+template <bool kG128>
+void launch_kind_mc(int tile, const CUtensorMap& x_map, const CUtensorMap& y_map, const Params& p, int ctas,
+                    cudaStream_t stream, bool pdl) {
+  detail::launch_range<kG128, kFirstMcTile, kTileCount>(tile, x_map, y_map, p, ctas, stream, pdl);
 }
 // The stream-K instantiations of the large W4 tiles.
 template <bool kG128>
@@ -109,6 +140,10 @@ extern template void launch_kind_mid<true>(int, const CUtensorMap&, const CUtens
                                            cudaStream_t, bool);
 extern template void launch_kind_mid<false>(int, const CUtensorMap&, const CUtensorMap&, const Params&, int,
                                             cudaStream_t, bool);
+extern template void launch_kind_mc<true>(int, const CUtensorMap&, const CUtensorMap&, const Params&, int,
+                                          cudaStream_t, bool);
+extern template void launch_kind_mc<false>(int, const CUtensorMap&, const CUtensorMap&, const Params&, int,
+                                           cudaStream_t, bool);
 extern template void launch_kind_sk<true>(int, const CUtensorMap&, const CUtensorMap&, const Params&, int,
                                           cudaStream_t, bool);
 extern template void launch_kind_sk<false>(int, const CUtensorMap&, const CUtensorMap&, const Params&, int,

@@ -18,6 +18,9 @@ void launch_kind_pd(int tile, const CUtensorMap& x_map, const Params& p, int cta
 template <bool kG128>
 void launch_kind_cl(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream, bool pdl);
 template <bool kG128>
+void launch_kind_mc(int tile, const CUtensorMap& x_map, const CUtensorMap& y_map, const Params& p, int ctas,
+                    cudaStream_t stream, bool pdl);
+template <bool kG128>
 void launch_kind_sk(int tile, const CUtensorMap& x_map, const CUtensorMap& y_map, const Params& p, int ctas,
                     cudaStream_t stream, bool pdl);
 template <bool kG128>
@@ -78,6 +81,7 @@ CUtensorMap make_y_map(const __half* y, int m, int n, int rows) {
 template <bool kG128>
 void launch_w4(int tile, const CUtensorMap& x_map, const CUtensorMap& y_map, const Params& p, int ctas,
                cudaStream_t stream, bool pdl) {
+  if (tile >= kFirstMcTile) return launch_kind_mc<kG128>(tile, x_map, y_map, p, ctas, stream, pdl);
   if (tile >= kFirstMidTile) return launch_kind_mid<kG128>(tile, x_map, y_map, p, ctas, stream, pdl);
   if (tile >= kFirstClusterTile) return launch_kind_cl<kG128>(tile, x_map, p, ctas, stream, pdl);
   if (tile >= kFirstPdTile) return launch_kind_pd<kG128>(tile, x_map, p, ctas, stream, pdl);
@@ -91,7 +95,8 @@ void launch_kernel(int tile, bool g128, const Params& p_in, int ctas, cudaStream
   if (tile < 0 || tile >= kTileCount || (tile >= kFirstS8Tile && tile < kFirstPdTile) ||
       (p_in.stream_k && !is_stream_k_tile(tile)))
     QS_CUDA_CHECK(cudaErrorInvalidValue);
-  const CUtensorMap map = make_x_map(p_in.x, p_in.m, p_in.k, kTiles[tile].bm);
+  // (A multicast pair's CTA loads half of the token rows of a stage.)
+  const CUtensorMap map = make_x_map(p_in.x, p_in.m, p_in.k, kTiles[tile].mc ? kTiles[tile].bm / 2 : kTiles[tile].bm);
   // The TMA epilogue's tiles get y's tensor map where it can describe y;
   // otherwise they copy their staged outputs out themselves.
   Params p = p_in;

@@ -25,7 +25,8 @@ struct Params {
   int m, n, k, n16, groups;
   int blocks128;           // ceil(n / 128): 128-channel blocks in the repacked weights
   int grid_n, grid_m, splits, kt_per_split;  // kt in 128-wide k stages
-  int units;               // grid_n * grid_m * splits work units (a persistent CTA loops over them)
+  int units;               // grid_n * grid_m * splits work units (a persistent CTA loops over them);
+                           // multicast pairs: ceil(grid_n / 2) * grid_m * splits (a cluster loops over them)
   // Stream-K (tiles is_stream_k_tile): the k stages of all tiles cut
   // into one equal range per CTA (kernels/gemm_w4a8_wgmma_units.cuh);
   // splits, kt_per_split and units are then unused.
@@ -68,6 +69,15 @@ struct TileShape {
   // come in one [bm][128 B] box per block (one 3-D box per stage measured the
   // same: bench/results/2026-11-30-gemm-h200-r8.md).
   int kd = 1;
+  // Multicast pair (persistent W4 tiles): a cluster of two CTAs computes two
+  // neighbouring channel blocks (n blocks 2 j, 2 j + 1) of the same token
+  // block and k range, unit by unit in step; each CTA loads half of a
+  // stage's activation rows and multicasts it into both, so a stage's X
+  // crosses from L2 once per pair (the activations are most of a stage's
+  // bytes at 128 channels: 32 KB of X against 8 KB of W4 on 128 x 256).
+  // A stage slot is free once the consumers of both CTAs have released it
+  // (each consumer warp arrives on both CTAs' `empty` barriers).
+  bool mc = false;
   int bn() const { return 128 * mt; }
   // Bytes of one 128-wide k block's weights (a stage holds kd blocks): W4
   // repacked (8 KB per 128 channels x 128 k) or INT8 (16 KB per 128 channels
@@ -84,14 +94,17 @@ struct TileShape {
 };
 
 // Indices are the planner's tile ids minus kFirstTile (gemm_w4a8.h).
-inline constexpr int kTileCount = 38;
+inline constexpr int kTileCount = 42;
 inline constexpr int kFirstS8Tile = 10;       // tiles 10..13: INT8 weights (s8)
 inline constexpr int kFirstPdTile = 14;       // tiles 14..16: W4 dequantized by the producer (pd)
 inline constexpr int kFirstClusterTile = 17;  // tiles 17..33: W4, split-K within a cluster (25..33: deep stages)
 inline constexpr int kEndClusterTile = 34;
 // Tiles 34..37: the persistent W4 tiles of 128 channels x 160 / 192 / 208 /
 // 224 tokens, between 128 x 128 and 128 x 256 (fewer partial waves at mid m).
-inline constexpr int kFirstMidTile = 34;
+inline constexpr int kFirstMidTile = 34, kEndMidTile = 38;
+// Tiles 38..41: multicast pairs (TileShape::mc) of 128 x 128, 128 x 256,
+// 128 x 208 and 256 x 128.
+inline constexpr int kFirstMcTile = 38;
 inline constexpr int kMaxClusterSplits = 8;   // the portable cluster size
 // Tiles 4..6 (256 x 128, 128 x 256, 128 x 128) also have stream-K
 // instantiations (Params::stream_k).
@@ -163,6 +176,12 @@ inline constexpr TileShape kTiles[kTileCount] = {
     {192, 1, 6},  // 128 x 192
     {208, 1, 5},  // 128 x 208
     {224, 1, 5},  // 128 x 224
+    // Multicast pairs of the persistent W4 tiles (mc): the same stages, the
+    // activations of a stage loaded half by each CTA of a 2-CTA cluster.
+    {128, 1, 8, 1, false, false, false, 1, true},  // 128 x 128
+    {256, 1, 4, 1, false, false, false, 1, true},  // 128 x 256
+    {208, 1, 5, 1, false, false, false, 1, true},  // 128 x 208
+    {128, 2, 6, 1, false, false, false, 1, true},  // 256 x 128
 };
 inline constexpr int kThreads = 384;  // warpgroup 0: TMA producer; 1, 2: consumers
 
@@ -239,6 +258,13 @@ static_assert([] {
     if (s.cluster && cluster_reduce_bytes(s) > s.stages * s.kd * (s.bm * 128 + s.w_stage_bytes())) return false;
   return true;
 }());
+// Multicast pairs: persistent W4 tiles of 128-wide stages, each CTA's half of
+// the token rows a whole number of 8-row swizzle atoms.
+static_assert([] {
+  for (const TileShape& s : kTiles)
+    if (s.mc && (s.s8 || s.pd || s.cluster || s.kd != 1 || s.bm % 16 != 0)) return false;
+  return true;
+}());
 // Deep stages: W4 tiles only (the INT8-weight and pd kernels keep 128-wide stages).
 static_assert([] {
   for (const TileShape& s : kTiles)
@@ -251,7 +277,9 @@ static_assert([] {
 // dependent launch (the weights of the first stages stream in while the
 // previous kernel finishes; launch_pdl.cuh).
 // Cluster tiles: `ctas` must be p.units, and p.splits (the cluster size) at
-// most kMaxClusterSplits.
+// most kMaxClusterSplits. Multicast pairs: `ctas` even (two per cluster; the
+// launch takes at most as many clusters as fit at once), p.units counts
+// pairs of n blocks.
 void launch_kernel(int tile, bool g128, const Params& p, int ctas, cudaStream_t stream, bool pdl);
 // The INT8-weight tiles: `w8` INT8 [n, k] row-major (16-B aligned, k % 64 == 0),
 // g128 = the epilogue without the zero-point term (also W8A8's).

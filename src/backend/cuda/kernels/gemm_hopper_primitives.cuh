@@ -48,6 +48,24 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
       : "memory");
 }
 
+// As mbar_wait, with cluster-scope acquire: for a barrier that CTAs of the
+// cluster arrive on remotely (mbar_arrive_remote) before this thread writes
+// into their shared memory (the multicast producer's `empty` barriers).
+__device__ __forceinline__ void mbar_wait_cluster(uint64_t* bar, uint32_t parity) {
+  QS_SM90A_ASM(
+      "{\n.reg .pred done;\n"
+      "QS_MBAR_WAIT_CLUSTER:\n"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra QS_MBAR_WAIT_CLUSTER;\n}\n" ::"r"(smem_addr(bar)),
+      "r"(parity)
+      : "memory");
+}
+// Arrives once (release, cluster scope) on the mbarrier at shared::cluster
+// address `addr` (map_shared_rank: the same barrier in another CTA).
+__device__ __forceinline__ void mbar_arrive_remote(uint32_t addr) {
+  QS_SM90A_ASM("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(addr) : "memory");
+}
+
 // ---- TMA ----
 
 // Contiguous global -> shared copy of `bytes` (multiple of 16, both ends 16-B aligned).
@@ -65,6 +83,17 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, i
       "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::
           "r"(smem_addr(dst)),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(smem_addr(bar))
+      : "memory");
+}
+// As tma_load_2d, the box written to the same shared-memory offset in every
+// CTA of the cluster named in `cta_mask` (bit r: rank r), each of which
+// counts the bytes on its mbarrier at `bar`'s offset.
+__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorMap* map, int c0, int c1, uint64_t* bar,
+                                                      uint16_t cta_mask) {
+  QS_SM90A_ASM(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(smem_addr(bar)), "h"(cta_mask)
       : "memory");
 }
 // Shared -> global: one box of a 2-D tensor map at element coordinates

@@ -34,6 +34,14 @@
 // its partial tile in its own shared memory, and after a cluster barrier CTA
 // r sums slice r of the tile over the cluster (distributed shared memory)
 // and runs the epilogue on it (kernels/gemm_w4a8_wgmma_cluster.cuh).
+// kMC (multicast pairs): a cluster of two CTAs walks pairs of n blocks
+// (rank r: n block 2 j + r) over the same token blocks and k ranges; each
+// producer loads rows [r BM / 2, (r + 1) BM / 2) of a stage's X box and
+// multicasts them into both CTAs (same offset, each CTA's `full` counting the
+// whole stage), its own weights as before; every consumer warp releases a
+// stage on both CTAs' `empty` barriers (16 arrivals), since the other
+// producer writes into this CTA's slot too. Cluster barriers after the
+// barriers' initialization and before exit.
 //
 // Shared memory: X stages [STAGES][BM][128 B] (1024-B aligned, TMA 128-B
 // swizzle: 16-B chunk c of row r at c ^ (r & 7)), W stages [STAGES][MT][8 KB]
@@ -149,12 +157,14 @@ __device__ __forceinline__ void issue_stage_ss(int32_t (&acc)[MT][BM / 2], const
 }
 
 template <int BM, int MT, int STAGES, bool kG128, int ASETS, bool kS8 = false, bool kPD = false, bool kCL = false,
-          int KD = 1, bool kSK = false>
+          int KD = 1, bool kSK = false, bool kMC = false>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_w4a8_wgmma_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap w_map,
                            const Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(!kSK || (!kS8 && !kPD && !kCL && KD == 1), "stream-K: the persistent W4 tiles");
+  static_assert(!kMC || (!kS8 && !kPD && !kCL && KD == 1 && !kSK && BM % 16 == 0),
+                "multicast pairs: the persistent W4 tiles, split-K");
   // kPD: the stages hold X and the W4 staging [MT][8 KB], the INT8 A tiles
   // (as kS8's) have two slots of their own.
   constexpr bool kSS = kS8 || kPD;  // both wgmma operands in shared memory
@@ -201,7 +211,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       ptx::mbar_init(&full[s], 1);
-      ptx::mbar_init(&empty[s], kPD ? 8 + 4 : 8);  // one arrival per consumer warp (kPD: and producer warp)
+      // One arrival per consumer warp (kPD: and producer warp; kMC: of both CTAs).
+      ptx::mbar_init(&empty[s], kPD ? 8 + 4 : kMC ? 2 * 8 : 8);
     }
     if constexpr (kPD)
       for (int a = 0; a < 2; ++a) {
@@ -210,7 +221,12 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     ptx::fence_mbar_init();
   }
-  __syncthreads();
+  // kMC: both CTAs' barriers are initialized before either multicasts into
+  // the other or arrives on its barriers.
+  if constexpr (kMC)
+    ptx::cluster_sync();
+  else
+    __syncthreads();
 
   // Dependents (the next kernel of the stream) may be scheduled once every
   // CTA is running: they start as this grid's CTAs exit (kernels/pdl.cuh).
@@ -236,12 +252,19 @@ __global__ void __launch_bounds__(kThreads, 1)
       // split's blocks: unused; past k: zeros). Counted whole by TMA.
       auto issue_x_stage = [&](int s, int kt, int m_blk) {
 #pragma unroll
-        for (int i = 0; i < KD; ++i)
-          ptx::tma_load_2d(xs + s * kXStage + i * kXBytes, &x_map, (kt + i) * 128, m_blk * BM, &full[s]);
+        for (int i = 0; i < KD; ++i) {
+          if constexpr (kMC) {  // this CTA's half of the rows (its rank's), into both CTAs (the box: BM / 2 rows)
+            const int half = static_cast<int>(blockIdx.x & 1) * (BM / 2);
+            ptx::tma_load_2d_multicast(xs + s * kXStage + half * 128, &x_map, kt * 128, m_blk * BM + half, &full[s],
+                                       0x3);
+          } else {
+            ptx::tma_load_2d(xs + s * kXStage + i * kXBytes, &x_map, (kt + i) * 128, m_blk * BM, &full[s]);
+          }
+        }
       };
       auto issue_x = [&](int count) {
         int i = 0;
-        UnitWalk<kCL, kSK> walk(p, kt_total);
+        UnitWalk<kCL, kSK, kMC> walk(p, kt_total);
         Unit un;
         while (i < count && walk.next(p, kt_total, un))
           for (int kt = un.kb; kt < un.ke && i < count; kt += KD, ++i) issue_x_stage(i % STAGES, kt, un.m_blk);
@@ -252,7 +275,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         ptx::pdl_wait();
         waited = true;
       }
-      UnitWalk<kCL, kSK> walk(p, kt_total);
+      UnitWalk<kCL, kSK, kMC> walk(p, kt_total);
       Unit un;
       while (walk.next(p, kt_total, un)) {
         const int m_blk = un.m_blk, n_blk = un.n_blk, kb = un.kb, ke = un.ke;
@@ -263,7 +286,10 @@ __global__ void __launch_bounds__(kThreads, 1)
             waited = true;
             issue_x(STAGES);
           }
-          ptx::mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
+          if constexpr (kMC)
+            ptx::mbar_wait_cluster(&empty[s], ((it / STAGES) & 1) ^ 1);
+          else
+            ptx::mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
           if constexpr (kS8) {
             // The whole box is counted (rows past n, columns past k read as zeros).
             ptx::mbar_arrive_expect_tx(&full[s], kXBytes + kWBytes);
@@ -314,7 +340,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int g = lane >> 2, q = lane & 3;
     const int ctid = threadIdx.x - 128;     // 0..255 among consumers
     int it = 0;
-    UnitWalk<kCL, kSK> walk(p, kt_total);
+    UnitWalk<kCL, kSK, kMC> walk(p, kt_total);
     Unit un;
     while (walk.next(p, kt_total, un)) {
       const int m_blk = un.m_blk, n_blk = un.n_blk, kb = un.kb, ke = un.ke;
@@ -378,7 +404,11 @@ __global__ void __launch_bounds__(kThreads, 1)
       auto stage_of = [&](int i) { return i % STAGES; };
       auto release = [&](int s_) {
         __syncwarp();
-        if (lane == 0) ptx::mbar_arrive(&empty[s_]);
+        if (lane == 0) {
+          ptx::mbar_arrive(&empty[s_]);
+          if constexpr (kMC)  // the same barrier in the other CTA of the pair
+            ptx::mbar_arrive_remote(ptx::map_shared_rank(ptx::smem_addr(&empty[s_]), (blockIdx.x & 1) ^ 1));
+        }
       };
       auto release_a = [&](int a_) {
         __syncwarp();
@@ -457,6 +487,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       release(prev);
       if constexpr (kPD) release_a((it - 1) & 1);
+      if constexpr (kMC)
+        if (n_blk >= p.grid_n) continue;  // the last pair's missing n block: no outputs
 
       if constexpr (kCL) {
         // Both warpgroups are done with the stages (every stage of the unit
@@ -707,6 +739,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     if constexpr (kTmaEpi)
       if ((threadIdx.x & 127) == 0) ptx::bulk_wait_read_all();
   }
+  // kMC: neither CTA exits while the other may still arrive on its barriers.
+  if constexpr (kMC) ptx::cluster_sync();
 #else
   // Built for another target: never launched there (the planner checks the device).
   (void)x_map;

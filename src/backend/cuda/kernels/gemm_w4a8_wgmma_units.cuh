@@ -11,6 +11,12 @@
 //     fastest (the CTAs running together share weight blocks in L2); the
 //     cluster tiles (kCL): split fastest, so that the CTAs of one cluster are
 //     the splits of one tile. Partials [splits][m][n].
+//     Multicast pairs (kMC): the units are pairs of n blocks (p.units =
+//     ceil(grid_n / 2) * grid_m * splits), walked by clusters (blockIdx.x / 2,
+//     + gridDim.x / 2, ...); rank r of a cluster takes n block 2 j + r of
+//     pair j, so both CTAs walk the same token blocks and k ranges in step.
+//     With an odd grid_n the last pair's rank 1 has n block grid_n (no
+//     weights, no outputs): it still loads its half of the activations.
 //   stream-K (p.stream_k == 1, the kernels instantiated with kSK): the k
 //     stages of all tiles form one sequence [0, tiles * kt_total) (tile
 //     t = n block * grid_m + m block, m fastest; k fastest within a tile),
@@ -43,7 +49,7 @@ struct Unit {
 // kSK: the stream-K walk (a template parameter, not a branch on the
 // parameters: with both walks in one kernel, ptxas serializes every wgmma,
 // C7520).
-template <bool kCL, bool kSK>
+template <bool kCL, bool kSK, bool kMC = false>
 struct UnitWalk {
   int u;    // split-K: the next unit; stream-K: the next stage of the sequence
   int end;  // stream-K: the end of this CTA's range
@@ -69,7 +75,7 @@ struct UnitWalk {
       u = range_begin(total, blockIdx.x);
       end = range_begin(total, blockIdx.x + 1);
     } else {
-      u = blockIdx.x;
+      u = kMC ? blockIdx.x >> 1 : blockIdx.x;
       end = 0;
     }
   }
@@ -93,7 +99,11 @@ struct UnitWalk {
     }
     if (u >= p.units) return false;
     int split;
-    if constexpr (kCL) {
+    if constexpr (kMC) {
+      const int rest = u / p.grid_m, pairs = (p.grid_n + 1) >> 1;
+      un.m_blk = u % p.grid_m, un.n_blk = 2 * (rest % pairs) + static_cast<int>(blockIdx.x & 1),
+      split = rest / pairs;
+    } else if constexpr (kCL) {
       const int rest = u / p.splits;
       un.m_blk = rest % p.grid_m, un.n_blk = rest / p.grid_m, split = u % p.splits;
     } else {
@@ -105,7 +115,7 @@ struct UnitWalk {
     un.slot = split;
     un.parts = p.splits;
     un.lead_buf = 0;
-    u += gridDim.x;
+    u += kMC ? gridDim.x >> 1 : gridDim.x;
     return true;
   }
 };
