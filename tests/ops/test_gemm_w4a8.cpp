@@ -176,11 +176,11 @@ std::vector<Case> all_cases() {
       for (int64_t m : {7, 255, 1031}) cases.push_back({g, m, 1408, 2880, tile, 2, true});
       for (int64_t m : {2, 229}) cases.push_back({g, m, 203, 448, tile, 1, true});
     }
-  // The multicast pairs, forced: a real layer at mid and large m (more pairs
+  // The multicast pair, forced: a real layer at mid and large m (more pairs
   // than clusters: each cluster walks several), with split-K; the odd shapes
   // (an odd count of n blocks, so that the last pair's second CTA has no
-  // channels: 1408 = 11 x 128, 203 and 640 (above, split 1 and 3) on every
-  // pair; k % 128 == 64; rows past m in one or both halves of a token block).
+  // channels: 1408 = 11 x 128, and 640 = 5 x 128 above with split 1 and 3;
+  // k % 128 == 64; rows past m in one or both halves of a token block).
   for (bool g : {false, true})
     for (int tile = cuda::kW4A8FirstMcTile; tile < cuda::kW4A8TileCount; ++tile) {
       for (int64_t m : {256, 1024, 4097}) cases.push_back({g, m, 6144, 4096, tile, 1, true});
@@ -322,7 +322,7 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
                  // 3: the first INT8-weight tile with split-K 3 (after the dequantization pass),
                  // 4: the first producer-dequantizing tile with split-K 3,
                  // 5: the cluster tile 256 x 32 with 3 splits (a cluster of 3),
-                 // 6: the multicast pair of 128 x 128 with split-K 3
+                 // 6: the multicast pair of 128 x 256 with split-K 3
   };
   const bool hopper = cuda::w4a8_wgmma_supported(ctx.info());
   for (const PdlCase c : {PdlCase{false, 5, 0}, PdlCase{true, 5, 0}, PdlCase{false, 64, 0}, PdlCase{true, 300, 0},
@@ -458,6 +458,23 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   EXPECT_EQ(rule.splits, cuda::kW4A8StreamK);
   EXPECT_NE(cuda::plan_w4a8(h200, 400, 4096, 12288, -1, 0, true).splits, cuda::kW4A8StreamK);  // 96 tiles
   EXPECT_NE(cuda::plan_w4a8(h200, 200, 4096, 6144, -1, 0, true).splits, cuda::kW4A8StreamK);   // 48 stages
+  // The multicast pair of 128 x 256 for the largest problems of the rule
+  // (>= 4.5e11 multiply-adds g128, >= 9e11 per-channel): two CTAs per pair of
+  // n blocks, at most the SMs; 128 x 256 below.
+  auto tile_of = [&](int64_t m, int64_t n, int64_t k, bool g) {
+    return std::string(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, m, n, k, -1, 0, g).tile));
+  };
+  const cuda::W4A8Plan mc = cuda::plan_w4a8(h200, 8192, 28672, 4096, -1, 0, true);
+  EXPECT_STREQ(cuda::w4a8_tile_name(mc.tile), "wg128x256mc");
+  EXPECT_EQ(mc.splits, 1);
+  EXPECT_EQ(mc.ctas, 132);
+  EXPECT_EQ(tile_of(8192, 28672, 4096, false), "wg128x256mc");  // 9.6e11
+  EXPECT_EQ(tile_of(8192, 4096, 14336, true), "wg128x256mc");   // 4.8e11
+  EXPECT_EQ(tile_of(8192, 4096, 14336, false), "wg128x256");
+  EXPECT_EQ(tile_of(1024, 28672, 4096, true), "wg128x256");
+  const cuda::W4A8Plan mc_odd = cuda::plan_w4a8_wgmma(h200, 7, 640, 576, cuda::kW4A8FirstMcTile, 1, true);
+  EXPECT_EQ(mc_odd.grid_n, 5);
+  EXPECT_EQ(mc_odd.ctas, 6);  // 3 pairs, the last one's second CTA without channels
 }
 
 // QSERVE_W4A8_PLANS: the parser (the environment is read once per process,

@@ -52,7 +52,7 @@ W4A8DeviceWeights upload_w4a8(const quant::W4G128Weights& w);
 W4A8DeviceWeights upload_w4a8(const quant::W4PerChannelWeights& w);
 
 inline constexpr int kW4A8FirstWgmmaTile = 6;  // mma.sync tiles 0..5 (any sm_80+ device)
-inline constexpr int kW4A8TileCount = 48;       // wgmma tiles 6..47 (sm_90 only)
+inline constexpr int kW4A8TileCount = 45;       // wgmma tiles 6..44 (sm_90 only)
 // Tiles 16..19: INT8-weight wgmma tiles, run after a pass that dequantizes
 // the W4 weights into an INT8 copy in the workspace (docs/gemm-hopper.md).
 inline constexpr int kW4A8FirstS8Tile = 16;
@@ -72,10 +72,10 @@ inline constexpr int kW4A8EndClusterTile = 40;
 // tokens (wg128x160 .. wg128x224), between wg128x128 and wg128x256: at mid m
 // they often need fewer waves of output tiles over the SMs.
 inline constexpr int kW4A8FirstMidTile = 40, kW4A8EndMidTile = 44;
-// Tiles 44..47: multicast pairs of wg128x128, wg128x256, wg128x208 and
-// wg256x128 (wg128x128mc ..): two CTAs of a cluster compute neighbouring
-// channel blocks of the same tokens, each loading half of a stage's
-// activations into both (half the activation traffic from L2).
+// Tile 44: the multicast pair of wg128x256 (wg128x256mc): two CTAs of a
+// cluster compute neighbouring channel blocks of the same tokens, each
+// loading half of a stage's activations into both (half the activation
+// traffic from L2). Planned for the largest problems only (gemm_w4a8_wgmma.cpp).
 inline constexpr int kW4A8FirstMcTile = 44;
 inline bool w4a8_tile_is_mc(int tile) { return tile >= kW4A8FirstMcTile && tile < kW4A8TileCount; }
 inline constexpr int kW4A8MaxClusterSplits = 8;

@@ -94,7 +94,7 @@ struct TileShape {
 };
 
 // Indices are the planner's tile ids minus kFirstTile (gemm_w4a8.h).
-inline constexpr int kTileCount = 42;
+inline constexpr int kTileCount = 39;
 inline constexpr int kFirstS8Tile = 10;       // tiles 10..13: INT8 weights (s8)
 inline constexpr int kFirstPdTile = 14;       // tiles 14..16: W4 dequantized by the producer (pd)
 inline constexpr int kFirstClusterTile = 17;  // tiles 17..33: W4, split-K within a cluster (25..33: deep stages)
@@ -102,8 +102,9 @@ inline constexpr int kEndClusterTile = 34;
 // Tiles 34..37: the persistent W4 tiles of 128 channels x 160 / 192 / 208 /
 // 224 tokens, between 128 x 128 and 128 x 256 (fewer partial waves at mid m).
 inline constexpr int kFirstMidTile = 34, kEndMidTile = 38;
-// Tiles 38..41: multicast pairs (TileShape::mc) of 128 x 128, 128 x 256,
-// 128 x 208 and 256 x 128.
+// Tile 38: the multicast pair (TileShape::mc) of 128 x 256 (those of 128 x
+// 128, 128 x 208 and 256 x 128 measured 3-21% slower than their single tiles
+// at m = 256-4096: bench/results/2026-11-30-gemm-h200-r12.md).
 inline constexpr int kFirstMcTile = 38;
 inline constexpr int kMaxClusterSplits = 8;   // the portable cluster size
 // Tiles 4..6 (256 x 128, 128 x 256, 128 x 128) also have stream-K
@@ -176,12 +177,9 @@ inline constexpr TileShape kTiles[kTileCount] = {
     {192, 1, 6},  // 128 x 192
     {208, 1, 5},  // 128 x 208
     {224, 1, 5},  // 128 x 224
-    // Multicast pairs of the persistent W4 tiles (mc): the same stages, the
-    // activations of a stage loaded half by each CTA of a 2-CTA cluster.
-    {128, 1, 8, 1, false, false, false, 1, true},  // 128 x 128
-    {256, 1, 4, 1, false, false, false, 1, true},  // 128 x 256
-    {208, 1, 5, 1, false, false, false, 1, true},  // 128 x 208
-    {128, 2, 6, 1, false, false, false, 1, true},  // 256 x 128
+    // The multicast pair of 128 x 256 (mc): the same stages, the activations
+    // of a stage loaded half by each CTA of a 2-CTA cluster.
+    {256, 1, 4, 1, false, false, false, 1, true},
 };
 inline constexpr int kThreads = 384;  // warpgroup 0: TMA producer; 1, 2: consumers
 

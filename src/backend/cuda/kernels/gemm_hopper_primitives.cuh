@@ -48,22 +48,14 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
       : "memory");
 }
 
-// As mbar_wait, with cluster-scope acquire: for a barrier that CTAs of the
-// cluster arrive on remotely (mbar_arrive_remote) before this thread writes
-// into their shared memory (the multicast producer's `empty` barriers).
-__device__ __forceinline__ void mbar_wait_cluster(uint64_t* bar, uint32_t parity) {
-  QS_SM90A_ASM(
-      "{\n.reg .pred done;\n"
-      "QS_MBAR_WAIT_CLUSTER:\n"
-      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra QS_MBAR_WAIT_CLUSTER;\n}\n" ::"r"(smem_addr(bar)),
-      "r"(parity)
-      : "memory");
-}
-// Arrives once (release, cluster scope) on the mbarrier at shared::cluster
-// address `addr` (map_shared_rank: the same barrier in another CTA).
+// Arrives once on the mbarrier at shared::cluster address `addr`
+// (map_shared_rank: the same barrier in another CTA of the cluster). The
+// default semantics (release at CTA scope), as CUTLASS's pipelines release a
+// multicast stage: `.release.cluster` compiles to MEMBAR.ALL.GPU before the
+// arrive (the stage's reads by this warp are complete either way: shared
+// loads consumed, wgmmas waited for).
 __device__ __forceinline__ void mbar_arrive_remote(uint32_t addr) {
-  QS_SM90A_ASM("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(addr) : "memory");
+  QS_SM90A_ASM("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(addr) : "memory");
 }
 
 // ---- TMA ----

@@ -286,10 +286,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             waited = true;
             issue_x(STAGES);
           }
-          if constexpr (kMC)
-            ptx::mbar_wait_cluster(&empty[s], ((it / STAGES) & 1) ^ 1);
-          else
-            ptx::mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
+          ptx::mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
           if constexpr (kS8) {
             // The whole box is counted (rows past n, columns past k read as zeros).
             ptx::mbar_arrive_expect_tx(&full[s], kXBytes + kWBytes);
