@@ -77,7 +77,6 @@ inline constexpr int kW4A8FirstMidTile = 40, kW4A8EndMidTile = 44;
 // loading half of a stage's activations into both (half the activation
 // traffic from L2). Planned for the largest problems only (gemm_w4a8_wgmma.cpp).
 inline constexpr int kW4A8FirstMcTile = 44;
-inline bool w4a8_tile_is_mc(int tile) { return tile >= kW4A8FirstMcTile && tile < kW4A8TileCount; }
 inline constexpr int kW4A8MaxClusterSplits = 8;
 inline bool w4a8_tile_is_s8(int tile) { return tile >= kW4A8FirstS8Tile && tile < kW4A8FirstPdTile; }
 inline bool w4a8_tile_is_pd(int tile) { return tile >= kW4A8FirstPdTile && tile < kW4A8FirstClusterTile; }
