@@ -87,7 +87,7 @@ std::vector<Case> all_cases() {
                         {640, 320}, {1408, 2880}})
       for (int64_t m : {1, 7, 33, 255, 1031}) cases.push_back({g, m, n, k, -1, 0, true});
   for (bool g : {false, true})
-    for (int tile = cuda::kW4A8FirstWgmmaTile; tile < cuda::kW4A8TileCount; ++tile)
+    for (int tile = cuda::kW4A8FirstWgmmaTile; tile < cuda::kW4A8FirstGemvTile; ++tile)
       for (int splits : {1, 3})
         for (int64_t m : {1, 37, 300}) cases.push_back({g, m, 640, 576, tile, splits, true});
   // The measured plans (sm_90) of the other benchmark layers, through the
@@ -182,11 +182,25 @@ std::vector<Case> all_cases() {
   // channels: 1408 = 11 x 128, and 640 = 5 x 128 above with split 1 and 3;
   // k % 128 == 64; rows past m in one or both halves of a token block).
   for (bool g : {false, true})
-    for (int tile = cuda::kW4A8FirstMcTile; tile < cuda::kW4A8TileCount; ++tile) {
+    for (int tile = cuda::kW4A8FirstMcTile; tile < cuda::kW4A8FirstGemvTile; ++tile) {
       for (int64_t m : {256, 1024, 4097}) cases.push_back({g, m, 6144, 4096, tile, 1, true});
       cases.push_back({g, 300, 4096, 14336, tile, 2, true});
       for (int64_t m : {7, 255, 1031}) cases.push_back({g, m, 1408, 2880, tile, 2, true});
       for (int64_t m : {2, 229}) cases.push_back({g, m, 203, 448, tile, 1, true});
+    }
+  // The decode kernel (one CTA per 16 channels), forced: real layers (the
+  // long-k down layer: 28 k64 blocks per warp, seven chunks), every m up to
+  // the tile's tokens at its edges, the odd shapes (n not a multiple of 16,
+  // k % 128 == 64: a g128 group of one k64 block; k / 64 not a multiple of
+  // the 8 warps).
+  for (bool g : {false, true})
+    for (int tile = cuda::kW4A8FirstGemvTile; tile < cuda::kW4A8TileCount; ++tile) {
+      const int64_t tokens = cuda::w4a8_tile_tokens(tile);
+      for (int64_t m : {int64_t{1}, tokens - 1, tokens}) cases.push_back({g, m, 6144, 4096, tile, 1, true});
+      cases.push_back({g, tokens, 4096, 14336, tile, 1, true});
+      for (int64_t m : {int64_t{2}, tokens}) cases.push_back({g, m, 203, 448, tile, 1, true});
+      cases.push_back({g, tokens - 3, 1408, 2880, tile, 1, true});
+      cases.push_back({g, 5, 200, 64, tile, 1, true});
     }
   // n not a multiple of 8: the staged epilogue's partial 16-B pieces.
   for (bool g : {false, true})
@@ -322,14 +336,16 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
                  // 3: the first INT8-weight tile with split-K 3 (after the dequantization pass),
                  // 4: the first producer-dequantizing tile with split-K 3,
                  // 5: the cluster tile 256 x 32 with 3 splits (a cluster of 3),
-                 // 6: the multicast pair of 128 x 256 with split-K 3
+                 // 6: the multicast pair of 128 x 256 with split-K 3,
+                 // 7: the decode kernel for m <= 8 / 16
   };
   const bool hopper = cuda::w4a8_wgmma_supported(ctx.info());
   for (const PdlCase c : {PdlCase{false, 5, 0}, PdlCase{true, 5, 0}, PdlCase{false, 64, 0}, PdlCase{true, 300, 0},
                           PdlCase{false, 33, 1}, PdlCase{true, 17, 1}, PdlCase{false, 40, 2}, PdlCase{true, 129, 2},
                           PdlCase{false, 70, 3}, PdlCase{true, 300, 3}, PdlCase{false, 70, 4},
                           PdlCase{true, 300, 4}, PdlCase{false, 5, 5}, PdlCase{true, 40, 5},
-                          PdlCase{false, 300, 6}, PdlCase{true, 129, 6}}) {
+                          PdlCase{false, 300, 6}, PdlCase{true, 129, 6}, PdlCase{false, 5, 7},
+                          PdlCase{true, 16, 7}}) {
     if (c.family >= 2 && !hopper) continue;
     SCOPED_TRACE(std::string(c.g128 ? "g128" : "per-channel") + " m " + std::to_string(c.m) + " family " +
                  std::to_string(c.family));
@@ -340,6 +356,8 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
                                 : c.family == 4 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstPdTile, 3, c.g128)
                                 : c.family == 5 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstClusterTile + 2, 3, c.g128)
                                 : c.family == 6 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstMcTile, 3, c.g128)
+                                : c.family == 7 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k,
+                                                                        cuda::kW4A8FirstGemvTile + (c.m > 8), 1, c.g128)
                                                 : cuda::plan_w4a8(ctx.info(), dw, c.m);
     const test::QuantizedActivations a = random_activations(c.m, k, rng);
     std::vector<int32_t> acc_ref(c.m * n);
@@ -475,6 +493,14 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   const cuda::W4A8Plan mc_odd = cuda::plan_w4a8_wgmma(h200, 7, 640, 576, cuda::kW4A8FirstMcTile, 1, true);
   EXPECT_EQ(mc_odd.grid_n, 5);
   EXPECT_EQ(mc_odd.ctas, 6);  // 3 pairs, the last one's second CTA without channels
+  // The decode tiles: one CTA per 16 channels, no split-K, no workspace; m up to their tokens.
+  const cuda::W4A8Plan gv = cuda::plan_w4a8_wgmma(h200, 5, 4096, 4096, cuda::kW4A8FirstGemvTile, 3, true);
+  EXPECT_STREQ(cuda::w4a8_tile_name(gv.tile), "gemv8");
+  EXPECT_EQ(gv.ctas, 256);
+  EXPECT_EQ(gv.splits, 1);
+  EXPECT_EQ(gv.workspace_bytes, 0u);
+  EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, 16, 203, 448, cuda::kW4A8FirstGemvTile + 1, 1, false).ctas, 13);
+  EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 9, 4096, 4096, cuda::kW4A8FirstGemvTile, 1, true), Error);
 }
 
 // QSERVE_W4A8_PLANS: the parser (the environment is read once per process,
@@ -495,10 +521,12 @@ TEST(GemmW4A8Planner, PlanOverridesParse) {
   const auto sk = cuda::parse_w4a8_plan_overrides("6144x4096@1024:pc=wg128x256/sk");
   ASSERT_EQ(sk.size(), 1u);
   EXPECT_EQ(sk[0].choice.splits, cuda::kW4A8StreamK);
+  EXPECT_EQ(cuda::parse_w4a8_plan_overrides("4096x4096@16:g128=gemv16/1").size(), 1u);
   for (const char* bad : {"4096x4096@1:pc=wg128x8c", "4096x4096@8:pc=wg128x8c/2", "4096x4096@1:fp16=wg128x8c/2",
                           "4096x4096@1:pc=nosuch/2", "4096x4096@1:pc=wg128x8c/9",
                           "4096x4096@1:pc=s8_128x128/1", "4096x4096@1:pc=128x8/2", "x4096@1:pc=wg128x8c/2", "4096x4096@1:pc=wg128x8c/0",
-                          "4096x4096@1:pc=wg128x8c/sk", "4096x4096@1:pc=wg256x8/sk", "4096x4096@1:pc=wg128x8c/-1"})
+                          "4096x4096@1:pc=wg128x8c/sk", "4096x4096@1:pc=wg256x8/sk", "4096x4096@1:pc=wg128x8c/-1",
+                          "4096x4096@16:pc=gemv8/1", "4096x4096@1:pc=gemv16/2"})
     EXPECT_THROW(cuda::parse_w4a8_plan_overrides(bad), Error) << bad;
   EXPECT_EQ(cuda::w4a8_m_bucket(8), 1);
   EXPECT_EQ(cuda::w4a8_m_bucket(9), 16);

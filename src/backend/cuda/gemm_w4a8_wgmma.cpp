@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "backend/cuda/gemm_w4a8_dequant.h"
+#include "backend/cuda/gemm_w4a8_gemv.h"
 #include "backend/cuda/gemm_w4a8_measured.h"
 #include "backend/cuda/gemm_w4a8_wgmma_launch.h"
 #include "core/error.h"
@@ -19,7 +20,7 @@ using w4a8::wgmma::TileShape;
 static_assert(kW4A8FirstS8Tile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstS8Tile);
 static_assert(kW4A8FirstPdTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstPdTile);
 static_assert(kW4A8FirstClusterTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstClusterTile);
-static_assert(kW4A8TileCount - kW4A8FirstWgmmaTile == w4a8::wgmma::kTileCount);
+static_assert(kW4A8FirstGemvTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kTileCount);
 static_assert(kW4A8EndClusterTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kEndClusterTile);
 static_assert(kW4A8FirstMidTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstMidTile &&
               kW4A8EndMidTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kEndMidTile);
@@ -98,6 +99,23 @@ int cluster_tile_for(int64_t m) {
 // The producer-dequantizing tiles (pd) are not planned (0.36-0.50x).
 enum class LargeM { kW4, kS8 };
 
+// The decode kernel's plan: one CTA per 16-channel tile, no split-K (a
+// forced split count is ignored), no workspace.
+W4A8Plan plan_gemv(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int tile) {
+  const int64_t tokens = w4a8_tile_tokens(tile);
+  if (m > tokens) fail(ErrorCode::kInvalidArgument, "{} takes m <= {}, got {}", w4a8_tile_name(tile), tokens, m);
+  W4A8Plan plan;
+  plan.tile = tile;
+  plan.splits = 1;
+  plan.kt_per_split = static_cast<int>(cdiv(k, 128));
+  plan.grid_n = static_cast<int>(cdiv(n, 16));
+  plan.grid_m = 1;
+  plan.ctas = plan.grid_n;
+  plan.workspace_bytes = 0;
+  plan.pdl = pdl_enabled(dev);
+  return plan;
+}
+
 // table: whether the measured table may plan (false: the rule's own choice).
 W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile, int force_splits, bool g128,
                    LargeM path, bool table = true) {
@@ -124,6 +142,7 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
       force_tile = c->tile, force_splits = c->splits;
     }
   }
+  if (force_tile >= 0 && w4a8_tile_is_gemv(force_tile)) return plan_gemv(dev, m, n, k, force_tile);
   bool stream_k = force_splits == kW4A8StreamK;
   if (stream_k) force_splits = 1;  // the tile is chosen as for one split
   const int sms = std::max(1, dev.sm_count);
@@ -317,9 +336,33 @@ w4a8::wgmma::Params wgmma_params(const W4A8Args& args, const W4A8Plan& plan, voi
 
 void gemm_w4a8_wgmma(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A8Plan& plan, void* workspace,
                      cudaStream_t stream) {
+  QS_CHECK(w.kind == W4A8Kind::kG128 || args.acc_out || args.a_sum) << "per-channel W4A8 needs a_sum";
+  if (w4a8_tile_is_gemv(plan.tile)) {
+    QS_CHECK(plan.grid_n == cdiv(w.n, 16) && args.m <= w4a8_tile_tokens(plan.tile)) << "plan made for another shape";
+    QS_CHECK(args.m > 0 && args.x && (args.y || args.acc_out));
+    QS_CHECK(args.acc_out || args.s_x) << "the fp16 epilogue needs s_x";
+    QS_CHECK(reinterpret_cast<uintptr_t>(args.x) % 4 == 0) << "the decode kernel reads the activations in 4-byte words";
+    QS_CHECK(args.m * w.n < (int64_t{1} << 31) && args.m * w.k < (int64_t{1} << 31))
+        << "m * n or m * k too large for 32-bit indexing";
+    w4a8::gemv::Params p{};
+    p.w = w.qweight.as<const uint4>();
+    p.level2 = w.level2.as<const uint32_t>();
+    p.x = args.x;
+    p.s_x = args.s_x;
+    p.a_sum = args.a_sum;
+    p.ch_scale = w.ch_scale.as<const float>();
+    p.ch_szero = w.ch_szero.as<const float>();
+    p.y = args.y;
+    p.acc_out = args.acc_out;
+    p.m = static_cast<int>(args.m);
+    p.n = static_cast<int>(w.n);
+    p.k = static_cast<int>(w.k);
+    p.groups = static_cast<int>(w.groups);
+    w4a8::gemv::launch_gemv(w.kind == W4A8Kind::kG128, w4a8_tile_tokens(plan.tile), p, stream, plan.pdl);
+    return;
+  }
   const int local = plan.tile - kW4A8FirstWgmmaTile;
   const TileShape& s = kTiles[local];
-  QS_CHECK(w.kind == W4A8Kind::kG128 || args.acc_out || args.a_sum) << "per-channel W4A8 needs a_sum";
   w4a8::wgmma::Params p = wgmma_params(args, plan, workspace, w.n, w.k);
   p.w = w.qweight.as<const uint8_t>();
   p.level2 = w.level2.as<const uint32_t>();

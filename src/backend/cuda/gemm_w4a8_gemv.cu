@@ -1,0 +1,27 @@
+// Launch of the W4A8 decode kernel for m <= 16 (kernels/gemm_w4a8_gemv.cuh).
+#include "backend/cuda/gemm_w4a8_gemv.h"
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/kernels/gemm_w4a8_gemv.cuh"
+#include "backend/cuda/launch_pdl.cuh"
+
+namespace qserve::cuda::w4a8::gemv {
+
+namespace {
+template <bool kG128, int NT>
+void launch_nt(const Params& p, cudaStream_t stream, bool pdl) {
+  const int n16 = (p.n + 15) / 16;
+  launch_maybe_pdl(&gemm_w4a8_gemv_kernel<kG128, NT>, dim3(n16), dim3(kThreads), 0, stream, pdl, p);
+}
+}  // namespace
+
+void launch_gemv(bool g128, int tokens, const Params& p, cudaStream_t stream, bool pdl) {
+  if (p.m < 1 || p.m > tokens || (tokens != 8 && tokens != 16) || p.k % 64 != 0 || p.n < 1)
+    QS_CUDA_CHECK(cudaErrorInvalidValue);
+  if (tokens == 8)
+    g128 ? launch_nt<true, 1>(p, stream, pdl) : launch_nt<false, 1>(p, stream, pdl);
+  else
+    g128 ? launch_nt<true, 2>(p, stream, pdl) : launch_nt<false, 2>(p, stream, pdl);
+}
+
+}  // namespace qserve::cuda::w4a8::gemv
