@@ -337,7 +337,7 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
                  // 4: the first producer-dequantizing tile with split-K 3,
                  // 5: the cluster tile 256 x 32 with 3 splits (a cluster of 3),
                  // 6: the multicast pair of 128 x 256 with split-K 3,
-                 // 7: the decode kernel for m <= 8 / 16
+                 // 7: the decode kernel for m <= 8
   };
   const bool hopper = cuda::w4a8_wgmma_supported(ctx.info());
   for (const PdlCase c : {PdlCase{false, 5, 0}, PdlCase{true, 5, 0}, PdlCase{false, 64, 0}, PdlCase{true, 300, 0},
@@ -345,7 +345,7 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
                           PdlCase{false, 70, 3}, PdlCase{true, 300, 3}, PdlCase{false, 70, 4},
                           PdlCase{true, 300, 4}, PdlCase{false, 5, 5}, PdlCase{true, 40, 5},
                           PdlCase{false, 300, 6}, PdlCase{true, 129, 6}, PdlCase{false, 5, 7},
-                          PdlCase{true, 16, 7}}) {
+                          PdlCase{true, 8, 7}}) {
     if (c.family >= 2 && !hopper) continue;
     SCOPED_TRACE(std::string(c.g128 ? "g128" : "per-channel") + " m " + std::to_string(c.m) + " family " +
                  std::to_string(c.family));
@@ -356,8 +356,7 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
                                 : c.family == 4 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstPdTile, 3, c.g128)
                                 : c.family == 5 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstClusterTile + 2, 3, c.g128)
                                 : c.family == 6 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstMcTile, 3, c.g128)
-                                : c.family == 7 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k,
-                                                                        cuda::kW4A8FirstGemvTile + (c.m > 8), 1, c.g128)
+                                : c.family == 7 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstGemvTile, 1, c.g128)
                                                 : cuda::plan_w4a8(ctx.info(), dw, c.m);
     const test::QuantizedActivations a = random_activations(c.m, k, rng);
     std::vector<int32_t> acc_ref(c.m * n);
@@ -493,13 +492,13 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   const cuda::W4A8Plan mc_odd = cuda::plan_w4a8_wgmma(h200, 7, 640, 576, cuda::kW4A8FirstMcTile, 1, true);
   EXPECT_EQ(mc_odd.grid_n, 5);
   EXPECT_EQ(mc_odd.ctas, 6);  // 3 pairs, the last one's second CTA without channels
-  // The decode tiles: one CTA per 16 channels, no split-K, no workspace; m up to their tokens.
+  // The decode tile: one CTA per 16 channels, no split-K, no workspace; m up to their tokens.
   const cuda::W4A8Plan gv = cuda::plan_w4a8_wgmma(h200, 5, 4096, 4096, cuda::kW4A8FirstGemvTile, 3, true);
   EXPECT_STREQ(cuda::w4a8_tile_name(gv.tile), "gemv8");
   EXPECT_EQ(gv.ctas, 256);
   EXPECT_EQ(gv.splits, 1);
   EXPECT_EQ(gv.workspace_bytes, 0u);
-  EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, 16, 203, 448, cuda::kW4A8FirstGemvTile + 1, 1, false).ctas, 13);
+  EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, 8, 203, 448, cuda::kW4A8FirstGemvTile, 1, false).ctas, 13);
   EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 9, 4096, 4096, cuda::kW4A8FirstGemvTile, 1, true), Error);
 }
 
@@ -521,12 +520,12 @@ TEST(GemmW4A8Planner, PlanOverridesParse) {
   const auto sk = cuda::parse_w4a8_plan_overrides("6144x4096@1024:pc=wg128x256/sk");
   ASSERT_EQ(sk.size(), 1u);
   EXPECT_EQ(sk[0].choice.splits, cuda::kW4A8StreamK);
-  EXPECT_EQ(cuda::parse_w4a8_plan_overrides("4096x4096@16:g128=gemv16/1").size(), 1u);
+  EXPECT_EQ(cuda::parse_w4a8_plan_overrides("4096x4096@1:g128=gemv8/1").size(), 1u);
   for (const char* bad : {"4096x4096@1:pc=wg128x8c", "4096x4096@8:pc=wg128x8c/2", "4096x4096@1:fp16=wg128x8c/2",
                           "4096x4096@1:pc=nosuch/2", "4096x4096@1:pc=wg128x8c/9",
                           "4096x4096@1:pc=s8_128x128/1", "4096x4096@1:pc=128x8/2", "x4096@1:pc=wg128x8c/2", "4096x4096@1:pc=wg128x8c/0",
                           "4096x4096@1:pc=wg128x8c/sk", "4096x4096@1:pc=wg256x8/sk", "4096x4096@1:pc=wg128x8c/-1",
-                          "4096x4096@16:pc=gemv8/1", "4096x4096@1:pc=gemv16/2"})
+                          "4096x4096@16:pc=gemv8/1", "4096x4096@1:pc=gemv8/2"})
     EXPECT_THROW(cuda::parse_w4a8_plan_overrides(bad), Error) << bad;
   EXPECT_EQ(cuda::w4a8_m_bucket(8), 1);
   EXPECT_EQ(cuda::w4a8_m_bucket(9), 16);

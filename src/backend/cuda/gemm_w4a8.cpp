@@ -55,13 +55,13 @@ const char* w4a8_tile_name(int tile) {
                                               "wg128x8c-k256", "wg128x8c-k512", "wg128x16c-k256", "wg128x16c-k512",
                                               "wg256x8a2c-k256", "wg256x16a2c-k256", "wg256x32c-k256",  "wg128x64c-k256",
                                               "wg256x64c-k256", "wg128x160", "wg128x192", "wg128x208", "wg128x224",
-                                              "wg128x256mc", "gemv8", "gemv16"};
+                                              "wg128x256mc", "gemv8"};
   return tile >= 0 && tile < kW4A8TileCount ? names[tile] : "?";
 }
 
 int w4a8_tile_tokens(int tile) {
   if (tile < 0 || tile >= kW4A8TileCount) return 0;
-  if (w4a8_tile_is_gemv(tile)) return 8 * (tile - kW4A8FirstGemvTile + 1);
+  if (w4a8_tile_is_gemv(tile)) return 8;
   return w4a8_tile_is_wgmma(tile) ? w4a8::wgmma::kTiles[tile - kW4A8FirstWgmmaTile].bm : kTiles[tile].bm;
 }
 

@@ -1,4 +1,4 @@
-// Launch of the W4A8 decode kernel for m <= 16 (kernels/gemm_w4a8_gemv.cuh).
+// Launch of the W4A8 decode kernel for m <= 8 (kernels/gemm_w4a8_gemv.cuh).
 #include "backend/cuda/gemm_w4a8_gemv.h"
 
 #include "backend/cuda/cuda_check.h"
@@ -15,13 +15,9 @@ void launch_nt(const Params& p, cudaStream_t stream, bool pdl) {
 }
 }  // namespace
 
-void launch_gemv(bool g128, int tokens, const Params& p, cudaStream_t stream, bool pdl) {
-  if (p.m < 1 || p.m > tokens || (tokens != 8 && tokens != 16) || p.k % 64 != 0 || p.n < 1)
-    QS_CUDA_CHECK(cudaErrorInvalidValue);
-  if (tokens == 8)
-    g128 ? launch_nt<true, 1>(p, stream, pdl) : launch_nt<false, 1>(p, stream, pdl);
-  else
-    g128 ? launch_nt<true, 2>(p, stream, pdl) : launch_nt<false, 2>(p, stream, pdl);
+void launch_gemv(bool g128, const Params& p, cudaStream_t stream, bool pdl) {
+  if (p.m < 1 || p.m > 8 || p.k % 64 != 0 || p.n < 1) QS_CUDA_CHECK(cudaErrorInvalidValue);
+  g128 ? launch_nt<true, 1>(p, stream, pdl) : launch_nt<false, 1>(p, stream, pdl);
 }
 
 }  // namespace qserve::cuda::w4a8::gemv

@@ -1,4 +1,4 @@
-// The boundary between the W4A8 host code and the decode kernel for m <= 16
+// The boundary between the W4A8 host code and the decode kernel for m <= 8
 // (kernels/gemm_w4a8_gemv.cuh): its parameters and launch. Design:
 // docs/gemm-hopper.md, "Decode without shared-memory stages".
 #pragma once
@@ -23,9 +23,9 @@ struct Params {
   int m, n, k, groups;
 };
 
-// One CTA per 16-channel tile (ceil(n / 16) CTAs); `tokens` 8 or 16: the
-// kernel of one or two n8 token tiles (p.m <= tokens). `pdl`: programmatic
-// dependent launch (the first weights load while the previous kernel ends).
-void launch_gemv(bool g128, int tokens, const Params& p, cudaStream_t stream, bool pdl);
+// One CTA per 16-channel tile (ceil(n / 16) CTAs), p.m <= 8. `pdl`:
+// programmatic dependent launch (the first weights load while the previous
+// kernel ends).
+void launch_gemv(bool g128, const Params& p, cudaStream_t stream, bool pdl);
 
 }  // namespace qserve::cuda::w4a8::gemv

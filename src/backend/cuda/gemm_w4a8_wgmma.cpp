@@ -358,7 +358,7 @@ void gemm_w4a8_wgmma(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A
     p.n = static_cast<int>(w.n);
     p.k = static_cast<int>(w.k);
     p.groups = static_cast<int>(w.groups);
-    w4a8::gemv::launch_gemv(w.kind == W4A8Kind::kG128, w4a8_tile_tokens(plan.tile), p, stream, plan.pdl);
+    w4a8::gemv::launch_gemv(w.kind == W4A8Kind::kG128, p, stream, plan.pdl);
     return;
   }
   const int local = plan.tile - kW4A8FirstWgmmaTile;

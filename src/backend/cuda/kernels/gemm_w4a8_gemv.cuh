@@ -1,4 +1,4 @@
-// The W4A8 decode kernel for m <= 16 tokens (docs/gemm-hopper.md, "Decode
+// The W4A8 decode kernel for m <= 8 tokens (docs/gemm-hopper.md, "Decode
 // without shared-memory stages"): every SM streams weights with plain 16-byte
 // loads into registers, no TMA, no pipeline barriers.
 //
@@ -16,7 +16,9 @@
 //
 // Programmatic dependent launch: the weights (and g128 level-2 words) of a
 // warp's first kChunk blocks are loaded before the dependency wait, the
-// activations after it; later chunks' weights are loaded one chunk ahead.
+// activations after it; later chunks' weights and activations are loaded one
+// chunk ahead (the activations' L2 latency would otherwise be exposed once
+// per chunk).
 #pragma once
 
 #include <cstdint>
@@ -73,22 +75,28 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_w4a8_gemv_kernel(const Param
 #pragma unroll
   for (int t = 0; t < NT; ++t) xr[t] = t * 8 + g < p.m ? p.x + static_cast<size_t>(t * 8 + g) * p.k + q * 4 : nullptr;
 
-  for (int c = 0; c < blocks; c += kChunk) {
-    if (c + kChunk < blocks) load_chunk(c + kChunk, wb, lb);
-    // B fragments of the chunk: b[i][s][t][0, 1] = X[token][kb * 64 + 32 s + 4 q + (0..3, 16..19)].
-    uint32_t b[kChunk][2][NT][2];
+  // B fragments of chunk c: b[i][s][t][0, 1] = X[token][kb * 64 + 32 s + 4 q + (0..3, 16..19)] (0 past m or
+  // past this warp's blocks), loaded one chunk ahead like the weights.
+  uint32_t ba[kChunk][2][NT][2], bb[kChunk][2][NT][2];
+  auto load_x = [&](int c, uint32_t (&b)[kChunk][2][NT][2]) {
 #pragma unroll
     for (int i = 0; i < kChunk; ++i)
 #pragma unroll
       for (int s = 0; s < 2; ++s)
 #pragma unroll
         for (int t = 0; t < NT; ++t) {
-          const int kb = warp + kWarps * (c + i);
           const bool ok = xr[t] != nullptr && c + i < blocks;
-          const int8_t* src = ok ? xr[t] + kb * 64 + 32 * s : nullptr;
+          const int8_t* src = ok ? xr[t] + (warp + kWarps * (c + i)) * 64 + 32 * s : nullptr;
           b[i][s][t][0] = ok ? __ldg(reinterpret_cast<const uint32_t*>(src)) : 0u;
           b[i][s][t][1] = ok ? __ldg(reinterpret_cast<const uint32_t*>(src + 16)) : 0u;
         }
+  };
+  load_x(0, ba);
+  for (int c = 0; c < blocks; c += kChunk) {
+    if (c + kChunk < blocks) {
+      load_chunk(c + kChunk, wb, lb);
+      load_x(c + kChunk, bb);
+    }
 #pragma unroll
     for (int i = 0; i < kChunk; ++i) {
       if (c + i >= blocks) break;
@@ -100,12 +108,18 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_w4a8_gemv_kernel(const Param
       wgmma::unpack8<kG128>(wa[i].w, l, a[6], a[7]);
 #pragma unroll
       for (int t = 0; t < NT; ++t) {
-        ptx::mma_s8_16832(acc[t], a[0], a[1], a[2], a[3], b[i][0][t][0], b[i][0][t][1]);
-        ptx::mma_s8_16832(acc[t], a[4], a[5], a[6], a[7], b[i][1][t][0], b[i][1][t][1]);
+        ptx::mma_s8_16832(acc[t], a[0], a[1], a[2], a[3], ba[i][0][t][0], ba[i][0][t][1]);
+        ptx::mma_s8_16832(acc[t], a[4], a[5], a[6], a[7], ba[i][1][t][0], ba[i][1][t][1]);
       }
     }
 #pragma unroll
-    for (int i = 0; i < kChunk; ++i) wa[i] = wb[i], la[i] = lb[i];
+    for (int i = 0; i < kChunk; ++i) {
+      wa[i] = wb[i], la[i] = lb[i];
+#pragma unroll
+      for (int s = 0; s < 2; ++s)
+#pragma unroll
+        for (int t = 0; t < NT; ++t) ba[i][s][t][0] = bb[i][s][t][0], ba[i][s][t][1] = bb[i][s][t][1];
+    }
   }
 
 #pragma unroll
