@@ -3,7 +3,7 @@
 // loads into registers, no TMA, no pipeline barriers.
 //
 // One CTA (8 warps) per 16-channel tile t16 (n16 CTAs: 256 for a 4096-row
-// layer, two per SM). Warp w takes the tile's 64-wide k blocks w, w + 8, ...:
+// layer). Warp w takes the tile's 64-wide k blocks w, w + 8, ...:
 // its lane reads the block's 16 bytes of the repacked compute order
 // (quant/w4a8_repack.h: [n / 128][k / 64][8 tiles][32 lanes][16 B]), which
 // unpack to the mma.sync m16n8k32 A fragments of the block's two k32 steps
@@ -16,9 +16,14 @@
 //
 // Programmatic dependent launch: the weights (and g128 level-2 words) of a
 // warp's first kChunk blocks are loaded before the dependency wait, the
-// activations after it; later chunks' weights and activations are loaded one
-// chunk ahead (the activations' L2 latency would otherwise be exposed once
-// per chunk).
+// activations after it; later chunks' weights are loaded one chunk ahead.
+// (Loading the activations a chunk ahead too measured 10% faster on the
+// long-k down layer but took the registers of the third CTA per SM, which a
+// layer of 384 tiles needs to run in one wave: 5.1 -> 7.3 us on Llama-3-8B
+// qkv at m = 1.)
+//
+// Three CTAs per SM (__launch_bounds__): up to 396 tiles (6336 channels) in
+// one wave on 132 SMs.
 #pragma once
 
 #include <cstdint>
@@ -39,7 +44,7 @@ inline constexpr int kChunk = 4;  // k64 blocks per warp and step (4 x 16 B per 
 
 // NT: n8 token tiles (m <= 8 NT).
 template <bool kG128, int NT>
-__global__ void __launch_bounds__(kThreads, 2) gemm_w4a8_gemv_kernel(const Params p) {
+__global__ void __launch_bounds__(kThreads, 3) gemm_w4a8_gemv_kernel(const Params p) {
   __shared__ int32_t red[kWarps][NT][4][32];  // [warp][n8 tile][accumulator register][lane]
   const int t16 = blockIdx.x;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -75,28 +80,22 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_w4a8_gemv_kernel(const Param
 #pragma unroll
   for (int t = 0; t < NT; ++t) xr[t] = t * 8 + g < p.m ? p.x + static_cast<size_t>(t * 8 + g) * p.k + q * 4 : nullptr;
 
-  // B fragments of chunk c: b[i][s][t][0, 1] = X[token][kb * 64 + 32 s + 4 q + (0..3, 16..19)] (0 past m or
-  // past this warp's blocks), loaded one chunk ahead like the weights.
-  uint32_t ba[kChunk][2][NT][2], bb[kChunk][2][NT][2];
-  auto load_x = [&](int c, uint32_t (&b)[kChunk][2][NT][2]) {
+  for (int c = 0; c < blocks; c += kChunk) {
+    if (c + kChunk < blocks) load_chunk(c + kChunk, wb, lb);
+    // B fragments of the chunk: b[i][s][t][0, 1] = X[token][kb * 64 + 32 s + 4 q + (0..3, 16..19)].
+    uint32_t b[kChunk][2][NT][2];
 #pragma unroll
     for (int i = 0; i < kChunk; ++i)
 #pragma unroll
       for (int s = 0; s < 2; ++s)
 #pragma unroll
         for (int t = 0; t < NT; ++t) {
+          const int kb = warp + kWarps * (c + i);
           const bool ok = xr[t] != nullptr && c + i < blocks;
-          const int8_t* src = ok ? xr[t] + (warp + kWarps * (c + i)) * 64 + 32 * s : nullptr;
+          const int8_t* src = ok ? xr[t] + kb * 64 + 32 * s : nullptr;
           b[i][s][t][0] = ok ? __ldg(reinterpret_cast<const uint32_t*>(src)) : 0u;
           b[i][s][t][1] = ok ? __ldg(reinterpret_cast<const uint32_t*>(src + 16)) : 0u;
         }
-  };
-  load_x(0, ba);
-  for (int c = 0; c < blocks; c += kChunk) {
-    if (c + kChunk < blocks) {
-      load_chunk(c + kChunk, wb, lb);
-      load_x(c + kChunk, bb);
-    }
 #pragma unroll
     for (int i = 0; i < kChunk; ++i) {
       if (c + i >= blocks) break;
@@ -108,18 +107,12 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_w4a8_gemv_kernel(const Param
       wgmma::unpack8<kG128>(wa[i].w, l, a[6], a[7]);
 #pragma unroll
       for (int t = 0; t < NT; ++t) {
-        ptx::mma_s8_16832(acc[t], a[0], a[1], a[2], a[3], ba[i][0][t][0], ba[i][0][t][1]);
-        ptx::mma_s8_16832(acc[t], a[4], a[5], a[6], a[7], ba[i][1][t][0], ba[i][1][t][1]);
+        ptx::mma_s8_16832(acc[t], a[0], a[1], a[2], a[3], b[i][0][t][0], b[i][0][t][1]);
+        ptx::mma_s8_16832(acc[t], a[4], a[5], a[6], a[7], b[i][1][t][0], b[i][1][t][1]);
       }
     }
 #pragma unroll
-    for (int i = 0; i < kChunk; ++i) {
-      wa[i] = wb[i], la[i] = lb[i];
-#pragma unroll
-      for (int s = 0; s < 2; ++s)
-#pragma unroll
-        for (int t = 0; t < NT; ++t) ba[i][s][t][0] = bb[i][s][t][0], ba[i][s][t][1] = bb[i][s][t][1];
-    }
+    for (int i = 0; i < kChunk; ++i) wa[i] = wb[i], la[i] = lb[i];
   }
 
 #pragma unroll
