@@ -414,6 +414,14 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
         const cuda::W4A8Plan p = cuda::plan_w4a8_wgmma(h200, m, n, k, -1, 0, g);
         ASSERT_TRUE(cuda::w4a8_tile_is_wgmma(p.tile));
         const int64_t kt_total = (k + 127) / 128;
+        if (cuda::w4a8_tile_is_gemv(p.tile)) {
+          // The decode kernel: m <= 4, one CTA per 16 channels, no split-K, no workspace.
+          EXPECT_LE(m, 4);
+          EXPECT_EQ(p.ctas, (n + 15) / 16);
+          EXPECT_EQ(p.splits, 1);
+          EXPECT_EQ(p.workspace_bytes, 0u);
+          continue;
+        }
         if (p.splits == cuda::kW4A8StreamK) {
           // Stream-K: one CTA per SM (or per stage), the pieces after the counters.
           EXPECT_TRUE(cuda::w4a8_tile_has_stream_k(p.tile));
@@ -436,10 +444,11 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
           EXPECT_GE(p.workspace_bytes, static_cast<size_t>(p.grid_n) * p.grid_m * 4 + partials);
         }
       }
-  // Outside the measured table, few output tiles at small m take a cluster
-  // tile with splits for about 96 CTAs: a 7168 x 7168 layer at m = 1 has 28
-  // tiles of 256 channels -> 3 splits; the 576 x 576 layer's k allows 2.
-  const cuda::W4A8Plan o7k = cuda::plan_w4a8(h200, 1, 7168, 7168, -1, 0, true);
+  // Outside the measured table, few output tiles at small m (above the
+  // decode kernel's m <= 4) take a cluster tile with splits for about 96
+  // CTAs: a 7168 x 7168 layer at m = 5 has 28 tiles of 256 channels -> 3
+  // splits; the 576 x 576 layer's k allows 2.
+  const cuda::W4A8Plan o7k = cuda::plan_w4a8(h200, 5, 7168, 7168, -1, 0, true);
   EXPECT_STREQ(cuda::w4a8_tile_name(o7k.tile), "wg256x8a2c-k256");
   EXPECT_EQ(o7k.splits, 3);
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 20, 7168, 7168, -1, 0, true).tile), "wg256x32c-k256");
@@ -449,6 +458,16 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   EXPECT_EQ(tiny.splits, 2);
   // A wide layer keeps the persistent W4 tiles (Llama-2-70B gate_up, 224 tiles).
   EXPECT_FALSE(cuda::w4a8_tile_is_cluster(cuda::plan_w4a8(h200, 1, 57344, 8192, -1, 0, false).tile));
+  // The decode kernel at m <= 4 on layers of at most two waves of its CTAs
+  // (three per SM) and k <= 16384, for both kinds, before the table; not
+  // above, nor on the wide or long-k layers.
+  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 1, 4096, 4096, -1, 0, false).tile), "gemv8");
+  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 4, 12288, 4096, -1, 0, true).tile), "gemv8");
+  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 2, 4096, 14336, -1, 0, true).tile), "gemv8");
+  EXPECT_STRNE(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 5, 4096, 4096, -1, 0, false).tile), "gemv8");
+  EXPECT_STRNE(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 1, 28672, 4096, -1, 0, false).tile), "gemv8");
+  EXPECT_STRNE(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 1, 8192, 28672, -1, 0, false).tile), "gemv8");
+  EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(a100, 1, 4096, 4096, -1, 0, false).tile));
   // Stream-K: one CTA per SM while the problem has that many stages, the
   // pieces' workspace [ctas][2][tile] after the counters; only the large
   // W4 tiles.
@@ -567,6 +586,10 @@ TEST(GemmW4A8Planner, MeasuredPlans) {
         EXPECT_TRUE(cuda::w4a8_tile_supported(h200, entry->tile));
         EXPECT_EQ(top_entry->tile, entry->tile);
         const cuda::W4A8Plan p = cuda::plan_w4a8(h200, m, n, k, -1, 0, g);
+        if (cuda::w4a8_tile_is_gemv(p.tile)) {  // the decode kernel goes before the table (m <= 4)
+          EXPECT_LE(m, 4);
+          continue;
+        }
         // Below the bucket's top the rule's 160-224-token tiles take over a
         // (non-cluster) entry.
         if (m > 128 && m != top && !cuda::w4a8_tile_is_cluster(entry->tile) && p.tile >= cuda::kW4A8FirstMidTile &&

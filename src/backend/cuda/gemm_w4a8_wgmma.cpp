@@ -116,6 +116,19 @@ W4A8Plan plan_gemv(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int t
   return plan;
 }
 
+// The decode kernel instead of the table and the rule: m <= 4 tokens on a
+// layer of at most two waves of its 16-channel CTAs (three per SM) and k <=
+// 16384. Measured against the planner's plans (rounds 6-8 of
+// bench/results/2026-11-30-gemm-h200-r12.md, the benchmark's layers at m = 1,
+// 2, 4, 8): after another kernel, as in a model, 1.04-1.73x faster on every
+// such layer and kind at m <= 4; back to back, 1.2-1.34x on the 4096 and 6144
+// x 4096 layers, even (0.94-1.09) on the long-k down and 12288-row ones, but
+// g128 down 0.84-0.94x. At m = 8, and on the wider or longer layers (gate_up,
+// 70B down: many waves, 28 k64 blocks per warp), it lost.
+bool decode_kernel_fits(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k) {
+  return m <= 4 && cdiv(n, 16) <= 6 * int64_t{dev.sm_count} && k <= 16384;
+}
+
 // table: whether the measured table may plan (false: the rule's own choice).
 W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile, int force_splits, bool g128,
                    LargeM path, bool table = true) {
@@ -124,6 +137,11 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
   QS_CHECK(force_tile < 0 || w4a8_tile_is_wgmma(force_tile)) << "not a wgmma tile: " << force_tile;
   if (force_splits < 0 && force_splits != kW4A8StreamK)
     fail(ErrorCode::kInvalidArgument, "bad split-K factor {}", force_splits);
+  if (force_tile < 0 && force_splits == 0 && path == LargeM::kW4 && decode_kernel_fits(dev, m, n, k)) {
+    bool overridden = false;  // (QSERVE_W4A8_PLANS still applies)
+    if (!measured_w4a8_plan(m, n, k, g128, &overridden) || !overridden)
+      return plan_gemv(dev, m, n, k, kW4A8FirstGemvTile);
+  }
   if (table && force_tile < 0 && force_splits == 0 && path == LargeM::kW4) {
     bool overridden = false;
     if (const auto c = measured_w4a8_plan(m, n, k, g128, &overridden)) {
