@@ -121,10 +121,13 @@ W4A8Plan plan_gemv(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int t
 // 16384. Measured against the planner's plans (rounds 6-8 of
 // bench/results/2026-11-30-gemm-h200-r12.md, the benchmark's layers at m = 1,
 // 2, 4, 8): after another kernel, as in a model, 1.04-1.73x faster on every
-// such layer and kind at m <= 4; back to back, 1.2-1.34x on the 4096 and 6144
+// such layer and kind at m <= 4; back to back, 1.15-1.34x on the 4096 and 6144
 // x 4096 layers, even (0.94-1.09) on the long-k down and 12288-row ones, but
-// g128 down 0.84-0.94x. At m = 8, and on the wider or longer layers (gate_up,
-// 70B down: many waves, 28 k64 blocks per warp), it lost.
+// g128 down 0.84-0.94x (the model's pattern decides, as for the o layer's
+// decode plans in round 9 of ...-r9.md). At m = 8, and on the wider or longer
+// layers (gate_up: 3.5-4.5 waves of its CTAs; 70B down: 56 k64 blocks per
+// warp), it lost. The engine (Llama-3-8B shapes, 1 / 4 sequences): decode
+// 6-8% faster (round 9).
 bool decode_kernel_fits(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k) {
   return m <= 4 && cdiv(n, 16) <= 6 * int64_t{dev.sm_count} && k <= 16384;
 }
