@@ -201,6 +201,10 @@ std::vector<Case> all_cases() {
       for (int64_t m : {int64_t{2}, tokens}) cases.push_back({g, m, 203, 448, tile, 1, true});
       cases.push_back({g, tokens - 3, 1408, 2880, tile, 1, true});
       cases.push_back({g, 5, 200, 64, tile, 1, true});
+      // More tiles than resident CTAs (396 on 132 SMs): the CTAs walk them,
+      // two each, or one or two (7000 / 16 = 437.5 tiles).
+      cases.push_back({g, 3, 12288, 4096, tile, 1, true});
+      cases.push_back({g, tokens, 7000, 576, tile, 1, true});
     }
   // n not a multiple of 8: the staged epilogue's partial 16-B pieces.
   for (bool g : {false, true})
@@ -415,9 +419,9 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
         ASSERT_TRUE(cuda::w4a8_tile_is_wgmma(p.tile));
         const int64_t kt_total = (k + 127) / 128;
         if (cuda::w4a8_tile_is_gemv(p.tile)) {
-          // The decode kernel: m <= 4, one CTA per 16 channels, no split-K, no workspace.
+          // The decode kernel: m <= 4, a CTA per 16 channels, at most three per SM, no split-K, no workspace.
           EXPECT_LE(m, 4);
-          EXPECT_EQ(p.ctas, (n + 15) / 16);
+          EXPECT_EQ(p.ctas, std::min<int64_t>((n + 15) / 16, 3 * 132));
           EXPECT_EQ(p.splits, 1);
           EXPECT_EQ(p.workspace_bytes, 0u);
           continue;
@@ -518,6 +522,7 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   EXPECT_EQ(gv.splits, 1);
   EXPECT_EQ(gv.workspace_bytes, 0u);
   EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, 8, 203, 448, cuda::kW4A8FirstGemvTile, 1, false).ctas, 13);
+  EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, 1, 28672, 4096, cuda::kW4A8FirstGemvTile, 1, false).ctas, 396);  // 3 per SM
   EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 9, 4096, 4096, cuda::kW4A8FirstGemvTile, 1, true), Error);
 }
 

@@ -9,15 +9,14 @@ namespace qserve::cuda::w4a8::gemv {
 
 namespace {
 template <bool kG128, int NT>
-void launch_nt(const Params& p, cudaStream_t stream, bool pdl) {
-  const int n16 = (p.n + 15) / 16;
-  launch_maybe_pdl(&gemm_w4a8_gemv_kernel<kG128, NT>, dim3(n16), dim3(kThreads), 0, stream, pdl, p);
+void launch_nt(const Params& p, int ctas, cudaStream_t stream, bool pdl) {
+  launch_maybe_pdl(&gemm_w4a8_gemv_kernel<kG128, NT>, dim3(ctas), dim3(kThreads), 0, stream, pdl, p);
 }
 }  // namespace
 
-void launch_gemv(bool g128, const Params& p, cudaStream_t stream, bool pdl) {
-  if (p.m < 1 || p.m > 8 || p.k % 64 != 0 || p.n < 1) QS_CUDA_CHECK(cudaErrorInvalidValue);
-  g128 ? launch_nt<true, 1>(p, stream, pdl) : launch_nt<false, 1>(p, stream, pdl);
+void launch_gemv(bool g128, const Params& p, int ctas, cudaStream_t stream, bool pdl) {
+  if (p.m < 1 || p.m > 8 || p.k % 64 != 0 || p.n < 1 || ctas < 1) QS_CUDA_CHECK(cudaErrorInvalidValue);
+  g128 ? launch_nt<true, 1>(p, ctas, stream, pdl) : launch_nt<false, 1>(p, ctas, stream, pdl);
 }
 
 }  // namespace qserve::cuda::w4a8::gemv

@@ -23,9 +23,9 @@ struct Params {
   int m, n, k, groups;
 };
 
-// One CTA per 16-channel tile (ceil(n / 16) CTAs), p.m <= 8. `pdl`:
-// programmatic dependent launch (the first weights load while the previous
-// kernel ends).
-void launch_gemv(bool g128, const Params& p, cudaStream_t stream, bool pdl);
+// `ctas` CTAs walking the ceil(n / 16) 16-channel tiles (at most three per
+// SM are resident), p.m <= 8. `pdl`: programmatic dependent launch (the first
+// weights load while the previous kernel ends).
+void launch_gemv(bool g128, const Params& p, int ctas, cudaStream_t stream, bool pdl);
 
 }  // namespace qserve::cuda::w4a8::gemv

@@ -99,8 +99,9 @@ int cluster_tile_for(int64_t m) {
 // The producer-dequantizing tiles (pd) are not planned (0.36-0.50x).
 enum class LargeM { kW4, kS8 };
 
-// The decode kernel's plan: one CTA per 16-channel tile, no split-K (a
-// forced split count is ignored), no workspace.
+// The decode kernel's plan: a CTA per 16-channel tile, at most three per SM
+// (more tiles: the CTAs walk them), no split-K (a forced split count is
+// ignored), no workspace.
 W4A8Plan plan_gemv(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int tile) {
   const int64_t tokens = w4a8_tile_tokens(tile);
   if (m > tokens) fail(ErrorCode::kInvalidArgument, "{} takes m <= {}, got {}", w4a8_tile_name(tile), tokens, m);
@@ -110,7 +111,7 @@ W4A8Plan plan_gemv(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int t
   plan.kt_per_split = static_cast<int>(cdiv(k, 128));
   plan.grid_n = static_cast<int>(cdiv(n, 16));
   plan.grid_m = 1;
-  plan.ctas = plan.grid_n;
+  plan.ctas = static_cast<int>(std::min<int64_t>(plan.grid_n, 3 * int64_t{std::max(1, dev.sm_count)}));
   plan.workspace_bytes = 0;
   plan.pdl = pdl_enabled(dev);
   return plan;
@@ -379,7 +380,7 @@ void gemm_w4a8_wgmma(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A
     p.n = static_cast<int>(w.n);
     p.k = static_cast<int>(w.k);
     p.groups = static_cast<int>(w.groups);
-    w4a8::gemv::launch_gemv(w.kind == W4A8Kind::kG128, p, stream, plan.pdl);
+    w4a8::gemv::launch_gemv(w.kind == W4A8Kind::kG128, p, plan.ctas, stream, plan.pdl);
     return;
   }
   const int local = plan.tile - kW4A8FirstWgmmaTile;

@@ -2,10 +2,12 @@
 // without shared-memory stages"): every SM streams weights with plain 16-byte
 // loads into registers, no TMA, no pipeline barriers.
 //
-// One CTA (8 warps) per 16-channel tile t16 (n16 CTAs: 256 for a 4096-row
-// layer). Warp w takes the tile's 64-wide k blocks w, w + 8, ...:
-// its lane reads the block's 16 bytes of the repacked compute order
-// (quant/w4a8_repack.h: [n / 128][k / 64][8 tiles][32 lanes][16 B]), which
+// CTAs of 8 warps walk the 16-channel tiles t16 (blockIdx.x, + gridDim.x,
+// ...; at most three CTAs per SM: a layer of more tiles than that runs
+// persistent, its weight loads in flight across the tiles' ends). Warp w
+// takes a tile's 64-wide k blocks w, w + 8, ...: its lane reads the block's
+// 16 bytes of the repacked compute order (quant/w4a8_repack.h:
+// [n / 128][k / 64][8 tiles][32 lanes][16 B]), which
 // unpack to the mma.sync m16n8k32 A fragments of the block's two k32 steps
 // (rows = the tile's channels g, g + 8); the activations' B fragments (8
 // tokens x 32 k per n8 tile, NT tiles) are 4-byte loads from X [m, k]; one
@@ -46,18 +48,19 @@ inline constexpr int kChunk = 4;  // k64 blocks per warp and step (4 x 16 B per 
 template <bool kG128, int NT>
 __global__ void __launch_bounds__(kThreads, 3) gemm_w4a8_gemv_kernel(const Params p) {
   __shared__ int32_t red[kWarps][NT][4][32];  // [warp][n8 tile][accumulator register][lane]
-  const int t16 = blockIdx.x;
+  const int tiles = (p.n + 15) / 16;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, q = lane & 3;
   const int k64_total = p.k >> 6;
-  const int blocks = (k64_total - warp + kWarps - 1) / kWarps;  // this warp's k64 blocks: warp + 8 i
-  // Block kb of this tile for this lane: uint4 index ((t16 / 8) * k64_total + kb) * 256 + (t16 % 8) * 32 + lane.
-  const uint4* wt = p.w + static_cast<size_t>(t16 >> 3) * k64_total * 256 + (t16 & 7) * 32 + lane;
-  const uint32_t* l2t = p.level2 + (kG128 ? quant::level2_word_offset(t16, 0, p.groups) + g : 0);
+  const int blocks = (k64_total - warp + kWarps - 1) / kWarps;  // this warp's k64 blocks of a tile: warp + 8 i
 
   uint4 wa[kChunk] = {}, wb[kChunk] = {};     // this chunk's / the next chunk's weights
   uint32_t la[kChunk] = {}, lb[kChunk] = {};  // g128: their level-2 words (group kb / 2)
-  auto load_chunk = [&](int c, uint4 (&w)[kChunk], uint32_t (&l)[kChunk]) {
+  // Chunk c (blocks c.. of this warp) of tile t16: block kb of the tile for
+  // this lane is uint4 ((t16 / 8) * k64_total + kb) * 256 + (t16 % 8) * 32 + lane.
+  auto load_chunk = [&](int t16, int c, uint4 (&w)[kChunk], uint32_t (&l)[kChunk]) {
+    const uint4* wt = p.w + static_cast<size_t>(t16 >> 3) * k64_total * 256 + (t16 & 7) * 32 + lane;
+    const uint32_t* l2t = p.level2 + (kG128 ? quant::level2_word_offset(t16, 0, p.groups) + g : 0);
 #pragma unroll
     for (int i = 0; i < kChunk; ++i) {
       const int bi = c + i;
@@ -68,76 +71,87 @@ __global__ void __launch_bounds__(kThreads, 3) gemm_w4a8_gemv_kernel(const Param
       }
     }
   };
-  load_chunk(0, wa, la);  // no kernel writes the weights: before the dependency wait
+  load_chunk(blockIdx.x, 0, wa, la);  // no kernel writes the weights: before the dependency wait
   ptx::pdl_trigger();
-  ptx::pdl_wait();        // X, s_x, a_sum come from the previous kernel; y may be read by it
+  ptx::pdl_wait();  // X, s_x, a_sum come from the previous kernel; y may be read by it
 
-  int32_t acc[NT][4];
-#pragma unroll
-  for (int t = 0; t < NT; ++t) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0;
   // This lane's token rows of X (row g of n8 tile t), null past m.
   const int8_t* xr[NT];
 #pragma unroll
   for (int t = 0; t < NT; ++t) xr[t] = t * 8 + g < p.m ? p.x + static_cast<size_t>(t * 8 + g) * p.k + q * 4 : nullptr;
 
-  for (int c = 0; c < blocks; c += kChunk) {
-    if (c + kChunk < blocks) load_chunk(c + kChunk, wb, lb);
-    // B fragments of the chunk: b[i][s][t][0, 1] = X[token][kb * 64 + 32 s + 4 q + (0..3, 16..19)].
-    uint32_t b[kChunk][2][NT][2];
+  // Tiles blockIdx.x, + gridDim.x, ...: the weights stay in flight across a
+  // tile's end (the next tile's first chunk loads during the last chunk).
+  for (int t16 = blockIdx.x; t16 < tiles; t16 += gridDim.x) {
+    int32_t acc[NT][4];
 #pragma unroll
-    for (int i = 0; i < kChunk; ++i)
+    for (int t = 0; t < NT; ++t) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0;
+    for (int c = 0; c < blocks; c += kChunk) {
+      if (c + kChunk < blocks)
+        load_chunk(t16, c + kChunk, wb, lb);
+      else if (t16 + static_cast<int>(gridDim.x) < tiles)
+        load_chunk(t16 + gridDim.x, 0, wb, lb);
+      // B fragments of the chunk: b[i][s][t][0, 1] = X[token][kb * 64 + 32 s + 4 q + (0..3, 16..19)].
+      uint32_t b[kChunk][2][NT][2];
 #pragma unroll
-      for (int s = 0; s < 2; ++s)
+      for (int i = 0; i < kChunk; ++i)
+#pragma unroll
+        for (int s = 0; s < 2; ++s)
+#pragma unroll
+          for (int t = 0; t < NT; ++t) {
+            const int kb = warp + kWarps * (c + i);
+            const bool ok = xr[t] != nullptr && c + i < blocks;
+            const int8_t* src = ok ? xr[t] + kb * 64 + 32 * s : nullptr;
+            b[i][s][t][0] = ok ? __ldg(reinterpret_cast<const uint32_t*>(src)) : 0u;
+            b[i][s][t][1] = ok ? __ldg(reinterpret_cast<const uint32_t*>(src + 16)) : 0u;
+          }
+#pragma unroll
+      for (int i = 0; i < kChunk; ++i) {
+        if (c + i >= blocks) break;
+        const wgmma::Level2 l = kG128 ? wgmma::level2_params(la[i]) : wgmma::Level2{};
+        uint32_t a[8];
+        wgmma::unpack8<kG128>(wa[i].x, l, a[0], a[1]);
+        wgmma::unpack8<kG128>(wa[i].y, l, a[2], a[3]);
+        wgmma::unpack8<kG128>(wa[i].z, l, a[4], a[5]);
+        wgmma::unpack8<kG128>(wa[i].w, l, a[6], a[7]);
 #pragma unroll
         for (int t = 0; t < NT; ++t) {
-          const int kb = warp + kWarps * (c + i);
-          const bool ok = xr[t] != nullptr && c + i < blocks;
-          const int8_t* src = ok ? xr[t] + kb * 64 + 32 * s : nullptr;
-          b[i][s][t][0] = ok ? __ldg(reinterpret_cast<const uint32_t*>(src)) : 0u;
-          b[i][s][t][1] = ok ? __ldg(reinterpret_cast<const uint32_t*>(src + 16)) : 0u;
+          ptx::mma_s8_16832(acc[t], a[0], a[1], a[2], a[3], b[i][0][t][0], b[i][0][t][1]);
+          ptx::mma_s8_16832(acc[t], a[4], a[5], a[6], a[7], b[i][1][t][0], b[i][1][t][1]);
         }
-#pragma unroll
-    for (int i = 0; i < kChunk; ++i) {
-      if (c + i >= blocks) break;
-      const wgmma::Level2 l = kG128 ? wgmma::level2_params(la[i]) : wgmma::Level2{};
-      uint32_t a[8];
-      wgmma::unpack8<kG128>(wa[i].x, l, a[0], a[1]);
-      wgmma::unpack8<kG128>(wa[i].y, l, a[2], a[3]);
-      wgmma::unpack8<kG128>(wa[i].z, l, a[4], a[5]);
-      wgmma::unpack8<kG128>(wa[i].w, l, a[6], a[7]);
-#pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        ptx::mma_s8_16832(acc[t], a[0], a[1], a[2], a[3], b[i][0][t][0], b[i][0][t][1]);
-        ptx::mma_s8_16832(acc[t], a[4], a[5], a[6], a[7], b[i][1][t][0], b[i][1][t][1]);
       }
-    }
 #pragma unroll
-    for (int i = 0; i < kChunk; ++i) wa[i] = wb[i], la[i] = lb[i];
-  }
+      for (int i = 0; i < kChunk; ++i) wa[i] = wb[i], la[i] = lb[i];
+    }
 
 #pragma unroll
-  for (int t = 0; t < NT; ++t)
+    for (int t = 0; t < NT; ++t)
 #pragma unroll
-    for (int r = 0; r < 4; ++r) red[warp][t][r][lane] = acc[t][r];
-  __syncthreads();
-  // Thread (t, r, ln): accumulator r of lane ln in n8 tile t = channel
-  // t16 * 16 + ln / 4 + 8 (r / 2), token 8 t + 2 (ln % 4) + r % 2.
-  if (threadIdx.x >= NT * 128) return;
-  const int t = threadIdx.x >> 7, r = (threadIdx.x >> 5) & 3, ln = threadIdx.x & 31;
-  int32_t v = 0;
+      for (int r = 0; r < 4; ++r) red[warp][t][r][lane] = acc[t][r];
+    __syncthreads();
+    // Thread (t, r, ln): accumulator r of lane ln in n8 tile t = channel
+    // t16 * 16 + ln / 4 + 8 (r / 2), token 8 t + 2 (ln % 4) + r % 2.
+    if (threadIdx.x < NT * 128) {
+      const int t = threadIdx.x >> 7, r = (threadIdx.x >> 5) & 3, ln = threadIdx.x & 31;
+      int32_t v = 0;
 #pragma unroll
-  for (int w = 0; w < kWarps; ++w) v += red[w][t][r][ln];
-  const int o = t16 * 16 + (ln >> 2) + 8 * (r >> 1), tok = 8 * t + 2 * (ln & 3) + (r & 1);
-  if (o >= p.n || tok >= p.m) return;
-  const size_t idx = static_cast<size_t>(tok) * p.n + o;
-  if (p.acc_out) {
-    p.acc_out[idx] = v;
-    return;
+      for (int w = 0; w < kWarps; ++w) v += red[w][t][r][ln];
+      const int o = t16 * 16 + (ln >> 2) + 8 * (r >> 1), tok = 8 * t + 2 * (ln & 3) + (r & 1);
+      if (o < p.n && tok < p.m) {
+        const size_t idx = static_cast<size_t>(tok) * p.n + o;
+        if (p.acc_out) {
+          p.acc_out[idx] = v;
+        } else {
+          const float sx = __half2float(p.s_x[tok]);
+          const float f = kG128 ? quant::epilogue_g128(v, sx, p.ch_scale[o])
+                                : quant::epilogue_per_channel(v, sx, p.ch_scale[o], p.ch_szero[o],
+                                                              __half2float(p.a_sum[tok]));
+          p.y[idx] = __float2half_rn(f);
+        }
+      }
+    }
+    __syncthreads();  // red is written again for the next tile
   }
-  const float sx = __half2float(p.s_x[tok]);
-  const float f = kG128 ? quant::epilogue_g128(v, sx, p.ch_scale[o])
-                        : quant::epilogue_per_channel(v, sx, p.ch_scale[o], p.ch_szero[o], __half2float(p.a_sum[tok]));
-  p.y[idx] = __float2half_rn(f);
 }
 
 }  // namespace qserve::cuda::w4a8::gemv
