@@ -18,7 +18,9 @@
 // The wgmma family also has INT8-weight tiles (W8A8; W4 after a pass that
 // dequantizes the weights into the workspace, plan.scratch_bytes, when asked
 // for), the same consumers fed by a dequantizing producer (the pd tiles), and
-// W4 tiles with split-K within a thread block cluster (small and mid m).
+// W4 tiles with split-K within a thread block cluster (small and mid m), and
+// with it (ids >= kW4A8FirstWgmmaTile, sm_90 only) the decode kernel for m <= 8
+// (mma.sync, weights straight into registers, gemm_w4a8_gemv.h).
 #pragma once
 
 #include <cstddef>
