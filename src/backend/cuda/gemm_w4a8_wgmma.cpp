@@ -255,10 +255,12 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
     // two CTAs of a pair in step) for the largest problems only: timed
     // against 128 x 256 in separate processes in turn (round 3 of
     // bench/results/2026-11-30-gemm-h200-r12.md, nine layers at m = 1024-8192)
-    // it was 2-5% slower at m = 1024 and even at 2048-4096 (geometric means),
+    // it was 2-4% slower at m = 1024 and even at 2048-4096 (geometric means),
     // faster at m = 8192 (g128 0.978, per-channel 0.986) and on the largest
     // layers: g128 on all seven rows of >= 4.5e11 multiply-adds (0.91-0.99,
-    // geometric mean 0.962), per-channel on the three of >= 9e11 (0.95-0.99).
+    // geometric mean 0.962), per-channel on the three of >= 9e11 (0.95-0.99);
+    // on six held-out layers (round 5) g128 0.96-1.00 on the eight rows of
+    // >= 4.5e11, per-channel 0.91-0.97 on the three of >= 9e11.
     if (force_splits == 0 && !stream_k && local == 5 && splits == 1 &&
         static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) >= (g128 ? 4.5e11 : 9e11))
       local = w4a8::wgmma::kFirstMcTile;
