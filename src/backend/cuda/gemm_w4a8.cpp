@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/gemm_w4a8_gemv.h"
 #include "backend/cuda/gemm_w4a8_launch.h"
 #include "backend/cuda/gemm_w4a8_wgmma.h"
 #include "backend/cuda/gemm_w4a8_wgmma_launch.h"
@@ -205,7 +206,8 @@ W4A8Plan plan_w4a8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
 
 void gemm_w4a8(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A8Plan& plan, void* workspace,
                cudaStream_t stream) {
-  if (w4a8_tile_is_wgmma(plan.tile)) {
+  const bool gemv = w4a8_tile_is_gemv(plan.tile);  // the decode kernel: the mma.sync kernels' parameters
+  if (w4a8_tile_is_wgmma(plan.tile) && !gemv) {
     gemm_w4a8_wgmma(w, args, plan, workspace, stream);
     return;
   }
@@ -232,6 +234,12 @@ void gemm_w4a8(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A8Plan&
   p.k = static_cast<int>(w.k);
   p.n16 = static_cast<int>(w.n16);
   p.groups = static_cast<int>(w.groups);
+  if (gemv) {
+    QS_CHECK(plan.grid_n == (w.n + 15) / 16 && args.m <= w4a8_tile_tokens(plan.tile)) << "plan made for another shape";
+    QS_CHECK(reinterpret_cast<uintptr_t>(args.x) % 4 == 0) << "the decode kernel reads the activations in 4-byte words";
+    w4a8::gemv::launch_gemv(w.kind == W4A8Kind::kG128, p, plan.ctas, stream, plan.pdl);
+    return;
+  }
   p.splits = plan.splits;
   p.kt_per_split = plan.kt_per_split;
   const dim3 grid(plan.grid_n, plan.grid_m, plan.splits);

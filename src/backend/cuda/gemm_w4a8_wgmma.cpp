@@ -6,7 +6,6 @@
 #include <cstdint>
 
 #include "backend/cuda/gemm_w4a8_dequant.h"
-#include "backend/cuda/gemm_w4a8_gemv.h"
 #include "backend/cuda/gemm_w4a8_measured.h"
 #include "backend/cuda/gemm_w4a8_wgmma_launch.h"
 #include "core/error.h"
@@ -361,30 +360,7 @@ w4a8::wgmma::Params wgmma_params(const W4A8Args& args, const W4A8Plan& plan, voi
 void gemm_w4a8_wgmma(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A8Plan& plan, void* workspace,
                      cudaStream_t stream) {
   QS_CHECK(w.kind == W4A8Kind::kG128 || args.acc_out || args.a_sum) << "per-channel W4A8 needs a_sum";
-  if (w4a8_tile_is_gemv(plan.tile)) {
-    QS_CHECK(plan.grid_n == cdiv(w.n, 16) && args.m <= w4a8_tile_tokens(plan.tile)) << "plan made for another shape";
-    QS_CHECK(args.m > 0 && args.x && (args.y || args.acc_out));
-    QS_CHECK(args.acc_out || args.s_x) << "the fp16 epilogue needs s_x";
-    QS_CHECK(reinterpret_cast<uintptr_t>(args.x) % 4 == 0) << "the decode kernel reads the activations in 4-byte words";
-    QS_CHECK(args.m * w.n < (int64_t{1} << 31) && args.m * w.k < (int64_t{1} << 31))
-        << "m * n or m * k too large for 32-bit indexing";
-    w4a8::gemv::Params p{};
-    p.w = w.qweight.as<const uint4>();
-    p.level2 = w.level2.as<const uint32_t>();
-    p.x = args.x;
-    p.s_x = args.s_x;
-    p.a_sum = args.a_sum;
-    p.ch_scale = w.ch_scale.as<const float>();
-    p.ch_szero = w.ch_szero.as<const float>();
-    p.y = args.y;
-    p.acc_out = args.acc_out;
-    p.m = static_cast<int>(args.m);
-    p.n = static_cast<int>(w.n);
-    p.k = static_cast<int>(w.k);
-    p.groups = static_cast<int>(w.groups);
-    w4a8::gemv::launch_gemv(w.kind == W4A8Kind::kG128, p, plan.ctas, stream, plan.pdl);
-    return;
-  }
+  QS_CHECK(!w4a8_tile_is_gemv(plan.tile)) << "the decode kernel runs through gemm_w4a8";
   const int local = plan.tile - kW4A8FirstWgmmaTile;
   const TileShape& s = kTiles[local];
   w4a8::wgmma::Params p = wgmma_params(args, plan, workspace, w.n, w.k);

@@ -13,7 +13,8 @@ namespace qserve::cuda {
 // gemm_s8.h's plan_s8 drops it for INT8 weights).
 W4A8Plan plan_w4a8_wgmma_s8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_splits);
 
-// Runs a plan of a wgmma tile (plan.tile >= kW4A8FirstWgmmaTile).
+// Runs a plan of a wgmma tile (plan.tile >= kW4A8FirstWgmmaTile; not the
+// decode kernel, which gemm_w4a8 launches with the mma.sync kernels' parameters).
 void gemm_w4a8_wgmma(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A8Plan& plan, void* workspace,
                      cudaStream_t stream);
 

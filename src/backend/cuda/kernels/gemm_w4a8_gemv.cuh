@@ -10,10 +10,9 @@
 // [n / 128][k / 64][8 tiles][32 lanes][16 B]), which
 // unpack to the mma.sync m16n8k32 A fragments of the block's two k32 steps
 // (rows = the tile's channels g, g + 8); the activations' B fragments (8
-// tokens x 32 k per n8 tile, NT tiles) are 4-byte loads from X [m, k]; one
-// mma.sync per k32 step and n8 tile. The warps' INT32 partials meet in
-// shared memory; thread (n8 tile, register, lane) sums the 8 warps' values of
-// one output and applies the epilogue of quant/gemm_epilogue.h, as the other
+// tokens x 32 k) are 4-byte loads from X [m, k]; one mma.sync per k32 step.
+// The warps' INT32 partials meet in shared memory; thread (register, lane)
+// sums the 8 warps' values of one output and applies the epilogue of quant/gemm_epilogue.h, as the other
 // W4A8 kernels do (the accumulators are exact: the same sums in another order).
 //
 // Programmatic dependent launch: the weights (and g128 level-2 words) of a
@@ -32,7 +31,7 @@
 
 #include <cuda_fp16.h>
 
-#include "backend/cuda/gemm_w4a8_gemv.h"
+#include "backend/cuda/gemm_w4a8_launch.h"
 #include "backend/cuda/kernels/gemm_w4a8_unpack.cuh"
 #include "backend/cuda/kernels/mma_primitives.cuh"
 #include "backend/cuda/kernels/pdl.cuh"
@@ -44,10 +43,9 @@ namespace qserve::cuda::w4a8::gemv {
 inline constexpr int kWarps = 8, kThreads = 32 * kWarps;
 inline constexpr int kChunk = 4;  // k64 blocks per warp and step (4 x 16 B per lane in flight, 8 with the next)
 
-// NT: n8 token tiles (m <= 8 NT).
-template <bool kG128, int NT>
-__global__ void __launch_bounds__(kThreads, 3) gemm_w4a8_gemv_kernel(const Params p) {
-  __shared__ int32_t red[kWarps][NT][4][32];  // [warp][n8 tile][accumulator register][lane]
+template <bool kG128>
+__global__ void __launch_bounds__(kThreads, 3) gemm_w4a8_gemv_kernel(const KernelParams p) {
+  __shared__ int32_t red[kWarps][4][32];  // [warp][accumulator register][lane]
   const int tiles = (p.n + 15) / 16;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, q = lane & 3;
@@ -75,36 +73,29 @@ __global__ void __launch_bounds__(kThreads, 3) gemm_w4a8_gemv_kernel(const Param
   ptx::pdl_trigger();
   ptx::pdl_wait();  // X, s_x, a_sum come from the previous kernel; y may be read by it
 
-  // This lane's token rows of X (row g of n8 tile t), null past m.
-  const int8_t* xr[NT];
-#pragma unroll
-  for (int t = 0; t < NT; ++t) xr[t] = t * 8 + g < p.m ? p.x + static_cast<size_t>(t * 8 + g) * p.k + q * 4 : nullptr;
+  // This lane's token row of X (row g of the n8 tile), null past m.
+  const int8_t* xr = g < p.m ? p.x + static_cast<size_t>(g) * p.k + q * 4 : nullptr;
 
   // Tiles blockIdx.x, + gridDim.x, ...: the weights stay in flight across a
   // tile's end (the next tile's first chunk loads during the last chunk).
   for (int t16 = blockIdx.x; t16 < tiles; t16 += gridDim.x) {
-    int32_t acc[NT][4];
-#pragma unroll
-    for (int t = 0; t < NT; ++t) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0;
+    int32_t acc[4] = {0, 0, 0, 0};
     for (int c = 0; c < blocks; c += kChunk) {
       if (c + kChunk < blocks)
         load_chunk(t16, c + kChunk, wb, lb);
       else if (t16 + static_cast<int>(gridDim.x) < tiles)
         load_chunk(t16 + gridDim.x, 0, wb, lb);
-      // B fragments of the chunk: b[i][s][t][0, 1] = X[token][kb * 64 + 32 s + 4 q + (0..3, 16..19)].
-      uint32_t b[kChunk][2][NT][2];
+      // B fragments of the chunk: b[i][s][0, 1] = X[token][kb * 64 + 32 s + 4 q + (0..3, 16..19)].
+      uint32_t b[kChunk][2][2];
 #pragma unroll
       for (int i = 0; i < kChunk; ++i)
 #pragma unroll
-        for (int s = 0; s < 2; ++s)
-#pragma unroll
-          for (int t = 0; t < NT; ++t) {
-            const int kb = warp + kWarps * (c + i);
-            const bool ok = xr[t] != nullptr && c + i < blocks;
-            const int8_t* src = ok ? xr[t] + kb * 64 + 32 * s : nullptr;
-            b[i][s][t][0] = ok ? __ldg(reinterpret_cast<const uint32_t*>(src)) : 0u;
-            b[i][s][t][1] = ok ? __ldg(reinterpret_cast<const uint32_t*>(src + 16)) : 0u;
-          }
+        for (int s = 0; s < 2; ++s) {
+          const bool ok = xr != nullptr && c + i < blocks;
+          const int8_t* src = ok ? xr + (warp + kWarps * (c + i)) * 64 + 32 * s : nullptr;
+          b[i][s][0] = ok ? __ldg(reinterpret_cast<const uint32_t*>(src)) : 0u;
+          b[i][s][1] = ok ? __ldg(reinterpret_cast<const uint32_t*>(src + 16)) : 0u;
+        }
 #pragma unroll
       for (int i = 0; i < kChunk; ++i) {
         if (c + i >= blocks) break;
@@ -114,29 +105,24 @@ __global__ void __launch_bounds__(kThreads, 3) gemm_w4a8_gemv_kernel(const Param
         wgmma::unpack8<kG128>(wa[i].y, l, a[2], a[3]);
         wgmma::unpack8<kG128>(wa[i].z, l, a[4], a[5]);
         wgmma::unpack8<kG128>(wa[i].w, l, a[6], a[7]);
-#pragma unroll
-        for (int t = 0; t < NT; ++t) {
-          ptx::mma_s8_16832(acc[t], a[0], a[1], a[2], a[3], b[i][0][t][0], b[i][0][t][1]);
-          ptx::mma_s8_16832(acc[t], a[4], a[5], a[6], a[7], b[i][1][t][0], b[i][1][t][1]);
-        }
+        ptx::mma_s8_16832(acc, a[0], a[1], a[2], a[3], b[i][0][0], b[i][0][1]);
+        ptx::mma_s8_16832(acc, a[4], a[5], a[6], a[7], b[i][1][0], b[i][1][1]);
       }
 #pragma unroll
       for (int i = 0; i < kChunk; ++i) wa[i] = wb[i], la[i] = lb[i];
     }
 
 #pragma unroll
-    for (int t = 0; t < NT; ++t)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) red[warp][t][r][lane] = acc[t][r];
+    for (int r = 0; r < 4; ++r) red[warp][r][lane] = acc[r];
     __syncthreads();
-    // Thread (t, r, ln): accumulator r of lane ln in n8 tile t = channel
-    // t16 * 16 + ln / 4 + 8 (r / 2), token 8 t + 2 (ln % 4) + r % 2.
-    if (threadIdx.x < NT * 128) {
-      const int t = threadIdx.x >> 7, r = (threadIdx.x >> 5) & 3, ln = threadIdx.x & 31;
+    // Thread (r, ln) < 128: accumulator r of lane ln = channel t16 * 16 +
+    // ln / 4 + 8 (r / 2), token 2 (ln % 4) + r % 2.
+    if (threadIdx.x < 128) {
+      const int r = threadIdx.x >> 5, ln = threadIdx.x & 31;
       int32_t v = 0;
 #pragma unroll
-      for (int w = 0; w < kWarps; ++w) v += red[w][t][r][ln];
-      const int o = t16 * 16 + (ln >> 2) + 8 * (r >> 1), tok = 8 * t + 2 * (ln & 3) + (r & 1);
+      for (int w = 0; w < kWarps; ++w) v += red[w][r][ln];
+      const int o = t16 * 16 + (ln >> 2) + 8 * (r >> 1), tok = 2 * (ln & 3) + (r & 1);
       if (o < p.n && tok < p.m) {
         const size_t idx = static_cast<size_t>(tok) * p.n + o;
         if (p.acc_out) {
