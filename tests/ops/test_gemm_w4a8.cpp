@@ -196,7 +196,8 @@ std::vector<Case> all_cases() {
   for (bool g : {false, true})
     for (int tile = cuda::kW4A8FirstGemvTile; tile < cuda::kW4A8TileCount; ++tile) {
       const int64_t tokens = cuda::w4a8_tile_tokens(tile);
-      for (int64_t m : {int64_t{1}, tokens - 1, tokens}) cases.push_back({g, m, 6144, 4096, tile, 1, true});
+      for (int64_t m : {int64_t{1}, int64_t{4}, int64_t{9}, tokens - 1, tokens})
+        if (m <= tokens) cases.push_back({g, m, 6144, 4096, tile, 1, true});
       cases.push_back({g, tokens, 4096, 14336, tile, 1, true});
       for (int64_t m : {int64_t{2}, tokens}) cases.push_back({g, m, 203, 448, tile, 1, true});
       cases.push_back({g, tokens - 3, 1408, 2880, tile, 1, true});
@@ -341,7 +342,7 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
                  // 4: the first producer-dequantizing tile with split-K 3,
                  // 5: the cluster tile 256 x 32 with 3 splits (a cluster of 3),
                  // 6: the multicast pair of 128 x 256 with split-K 3,
-                 // 7: the decode kernel for m <= 8
+                 // 7: the decode kernel for m <= 8, 8: for m <= 16
   };
   const bool hopper = cuda::w4a8_wgmma_supported(ctx.info());
   for (const PdlCase c : {PdlCase{false, 5, 0}, PdlCase{true, 5, 0}, PdlCase{false, 64, 0}, PdlCase{true, 300, 0},
@@ -349,7 +350,7 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
                           PdlCase{false, 70, 3}, PdlCase{true, 300, 3}, PdlCase{false, 70, 4},
                           PdlCase{true, 300, 4}, PdlCase{false, 5, 5}, PdlCase{true, 40, 5},
                           PdlCase{false, 300, 6}, PdlCase{true, 129, 6}, PdlCase{false, 5, 7},
-                          PdlCase{true, 8, 7}}) {
+                          PdlCase{true, 8, 7}, PdlCase{false, 16, 8}, PdlCase{true, 11, 8}}) {
     if (c.family >= 2 && !hopper) continue;
     SCOPED_TRACE(std::string(c.g128 ? "g128" : "per-channel") + " m " + std::to_string(c.m) + " family " +
                  std::to_string(c.family));
@@ -360,7 +361,7 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
                                 : c.family == 4 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstPdTile, 3, c.g128)
                                 : c.family == 5 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstClusterTile + 2, 3, c.g128)
                                 : c.family == 6 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstMcTile, 3, c.g128)
-                                : c.family == 7 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstGemvTile, 1, c.g128)
+                                : c.family >= 7 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstGemvTile + c.family - 7, 1, c.g128)
                                                 : cuda::plan_w4a8(ctx.info(), dw, c.m);
     const test::QuantizedActivations a = random_activations(c.m, k, rng);
     std::vector<int32_t> acc_ref(c.m * n);
@@ -419,9 +420,15 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
         ASSERT_TRUE(cuda::w4a8_tile_is_wgmma(p.tile));
         const int64_t kt_total = (k + 127) / 128;
         if (cuda::w4a8_tile_is_gemv(p.tile)) {
-          // The decode kernel: m <= 4, a CTA per 16 channels, at most three per SM, no split-K, no workspace.
-          EXPECT_LE(m, 4);
-          EXPECT_EQ(p.ctas, std::min<int64_t>((n + 15) / 16, 3 * 132));
+          // The decode kernels: m <= 16 (m > 4 only on k <= 4096), a CTA per
+          // 16 channels, at most three (gemv8) / two (gemv16) per SM, no
+          // split-K, no workspace.
+          EXPECT_LE(m, cuda::w4a8_tile_tokens(p.tile));
+          if (m > 4) {
+            EXPECT_LE(k, 4096);
+            EXPECT_GE((n + 15) / 16, 132);
+          }
+          EXPECT_EQ(p.ctas, std::min<int64_t>((n + 15) / 16, (m <= 8 ? 3 : 2) * 132));
           EXPECT_EQ(p.splits, 1);
           EXPECT_EQ(p.workspace_bytes, 0u);
           continue;
@@ -462,13 +469,23 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   EXPECT_EQ(tiny.splits, 2);
   // A wide layer keeps the persistent W4 tiles (Llama-2-70B gate_up, 224 tiles).
   EXPECT_FALSE(cuda::w4a8_tile_is_cluster(cuda::plan_w4a8(h200, 1, 57344, 8192, -1, 0, false).tile));
-  // The decode kernel at m <= 4 on layers of at most two waves of its CTAs
-  // (three per SM) and k <= 16384, for both kinds, before the table; not
-  // above, nor on the wide or long-k layers.
+  // The decode kernels, for both kinds, before the table: gemv8 at m <= 4 on
+  // layers of at most two waves of its CTAs (three per SM) and k <= 16384,
+  // at m = 5..8 on such layers of k <= 4096 and at least one wave; gemv16 at
+  // m = 9..16 on k <= 4096 layers of about one wave (two CTAs per SM). Not
+  // above, nor on the wide, narrow (576 x 576 at m = 7, below) or long-k
+  // layers.
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 1, 4096, 4096, -1, 0, false).tile), "gemv8");
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 4, 12288, 4096, -1, 0, true).tile), "gemv8");
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 2, 4096, 14336, -1, 0, true).tile), "gemv8");
-  EXPECT_STRNE(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 5, 4096, 4096, -1, 0, false).tile), "gemv8");
+  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 5, 4096, 4096, -1, 0, false).tile), "gemv8");
+  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 8, 12288, 4096, -1, 0, true).tile), "gemv8");
+  EXPECT_STRNE(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 8, 4096, 14336, -1, 0, true).tile), "gemv8");
+  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 9, 4096, 4096, -1, 0, false).tile), "gemv16");
+  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 16, 4096, 4096, -1, 0, true).tile), "gemv16");
+  EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 16, 6144, 4096, -1, 0, true).tile));
+  EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 16, 4096, 14336, -1, 0, false).tile));
+  EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 17, 4096, 4096, -1, 0, false).tile));
   EXPECT_STRNE(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 1, 28672, 4096, -1, 0, false).tile), "gemv8");
   EXPECT_STRNE(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 1, 8192, 28672, -1, 0, false).tile), "gemv8");
   EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(a100, 1, 4096, 4096, -1, 0, false).tile));
@@ -524,6 +541,8 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, 8, 203, 448, cuda::kW4A8FirstGemvTile, 1, false).ctas, 13);
   EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, 1, 28672, 4096, cuda::kW4A8FirstGemvTile, 1, false).ctas, 396);  // 3 per SM
   EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 9, 4096, 4096, cuda::kW4A8FirstGemvTile, 1, true), Error);
+  EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, 9, 6144, 4096, cuda::kW4A8FirstGemvTile + 1, 1, true).ctas, 264);  // 2 per SM
+  EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 17, 4096, 4096, cuda::kW4A8FirstGemvTile + 1, 1, true), Error);
 }
 
 // QSERVE_W4A8_PLANS: the parser (the environment is read once per process,
@@ -591,8 +610,8 @@ TEST(GemmW4A8Planner, MeasuredPlans) {
         EXPECT_TRUE(cuda::w4a8_tile_supported(h200, entry->tile));
         EXPECT_EQ(top_entry->tile, entry->tile);
         const cuda::W4A8Plan p = cuda::plan_w4a8(h200, m, n, k, -1, 0, g);
-        if (cuda::w4a8_tile_is_gemv(p.tile)) {  // the decode kernel goes before the table (m <= 4)
-          EXPECT_LE(m, 4);
+        if (cuda::w4a8_tile_is_gemv(p.tile)) {  // the decode kernels go before the table (m <= 16)
+          EXPECT_LE(m, 16);
           continue;
         }
         // Below the bucket's top the rule's 160-224-token tiles take over a
@@ -639,10 +658,13 @@ TEST(GemmW4A8Planner, MeasuredPlans) {
   // cluster (Llama-3-8B o per-channel at m = 16: 6.6 us on 256-channel
   // cluster tiles against 9.1 for the persistent tile with the global split-K
   // fix-up; 5.7 us on the 128-channel cluster tile), on 96 CTAs (split 3),
-  // the optimum after another kernel (the model's pattern).
-  const cuda::W4A8Plan o = cuda::plan_w4a8(h200, 16, 4096, 4096, -1, 0, false);
-  EXPECT_STREQ(cuda::w4a8_tile_name(o.tile), "wg128x16c-k256");
-  EXPECT_EQ(o.splits, 3);
+  // the optimum after another kernel (the model's pattern). The table keeps
+  // it; the decode kernel gemv16 now goes before it at m = 9..16.
+  const auto o = cuda::measured_w4a8_plan(16, 4096, 4096, false);
+  ASSERT_TRUE(o);
+  EXPECT_STREQ(cuda::w4a8_tile_name(o->tile), "wg128x16c-k256");
+  EXPECT_EQ(o->splits, 3);
+  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 16, 4096, 4096, -1, 0, false).tile), "gemv16");
 }
 
 using GemmBaselines = GpuTest;

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "backend/cuda/gemm_w4a8_dequant.h"
+#include "backend/cuda/gemm_w4a8_gemv.h"
 #include "backend/cuda/gemm_w4a8_measured.h"
 #include "backend/cuda/gemm_w4a8_wgmma_launch.h"
 #include "core/error.h"
@@ -98,9 +99,9 @@ int cluster_tile_for(int64_t m) {
 // The producer-dequantizing tiles (pd) are not planned (0.36-0.50x).
 enum class LargeM { kW4, kS8 };
 
-// The decode kernel's plan: a CTA per 16-channel tile, at most three per SM
-// (more tiles: the CTAs walk them), no split-K (a forced split count is
-// ignored), no workspace.
+// The decode kernels' plan: a CTA per 16-channel tile, at most three (gemv8)
+// or two (gemv16) per SM (more tiles: the CTAs walk them), no split-K (a
+// forced split count is ignored), no workspace.
 W4A8Plan plan_gemv(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int tile) {
   const int64_t tokens = w4a8_tile_tokens(tile);
   if (m > tokens) fail(ErrorCode::kInvalidArgument, "{} takes m <= {}, got {}", w4a8_tile_name(tile), tokens, m);
@@ -110,26 +111,38 @@ W4A8Plan plan_gemv(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int t
   plan.kt_per_split = static_cast<int>(cdiv(k, 128));
   plan.grid_n = static_cast<int>(cdiv(n, 16));
   plan.grid_m = 1;
-  plan.ctas = static_cast<int>(std::min<int64_t>(plan.grid_n, 3 * int64_t{std::max(1, dev.sm_count)}));
+  plan.ctas = static_cast<int>(
+      std::min<int64_t>(plan.grid_n, w4a8::gemv::ctas_per_sm(static_cast<int>(tokens)) * int64_t{std::max(1, dev.sm_count)}));
   plan.workspace_bytes = 0;
   plan.pdl = pdl_enabled(dev);
   return plan;
 }
 
-// The decode kernel instead of the table and the rule: m <= 4 tokens on a
-// layer of at most two waves of its 16-channel CTAs (three per SM) and k <=
-// 16384. Measured against the planner's plans (rounds 6-8 of
-// bench/results/2026-11-30-gemm-h200-r12.md, the benchmark's layers at m = 1,
-// 2, 4, 8): after another kernel, as in a model, 1.04-1.73x faster on every
-// such layer and kind at m <= 4; back to back, 1.15-1.34x on the 4096 and 6144
-// x 4096 layers, even (0.94-1.09) on the long-k down and 12288-row ones, but
-// g128 down 0.84-0.94x (the model's pattern decides, as for the o layer's
-// decode plans in round 9 of ...-r9.md). At m = 8, and on the wider or longer
-// layers (gate_up: 3.5-4.5 waves of its CTAs; 70B down: 56 k64 blocks per
-// warp), it lost. The engine (Llama-3-8B shapes, 1 / 4 sequences): decode
-// 6-8% faster (round 9).
-bool decode_kernel_fits(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k) {
-  return m <= 4 && cdiv(n, 16) <= 6 * int64_t{dev.sm_count} && k <= 16384;
+// The decode kernels instead of the table and the rule (-1: neither):
+// - m <= 4: gemv8 (activations loaded straight from X) on layers of at most
+//   two waves of its 16-channel CTAs (three per SM) and k <= 16384. Measured
+//   against the planner's plans (rounds 6-8 of
+//   bench/results/2026-11-30-gemm-h200-r12.md, the benchmark's layers at m =
+//   1, 2, 4, 8): after another kernel, as in a model, 1.04-1.73x faster on
+//   every such layer and kind; back to back, 1.15-1.34x on the 4096 and 6144 x
+//   4096 layers, even (0.94-1.09) on the long-k down and 12288-row ones, but
+//   g128 down 0.84-0.94x (the model's pattern decides, as for the o layer's
+//   decode plans in round 9 of ...-r9.md). On the wider or longer layers
+//   (gate_up: 3.5-4.5 waves of its CTAs; 70B down: 56 k64 blocks per warp) it
+//   lost. The engine (Llama-3-8B shapes, 1 / 4 sequences): decode 6-8% faster
+//   (round 9).
+// - 5 <= m <= 8: gemv8 with the activation ring on k <= 4096 layers of one
+//   to two waves of its CTAs (the qkv and o layers measured in
+//   bench/results/2026-11-30-gemm-h200-r13.md; narrower ones unmeasured).
+// - 9 <= m <= 16: gemv16 (two CTAs per SM) on k <= 4096 layers of about one
+//   wave of its CTAs (the o layers; ...-r13.md).
+int decode_tile(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k) {
+  const int64_t tiles = cdiv(n, 16), sms = std::max(1, dev.sm_count);
+  if (m <= w4a8::gemv::kMaxDirectTokens) return tiles <= 6 * sms && k <= 16384 ? kW4A8FirstGemvTile : -1;
+  if (k > 4096 || tiles < sms) return -1;
+  if (m <= 8) return tiles <= 6 * sms ? kW4A8FirstGemvTile : -1;
+  if (m <= 16) return tiles <= 2 * sms ? kW4A8FirstGemvTile + 1 : -1;
+  return -1;
 }
 
 // table: whether the measured table may plan (false: the rule's own choice).
@@ -140,10 +153,10 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
   QS_CHECK(force_tile < 0 || w4a8_tile_is_wgmma(force_tile)) << "not a wgmma tile: " << force_tile;
   if (force_splits < 0 && force_splits != kW4A8StreamK)
     fail(ErrorCode::kInvalidArgument, "bad split-K factor {}", force_splits);
-  if (force_tile < 0 && force_splits == 0 && path == LargeM::kW4 && decode_kernel_fits(dev, m, n, k)) {
+  if (const int decode = force_tile < 0 && force_splits == 0 && path == LargeM::kW4 ? decode_tile(dev, m, n, k) : -1;
+      decode >= 0) {
     bool overridden = false;  // (QSERVE_W4A8_PLANS still applies)
-    if (!measured_w4a8_plan(m, n, k, g128, &overridden) || !overridden)
-      return plan_gemv(dev, m, n, k, kW4A8FirstGemvTile);
+    if (!measured_w4a8_plan(m, n, k, g128, &overridden) || !overridden) return plan_gemv(dev, m, n, k, decode);
   }
   if (table && force_tile < 0 && force_splits == 0 && path == LargeM::kW4) {
     bool overridden = false;

@@ -1,30 +1,43 @@
-// The W4A8 decode kernel for m <= 8 tokens (docs/gemm-hopper.md, "Decode
-// without shared-memory stages"): every SM streams weights with plain 16-byte
-// loads into registers, no TMA, no pipeline barriers.
+// The W4A8 decode kernels for m <= 8 and m <= 16 tokens (docs/gemm-hopper.md,
+// "Decode without shared-memory stages"): every SM streams weights with plain
+// 16-byte loads into registers, no TMA, no pipeline barriers.
 //
 // CTAs of 8 warps walk the 16-channel tiles t16 (blockIdx.x, + gridDim.x,
-// ...; at most three CTAs per SM: a layer of more tiles than that runs
+// ...; at most kCtasPerSm CTAs per SM: a layer of more tiles than that runs
 // persistent, its weight loads in flight across the tiles' ends). Warp w
 // takes a tile's 64-wide k blocks w, w + 8, ...: its lane reads the block's
 // 16 bytes of the repacked compute order (quant/w4a8_repack.h:
 // [n / 128][k / 64][8 tiles][32 lanes][16 B]), which
 // unpack to the mma.sync m16n8k32 A fragments of the block's two k32 steps
-// (rows = the tile's channels g, g + 8); the activations' B fragments (8
-// tokens x 32 k) are 4-byte loads from X [m, k]; one mma.sync per k32 step.
-// The warps' INT32 partials meet in shared memory; thread (register, lane)
-// sums the 8 warps' values of one output and applies the epilogue of quant/gemm_epilogue.h, as the other
-// W4A8 kernels do (the accumulators are exact: the same sums in another order).
+// (rows = the tile's channels g, g + 8); one mma.sync per k32 step and
+// 8-token group (kNT groups: 8 or 16 tokens).
+//
+// The activations' B fragments (8 tokens x 32 k each) come one of two ways:
+// - kRing = false (m <= 4): four 4-byte loads per block straight from X. Each
+//   touches the lines of m rows, cheap while m is small; no shared memory,
+//   so the CTAs also start beside a neighbor kernel that holds most of it.
+// - kRing = true (5 <= m <= 16): a per-warp shared-memory ring. A lane copies
+//   16 contiguous bytes of a token row (cp.async, cached in L1, where the
+//   other CTAs of the SM find the same rows) and one ldmatrix.x4 gives a
+//   block's four B registers: 8 L1 wavefronts per block and group where the
+//   direct loads take 32 at m = 8 (what made round 12's kernel lose there).
+//   The ring holds two chunks, so the next chunk's activations load during
+//   this one's MMAs without registers; rows at or past m are zeroed once and
+//   never copied; the B fragments of kChunk / kNT blocks are read ahead of
+//   their MMAs so that the ldmatrix latencies overlap.
+//
+// The warps' INT32 partials meet in shared memory; thread (group, register,
+// lane) sums the 8 warps' values of one output and applies the epilogue of
+// quant/gemm_epilogue.h, as the other W4A8 kernels do (the accumulators are
+// exact: the same sums in another order).
 //
 // Programmatic dependent launch: the weights (and g128 level-2 words) of a
 // warp's first kChunk blocks are loaded before the dependency wait, the
 // activations after it; later chunks' weights are loaded one chunk ahead.
-// (Loading the activations a chunk ahead too measured 10% faster on the
-// long-k down layer but took the registers of the third CTA per SM, which a
-// layer of 384 tiles needs to run in one wave: 5.1 -> 7.3 us on Llama-3-8B
-// qkv at m = 1.)
 //
-// Three CTAs per SM (__launch_bounds__): up to 396 tiles (6336 channels) in
-// one wave on 132 SMs.
+// gemv8 runs three CTAs per SM (396 tiles, 6336 channels, in one wave on 132
+// SMs; 80 registers); gemv16 two (its ring is 64 KB a CTA: three would leave
+// L1 too little room for the activation rows, 1.2-1.8x slower).
 #pragma once
 
 #include <cstdint>
@@ -43,14 +56,33 @@ namespace qserve::cuda::w4a8::gemv {
 inline constexpr int kWarps = 8, kThreads = 32 * kWarps;
 inline constexpr int kChunk = 4;  // k64 blocks per warp and step (4 x 16 B per lane in flight, 8 with the next)
 
-template <bool kG128>
-__global__ void __launch_bounds__(kThreads, 3) gemm_w4a8_gemv_kernel(const KernelParams p) {
-  __shared__ int32_t red[kWarps][4][32];  // [warp][accumulator register][lane]
+// The activation ring of a warp: [2 chunks][kChunk blocks][kNT groups][8
+// rows][64 B], the 16-byte pieces of row r at piece ^ ((r / 2) % 4) (the 8
+// rows of an ldmatrix phase fall in distinct banks, unpadded).
+inline constexpr int kGroupBytes = 8 * 64;
+template <int kNT>
+inline constexpr int kRingBytes = 2 * kChunk * kNT * kGroupBytes;
+template <int kNT>
+inline constexpr int kSmemBytes = kWarps * kRingBytes<kNT>;  // dynamic shared memory of a CTA (kRing)
+
+__device__ __forceinline__ int piece_offset(int row, int piece) { return row * 64 + 16 * (piece ^ ((row >> 1) & 3)); }
+
+// 16-byte global -> shared copy kept in L1 (the activations, read by every CTA of the SM).
+__device__ __forceinline__ void cp_async16_ca(void* dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n" ::"r"(ptx::smem_addr(dst)), "l"(src));
+}
+
+template <bool kG128, int kNT, bool kRing, int kCtasPerSm>
+__global__ void __launch_bounds__(kThreads, kCtasPerSm) gemm_w4a8_gemv_kernel(const KernelParams p) {
+  static_assert(kRing || kNT == 1, "the direct activation loads serve one 8-token group");
+  extern __shared__ __align__(128) unsigned char gemv_smem[];  // kRing: the warps' rings
+  __shared__ int32_t red[kWarps][4 * kNT][32];  // [warp][group * 4 + accumulator register][lane]
   const int tiles = (p.n + 15) / 16;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, q = lane & 3;
   const int k64_total = p.k >> 6;
   const int blocks = (k64_total - warp + kWarps - 1) / kWarps;  // this warp's k64 blocks of a tile: warp + 8 i
+  unsigned char* ring = gemv_smem + warp * kRingBytes<kNT>;
 
   uint4 wa[kChunk] = {}, wb[kChunk] = {};     // this chunk's / the next chunk's weights
   uint32_t la[kChunk] = {}, lb[kChunk] = {};  // g128: their level-2 words (group kb / 2)
@@ -70,59 +102,136 @@ __global__ void __launch_bounds__(kThreads, 3) gemm_w4a8_gemv_kernel(const Kerne
     }
   };
   load_chunk(blockIdx.x, 0, wa, la);  // no kernel writes the weights: before the dependency wait
+
+  // kRing: rows at or past m stay zero: this lane's piece (row g, piece q) of
+  // every ring slot whose token 8 j + g is past m.
+  if constexpr (kRing) {
+#pragma unroll
+    for (int j = 0; j < kNT; ++j)
+      if (8 * j + g >= p.m)
+        for (int s = 0; s < 2 * kChunk; ++s)
+          *reinterpret_cast<uint4*>(ring + (s * kNT + j) * kGroupBytes + piece_offset(g, q)) = make_uint4(0, 0, 0, 0);
+  }
+
   ptx::pdl_trigger();
   ptx::pdl_wait();  // X, s_x, a_sum come from the previous kernel; y may be read by it
 
-  // This lane's token row of X (row g of the n8 tile), null past m.
-  const int8_t* xr = g < p.m ? p.x + static_cast<size_t>(g) * p.k + q * 4 : nullptr;
-
-  // Tiles blockIdx.x, + gridDim.x, ...: the weights stay in flight across a
-  // tile's end (the next tile's first chunk loads during the last chunk).
-  for (int t16 = blockIdx.x; t16 < tiles; t16 += gridDim.x) {
-    int32_t acc[4] = {0, 0, 0, 0};
-    for (int c = 0; c < blocks; c += kChunk) {
-      if (c + kChunk < blocks)
-        load_chunk(t16, c + kChunk, wb, lb);
-      else if (t16 + static_cast<int>(gridDim.x) < tiles)
-        load_chunk(t16 + gridDim.x, 0, wb, lb);
-      // B fragments of the chunk: b[i][s][0, 1] = X[token][kb * 64 + 32 s + 4 q + (0..3, 16..19)].
-      uint32_t b[kChunk][2][2];
+  // kRing: chunk c's activations into ring half h: this lane copies the 16
+  // bytes X[8 j + g][kb * 64 + 16 q ..] of its row and piece, for each of its
+  // rows below m; one commit group per call.
+  auto copy_x = [&](int c, int h) {
 #pragma unroll
-      for (int i = 0; i < kChunk; ++i)
+    for (int i = 0; i < kChunk; ++i) {
+      const int bi = c + i;
+      if (bi < blocks) {
+        const int kb = warp + kWarps * bi;
 #pragma unroll
-        for (int s = 0; s < 2; ++s) {
-          const bool ok = xr != nullptr && c + i < blocks;
-          const int8_t* src = ok ? xr + (warp + kWarps * (c + i)) * 64 + 32 * s : nullptr;
-          b[i][s][0] = ok ? __ldg(reinterpret_cast<const uint32_t*>(src)) : 0u;
-          b[i][s][1] = ok ? __ldg(reinterpret_cast<const uint32_t*>(src + 16)) : 0u;
+        for (int j = 0; j < kNT; ++j) {
+          const int row = 8 * j + g;
+          if (row < p.m)
+            cp_async16_ca(ring + ((h * kChunk + i) * kNT + j) * kGroupBytes + piece_offset(g, q),
+                          p.x + static_cast<size_t>(row) * p.k + kb * 64 + 16 * q);
         }
+      }
+    }
+    ptx::cp_async_commit();
+  };
+  // ldmatrix.x4 row addresses: lanes 8 i .. 8 i + 7 give rows 0..7 of piece i
+  // (k 16 i .. 16 i + 15): register i of lane (g, q) = X[row g][16 i + 4 q ..],
+  // the B fragments {b0, b1} of k32 step 0, then of step 1.
+  const int ld_offset = piece_offset(lane & 7, lane >> 3);
+  // Direct: this lane's token row of X (row g of the group), null past m.
+  const int8_t* xr = !kRing && g < p.m ? p.x + static_cast<size_t>(g) * p.k + q * 4 : nullptr;
+
+  // The MMAs of block i of the chunk (its B fragments b: {b0, b1} of k32 step 0, then step 1).
+  auto mma_block = [&](int i, const uint32_t (&b)[kNT][4], int32_t (&acc)[kNT][4]) {
+    const wgmma::Level2 l = kG128 ? wgmma::level2_params(la[i]) : wgmma::Level2{};
+    uint32_t a[8];
+    wgmma::unpack8<kG128>(wa[i].x, l, a[0], a[1]);
+    wgmma::unpack8<kG128>(wa[i].y, l, a[2], a[3]);
+    wgmma::unpack8<kG128>(wa[i].z, l, a[4], a[5]);
+    wgmma::unpack8<kG128>(wa[i].w, l, a[6], a[7]);
 #pragma unroll
-      for (int i = 0; i < kChunk; ++i) {
-        if (c + i >= blocks) break;
-        const wgmma::Level2 l = kG128 ? wgmma::level2_params(la[i]) : wgmma::Level2{};
-        uint32_t a[8];
-        wgmma::unpack8<kG128>(wa[i].x, l, a[0], a[1]);
-        wgmma::unpack8<kG128>(wa[i].y, l, a[2], a[3]);
-        wgmma::unpack8<kG128>(wa[i].z, l, a[4], a[5]);
-        wgmma::unpack8<kG128>(wa[i].w, l, a[6], a[7]);
-        ptx::mma_s8_16832(acc, a[0], a[1], a[2], a[3], b[i][0][0], b[i][0][1]);
-        ptx::mma_s8_16832(acc, a[4], a[5], a[6], a[7], b[i][1][0], b[i][1][1]);
+    for (int j = 0; j < kNT; ++j) {
+      ptx::mma_s8_16832(acc[j], a[0], a[1], a[2], a[3], b[j][0], b[j][1]);
+      ptx::mma_s8_16832(acc[j], a[4], a[5], a[6], a[7], b[j][2], b[j][3]);
+    }
+  };
+
+  if constexpr (kRing) copy_x(0, 0);
+  int h = 0;  // kRing: the ring half of the current chunk
+  // Tiles blockIdx.x, + gridDim.x, ...: the weights (and activations) stay in
+  // flight across a tile's end (the next tile's first chunk loads during the
+  // last chunk).
+  for (int t16 = blockIdx.x; t16 < tiles; t16 += gridDim.x) {
+    int32_t acc[kNT][4] = {};
+    for (int c = 0; c < blocks; c += kChunk) {
+      const bool more = c + kChunk < blocks, next_tile = t16 + static_cast<int>(gridDim.x) < tiles;
+      if (more)
+        load_chunk(t16, c + kChunk, wb, lb);
+      else if (next_tile)
+        load_chunk(t16 + gridDim.x, 0, wb, lb);
+      if constexpr (kRing) {
+        if (more || next_tile)
+          copy_x(more ? c + kChunk : 0, h ^ 1);
+        else
+          ptx::cp_async_commit();  // an empty group: the wait below counts one per chunk
+        ptx::cp_async_wait<1>();     // this chunk's activations (this lane's copies) ...
+        __syncwarp();                // ... and the other lanes'
+        // The B fragments of kHoist blocks at a time, then their MMAs (the
+        // ldmatrix reads are unconditional: a slot past the warp's last block
+        // holds stale rows, which no MMA reads); 16 registers of them.
+        constexpr int kHoist = kChunk / kNT;
+#pragma unroll
+        for (int i0 = 0; i0 < kChunk; i0 += kHoist) {
+          if (c + i0 >= blocks) break;
+          uint32_t b[kHoist][kNT][4];
+#pragma unroll
+          for (int i = 0; i < kHoist; ++i)
+#pragma unroll
+            for (int j = 0; j < kNT; ++j)
+              ptx::ldmatrix_x4(b[i][j], ring + ((h * kChunk + i0 + i) * kNT + j) * kGroupBytes + ld_offset);
+#pragma unroll
+          for (int i = 0; i < kHoist; ++i) {
+            if (c + i0 + i >= blocks) break;
+            mma_block(i0 + i, b[i], acc);
+          }
+        }
+      } else {
+        // b[i][0] = X[token][kb * 64 + 4 q + (0..3, 16..19, 32..35, 48..51)] of block i.
+        uint32_t b[kChunk][1][4];
+#pragma unroll
+        for (int i = 0; i < kChunk; ++i)
+#pragma unroll
+          for (int r = 0; r < 4; ++r) {
+            const bool ok = xr != nullptr && c + i < blocks;
+            b[i][0][r] = ok ? __ldg(reinterpret_cast<const uint32_t*>(xr + (warp + kWarps * (c + i)) * 64 + 16 * r)) : 0u;
+          }
+#pragma unroll
+        for (int i = 0; i < kChunk; ++i) {
+          if (c + i >= blocks) break;
+          mma_block(i, b[i], acc);
+        }
       }
 #pragma unroll
       for (int i = 0; i < kChunk; ++i) wa[i] = wb[i], la[i] = lb[i];
+      if constexpr (kRing) __syncwarp();  // ring half h is refilled by the next chunk's copies
+      h ^= 1;
     }
 
 #pragma unroll
-    for (int r = 0; r < 4; ++r) red[warp][r][lane] = acc[r];
+    for (int j = 0; j < kNT; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) red[warp][4 * j + r][lane] = acc[j][r];
     __syncthreads();
-    // Thread (r, ln) < 128: accumulator r of lane ln = channel t16 * 16 +
-    // ln / 4 + 8 (r / 2), token 2 (ln % 4) + r % 2.
-    if (threadIdx.x < 128) {
-      const int r = threadIdx.x >> 5, ln = threadIdx.x & 31;
+    // Thread (j, r, ln) < 128 kNT: accumulator r of lane ln in group j =
+    // channel t16 * 16 + ln / 4 + 8 (r / 2), token 8 j + 2 (ln % 4) + r % 2.
+    if (threadIdx.x < 128 * kNT) {
+      const int jr = threadIdx.x >> 5, ln = threadIdx.x & 31, r = jr & 3;
       int32_t v = 0;
 #pragma unroll
-      for (int w = 0; w < kWarps; ++w) v += red[w][r][ln];
-      const int o = t16 * 16 + (ln >> 2) + 8 * (r >> 1), tok = 2 * (ln & 3) + (r & 1);
+      for (int w = 0; w < kWarps; ++w) v += red[w][jr][ln];
+      const int o = t16 * 16 + (ln >> 2) + 8 * (r >> 1), tok = 8 * (jr >> 2) + 2 * (ln & 3) + (r & 1);
       if (o < p.n && tok < p.m) {
         const size_t idx = static_cast<size_t>(tok) * p.n + o;
         if (p.acc_out) {
@@ -138,6 +247,7 @@ __global__ void __launch_bounds__(kThreads, 3) gemm_w4a8_gemv_kernel(const Kerne
     }
     __syncthreads();  // red is written again for the next tile
   }
+  if constexpr (kRing) ptx::cp_async_wait<0>();  // (only empty groups can be left)
 }
 
 }  // namespace qserve::cuda::w4a8::gemv
