@@ -36,6 +36,9 @@ class DeviceBuffer {
     if (n == 0) return;
     if (cudaMalloc(&ptr_, n * sizeof(T)) != cudaSuccess) ptr_ = nullptr;
     if (ptr_) cudaMemset(ptr_, poison, n * sizeof(T));
+    // Legacy default stream: the kernels under test run on non-blocking
+    // streams, which do not wait for it (nor for upload's copy below).
+    cudaDeviceSynchronize();
   }
   explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) { upload(host); }
   DeviceBuffer(const DeviceBuffer&) = delete;
@@ -46,6 +49,7 @@ class DeviceBuffer {
   }
   void upload(const std::vector<T>& host) {
     if (!host.empty()) cudaMemcpy(ptr_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice);
+    cudaDeviceSynchronize();
   }
   std::vector<T> download() const {
     std::vector<T> host(n_);

@@ -79,6 +79,7 @@ TEST_F(GemmS8, W8A8MatchesCpuReference) {
         EXPECT_EQ(plan.scratch_bytes, 0u);
         cuda::DeviceBuffer ws(std::max<size_t>(plan.workspace_bytes, 4));
         QS_CUDA_CHECK(cudaMemset(ws.data(), 0, ws.size()));
+        QS_CUDA_CHECK(cudaDeviceSynchronize());  // the legacy-stream memset lands before the stream's kernels
         cuda::W4A8Args args;
         args.x = x.as<int8_t>();
         args.s_x = dsx.as<__half>();
@@ -125,6 +126,7 @@ TEST_F(GemmS8, DequantizationPassIsExact) {
       const std::vector<uint8_t>& q4 = g128 ? wg.qweight : wp.qweight;  // [n, k/2]
       cuda::DeviceBuffer out(n * k);
       QS_CUDA_CHECK(cudaMemset(out.data(), 0x7f, out.size()));
+      QS_CUDA_CHECK(cudaDeviceSynchronize());  // the legacy-stream memset lands before the stream's kernels
       cuda::dequantize_w4a8(dw, out.as<int8_t>(), ctx.stream());
       QS_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
       std::vector<int8_t> got(n * k);

@@ -269,6 +269,10 @@ TEST_P(GemmW4A8, MatchesCpuReference) {
   cuda::DeviceBuffer ws(std::max<size_t>(plan.workspace_bytes, 4));
   QS_CUDA_CHECK(cudaMemset(ws.data(), 0, ws.size()));
   cuda::DeviceBuffer acc(c.m * c.n * 4), y(c.m * c.n * 2);
+  // The uploads and the memset above go through the legacy default stream,
+  // which the context's non-blocking stream does not wait for: without this,
+  // a late memset could zero split-K counters or partials under the GEMM.
+  QS_CUDA_CHECK(cudaDeviceSynchronize());
 
   cuda::W4A8Args args;
   args.x = x.as<int8_t>();
@@ -377,6 +381,7 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
     QS_CUDA_CHECK(cudaMemset(x.data(), 0, x.size()));           // stale activations: all zero
     QS_CUDA_CHECK(cudaMemset(acc.data(), 0x5a, acc.size()));    // what the slow kernel must read
     QS_CUDA_CHECK(cudaMemset(snapshot.data(), 0xff, snapshot.size()));
+    QS_CUDA_CHECK(cudaDeviceSynchronize());  // the legacy-stream setup lands before the stream's kernels
     cuda::W4A8Args args;
     args.x = x.as<int8_t>();
     args.s_x = sx.as<__half>();
@@ -689,6 +694,7 @@ TEST_F(GemmBaselines, W8A8MatchesCpuReference) {
     cuda::DeviceBuffer acc(m * n * 4), y(m * n * 2);
     QS_CUDA_CHECK(cudaMemset(acc.data(), 0x7f, acc.size()));
     QS_CUDA_CHECK(cudaMemset(y.data(), 0xff, y.size()));
+    QS_CUDA_CHECK(cudaDeviceSynchronize());  // the legacy-stream setup lands before the stream's kernels
     cuda::gemm_w8a8(blas, x.as<int8_t>(), sx.as<__half>(), dw.as<int8_t>(), dsw.as<float>(), acc.as<int32_t>(),
                     y.as<__half>(), m, n, k, ctx.stream());
     QS_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
@@ -717,6 +723,7 @@ TEST_F(GemmBaselines, Fp16MatchesCpuReference) {
     auto dx = to_device(x), dw = to_device(w);
     cuda::DeviceBuffer y(m * n * 2);
     QS_CUDA_CHECK(cudaMemset(y.data(), 0xff, y.size()));
+    QS_CUDA_CHECK(cudaDeviceSynchronize());  // the legacy-stream setup lands before the stream's kernels
     blas.gemm_f16(dx.as<__half>(), dw.as<__half>(), y.as<__half>(), m, n, k, ctx.stream());
     QS_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
     y.download(y_gpu.data(), y.size());

@@ -18,7 +18,12 @@ DeviceBuffer::~DeviceBuffer() {
 }
 
 void DeviceBuffer::upload(const void* host, size_t bytes) {
-  if (bytes) QS_CUDA_CHECK(cudaMemcpy(ptr_, host, bytes, cudaMemcpyHostToDevice));
+  if (!bytes) return;
+  QS_CUDA_CHECK(cudaMemcpy(ptr_, host, bytes, cudaMemcpyHostToDevice));
+  // From pageable memory cudaMemcpy may return before its last DMA lands, and
+  // the backend's kernels run on non-blocking streams, which do not wait for
+  // the legacy default stream: wait here, so that any later launch sees the data.
+  QS_CUDA_CHECK(cudaStreamSynchronize(nullptr));
 }
 
 void DeviceBuffer::download(void* host, size_t bytes) const {
