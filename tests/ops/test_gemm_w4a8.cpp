@@ -269,9 +269,9 @@ TEST_P(GemmW4A8, MatchesCpuReference) {
   cuda::DeviceBuffer ws(std::max<size_t>(plan.workspace_bytes, 4));
   QS_CUDA_CHECK(cudaMemset(ws.data(), 0, ws.size()));
   cuda::DeviceBuffer acc(c.m * c.n * 4), y(c.m * c.n * 2);
-  // The uploads and the memset above go through the legacy default stream,
-  // which the context's non-blocking stream does not wait for: without this,
-  // a late memset could zero split-K counters or partials under the GEMM.
+  // The memset above goes through the legacy default stream, which the
+  // context's non-blocking stream does not wait for: without this, a late
+  // memset could zero split-K counters or partials under the GEMM.
   QS_CUDA_CHECK(cudaDeviceSynchronize());
 
   cuda::W4A8Args args;

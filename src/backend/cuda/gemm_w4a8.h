@@ -19,8 +19,8 @@
 // dequantizes the weights into the workspace, plan.scratch_bytes, when asked
 // for), the same consumers fed by a dequantizing producer (the pd tiles), and
 // W4 tiles with split-K within a thread block cluster (small and mid m), and
-// with it (ids >= kW4A8FirstWgmmaTile, sm_90 only) the decode kernel for m <= 8
-// (mma.sync, weights straight into registers, gemm_w4a8_gemv.h).
+// with it (ids >= kW4A8FirstWgmmaTile, sm_90 only) the decode kernels for m <=
+// 8 / 16 (mma.sync, weights straight into registers, gemm_w4a8_gemv.h).
 #pragma once
 
 #include <cstddef>

@@ -13,8 +13,7 @@ namespace {
 
 template <bool kG128, int kNT, bool kRing>
 void launch(const KernelParams& p, int ctas, cudaStream_t stream, bool pdl) {
-  constexpr int kCtasPerSm = kNT == 1 ? 3 : 2;
-  static_assert(kCtasPerSm == ctas_per_sm(8 * kNT));
+  constexpr int kCtasPerSm = ctas_per_sm(8 * kNT);  // the kernel's launch bounds, the planner's CTA count
   auto* kernel = &gemm_w4a8_gemv_kernel<kG128, kNT, kRing, kCtasPerSm>;
   constexpr int smem = kRing ? kSmemBytes<kNT> : 0;
   if constexpr (smem > 48 * 1024) {

@@ -153,14 +153,16 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
   QS_CHECK(force_tile < 0 || w4a8_tile_is_wgmma(force_tile)) << "not a wgmma tile: " << force_tile;
   if (force_splits < 0 && force_splits != kW4A8StreamK)
     fail(ErrorCode::kInvalidArgument, "bad split-K factor {}", force_splits);
-  if (const int decode = force_tile < 0 && force_splits == 0 && path == LargeM::kW4 ? decode_tile(dev, m, n, k) : -1;
-      decode >= 0) {
-    bool overridden = false;  // (QSERVE_W4A8_PLANS still applies)
-    if (!measured_w4a8_plan(m, n, k, g128, &overridden) || !overridden) return plan_gemv(dev, m, n, k, decode);
-  }
-  if (table && force_tile < 0 && force_splits == 0 && path == LargeM::kW4) {
-    bool overridden = false;
-    if (const auto c = measured_w4a8_plan(m, n, k, g128, &overridden)) {
+  // The measured table's entry (or a QSERVE_W4A8_PLANS override) for a
+  // planner's choice on the W4 path; the decode kernels go before the table
+  // but not before an override.
+  const bool choose = force_tile < 0 && force_splits == 0 && path == LargeM::kW4;
+  const int decode = choose ? decode_tile(dev, m, n, k) : -1;
+  bool overridden = false;
+  const auto entry = choose && (table || decode >= 0) ? measured_w4a8_plan(m, n, k, g128, &overridden) : std::nullopt;
+  if (decode >= 0 && !overridden) return plan_gemv(dev, m, n, k, decode);
+  if (table && choose) {
+    if (const auto& c = entry) {
       // Below its bucket's top (where it was measured, before tiles 40-43
       // existed) a table entry above m = 128 gives way to the rule when the
       // rule takes a 160-224-token tile; not the cluster tiles' entries, not

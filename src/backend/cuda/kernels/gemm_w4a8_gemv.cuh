@@ -67,11 +67,6 @@ inline constexpr int kSmemBytes = kWarps * kRingBytes<kNT>;  // dynamic shared m
 
 __device__ __forceinline__ int piece_offset(int row, int piece) { return row * 64 + 16 * (piece ^ ((row >> 1) & 3)); }
 
-// 16-byte global -> shared copy kept in L1 (the activations, read by every CTA of the SM).
-__device__ __forceinline__ void cp_async16_ca(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n" ::"r"(ptx::smem_addr(dst)), "l"(src));
-}
-
 template <bool kG128, int kNT, bool kRing, int kCtasPerSm>
 __global__ void __launch_bounds__(kThreads, kCtasPerSm) gemm_w4a8_gemv_kernel(const KernelParams p) {
   static_assert(kRing || kNT == 1, "the direct activation loads serve one 8-token group");
@@ -129,7 +124,7 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) gemm_w4a8_gemv_kernel(co
         for (int j = 0; j < kNT; ++j) {
           const int row = 8 * j + g;
           if (row < p.m)
-            cp_async16_ca(ring + ((h * kChunk + i) * kNT + j) * kGroupBytes + piece_offset(g, q),
+            ptx::cp_async16_ca(ring + ((h * kChunk + i) * kNT + j) * kGroupBytes + piece_offset(g, q),
                           p.x + static_cast<size_t>(row) * p.k + kb * 64 + 16 * q);
         }
       }
@@ -215,8 +210,10 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) gemm_w4a8_gemv_kernel(co
       }
 #pragma unroll
       for (int i = 0; i < kChunk; ++i) wa[i] = wb[i], la[i] = lb[i];
-      if constexpr (kRing) __syncwarp();  // ring half h is refilled by the next chunk's copies
-      h ^= 1;
+      if constexpr (kRing) {
+        __syncwarp();  // ring half h is refilled by the next chunk's copies
+        h ^= 1;
+      }
     }
 
 #pragma unroll
