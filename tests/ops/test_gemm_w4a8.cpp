@@ -425,15 +425,19 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
         ASSERT_TRUE(cuda::w4a8_tile_is_wgmma(p.tile));
         const int64_t kt_total = (k + 127) / 128;
         if (cuda::w4a8_tile_is_gemv(p.tile)) {
-          // The decode kernels: m <= 16 (m > 4 only on k <= 4096), a CTA per
-          // 16 channels, at most three (gemv8) / two (gemv16) per SM, no
-          // split-K, no workspace.
+          // The decode kernels: m <= 16, k <= 16384 (m > 4: k <= 4096 and at
+          // least one 16-channel tile per SM), a CTA per 16 channels, at most
+          // three (gemv8) / two (gemv16, gemv8d) per SM, no split-K, no
+          // workspace.
+          const std::string name = cuda::w4a8_tile_name(p.tile);
           EXPECT_LE(m, cuda::w4a8_tile_tokens(p.tile));
+          EXPECT_LE(k, 16384);
           if (m > 4) {
             EXPECT_LE(k, 4096);
             EXPECT_GE((n + 15) / 16, 132);
           }
-          EXPECT_EQ(p.ctas, std::min<int64_t>((n + 15) / 16, (m <= 8 ? 3 : 2) * 132));
+          EXPECT_EQ(name == "gemv8d", m <= 4 && (n + 15) / 16 <= 2 * 132);
+          EXPECT_EQ(p.ctas, std::min<int64_t>((n + 15) / 16, (name == "gemv8" ? 3 : 2) * 132));
           EXPECT_EQ(p.splits, 1);
           EXPECT_EQ(p.workspace_bytes, 0u);
           continue;
@@ -474,25 +478,31 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   EXPECT_EQ(tiny.splits, 2);
   // A wide layer keeps the persistent W4 tiles (Llama-2-70B gate_up, 224 tiles).
   EXPECT_FALSE(cuda::w4a8_tile_is_cluster(cuda::plan_w4a8(h200, 1, 57344, 8192, -1, 0, false).tile));
-  // The decode kernels, for both kinds, before the table: gemv8 at m <= 4 on
-  // layers of at most two waves of its CTAs (three per SM) and k <= 16384,
-  // at m = 5..8 on such layers of k <= 4096 and at least one wave; gemv16 at
-  // m = 9..16 on k <= 4096 layers of about one wave (two CTAs per SM). Not
-  // above, nor on the wide, narrow (576 x 576 at m = 7, below) or long-k
-  // layers.
-  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 1, 4096, 4096, -1, 0, false).tile), "gemv8");
+  // The decode kernels, for both kinds, before the table: at m <= 4 and k <=
+  // 16384 gemv8d on layers of at most two 16-channel tiles per SM, gemv8 on
+  // layers of at most six (two waves of its three CTAs per SM); gemv8 at m =
+  // 5..8 on such layers of k <= 4096 and at least one tile per SM; gemv16 at
+  // m = 9..16 on k <= 4096 layers of one to two tiles per SM. Not above, nor
+  // on the wide, narrow (576 x 576 at m = 7, below) or longer-k layers.
+  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 1, 4096, 4096, -1, 0, false).tile), "gemv8d");
+  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 1, 6144, 4096, -1, 0, false).tile), "gemv8");
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 4, 12288, 4096, -1, 0, true).tile), "gemv8");
-  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 2, 4096, 14336, -1, 0, true).tile), "gemv8");
+  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 2, 4096, 14336, -1, 0, true).tile), "gemv8d");
+  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 1, 576, 576, -1, 0, true).tile), "gemv8d");
+  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 4, 4096, 11008, -1, 0, true).tile), "gemv8d");
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 5, 4096, 4096, -1, 0, false).tile), "gemv8");
+  EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 8, 4096, 11008, -1, 0, true).tile));
+  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 5, 6144, 4096, -1, 0, false).tile), "gemv8");
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 8, 12288, 4096, -1, 0, true).tile), "gemv8");
-  EXPECT_STRNE(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 8, 4096, 14336, -1, 0, true).tile), "gemv8");
+  EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 8, 6144, 14336, -1, 0, true).tile));
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 9, 4096, 4096, -1, 0, false).tile), "gemv16");
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 16, 4096, 4096, -1, 0, true).tile), "gemv16");
   EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 16, 6144, 4096, -1, 0, true).tile));
   EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 16, 4096, 14336, -1, 0, false).tile));
   EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 17, 4096, 4096, -1, 0, false).tile));
-  EXPECT_STRNE(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 1, 28672, 4096, -1, 0, false).tile), "gemv8");
-  EXPECT_STRNE(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 1, 8192, 28672, -1, 0, false).tile), "gemv8");
+  EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 1, 28672, 4096, -1, 0, false).tile));
+  EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 1, 8192, 28672, -1, 0, false).tile));
+  EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 1, 4096, 28672, -1, 0, true).tile));
   EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(a100, 1, 4096, 4096, -1, 0, false).tile));
   // Stream-K: one CTA per SM while the problem has that many stages, the
   // pieces' workspace [ctas][2][tile] after the counters; only the large

@@ -56,13 +56,13 @@ const char* w4a8_tile_name(int tile) {
                                               "wg128x8c-k256", "wg128x8c-k512", "wg128x16c-k256", "wg128x16c-k512",
                                               "wg256x8a2c-k256", "wg256x16a2c-k256", "wg256x32c-k256",  "wg128x64c-k256",
                                               "wg256x64c-k256", "wg128x160", "wg128x192", "wg128x208", "wg128x224",
-                                              "wg128x256mc", "gemv8", "gemv16"};
+                                              "wg128x256mc", "gemv8", "gemv16", "gemv8d"};
   return tile >= 0 && tile < kW4A8TileCount ? names[tile] : "?";
 }
 
 int w4a8_tile_tokens(int tile) {
   if (tile < 0 || tile >= kW4A8TileCount) return 0;
-  if (w4a8_tile_is_gemv(tile)) return 8 * (tile - kW4A8FirstGemvTile + 1);
+  if (w4a8_tile_is_gemv(tile)) return w4a8::gemv::kernel_tokens(static_cast<w4a8::gemv::Kernel>(w4a8_gemv_kernel_index(tile)));
   return w4a8_tile_is_wgmma(tile) ? w4a8::wgmma::kTiles[tile - kW4A8FirstWgmmaTile].bm : kTiles[tile].bm;
 }
 
@@ -237,7 +237,8 @@ void gemm_w4a8(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A8Plan&
   if (gemv) {
     QS_CHECK(plan.grid_n == (w.n + 15) / 16 && args.m <= w4a8_tile_tokens(plan.tile)) << "plan made for another shape";
     QS_CHECK(reinterpret_cast<uintptr_t>(args.x) % 16 == 0) << "the decode kernel copies the activations in 16-byte pieces";
-    w4a8::gemv::launch_gemv(w.kind == W4A8Kind::kG128, w4a8_tile_tokens(plan.tile), p, plan.ctas, stream, plan.pdl);
+    w4a8::gemv::launch_gemv(w.kind == W4A8Kind::kG128, static_cast<w4a8::gemv::Kernel>(w4a8_gemv_kernel_index(plan.tile)),
+                            p, plan.ctas, stream, plan.pdl);
     return;
   }
   p.splits = plan.splits;

@@ -11,10 +11,10 @@ namespace qserve::cuda::w4a8::gemv {
 
 namespace {
 
-template <bool kG128, int kNT, bool kRing>
+template <bool kG128, Kernel kKernel, bool kRing>
 void launch(const KernelParams& p, int ctas, cudaStream_t stream, bool pdl) {
-  constexpr int kCtasPerSm = ctas_per_sm(8 * kNT);  // the kernel's launch bounds, the planner's CTA count
-  auto* kernel = &gemm_w4a8_gemv_kernel<kG128, kNT, kRing, kCtasPerSm>;
+  constexpr int kNT = kernel_tokens(kKernel) / 8;
+  auto* kernel = &gemm_w4a8_gemv_kernel<kG128, kNT, kRing, ctas_per_sm(kKernel), chunks_ahead(kKernel)>;
   constexpr int smem = kRing ? kSmemBytes<kNT> : 0;
   if constexpr (smem > 48 * 1024) {
     static std::once_flag once;  // above the default 48 KB of dynamic shared memory
@@ -25,17 +25,27 @@ void launch(const KernelParams& p, int ctas, cudaStream_t stream, bool pdl) {
   launch_maybe_pdl(kernel, dim3(ctas), dim3(kThreads), smem, stream, pdl, p);
 }
 
+template <Kernel kKernel, bool kRing>
+void launch_kind(bool g128, const KernelParams& p, int ctas, cudaStream_t stream, bool pdl) {
+  g128 ? launch<true, kKernel, kRing>(p, ctas, stream, pdl) : launch<false, kKernel, kRing>(p, ctas, stream, pdl);
+}
+
 }  // namespace
 
-void launch_gemv(bool g128, int tokens, const KernelParams& p, int ctas, cudaStream_t stream, bool pdl) {
-  if ((tokens != 8 && tokens != 16) || p.m < 1 || p.m > tokens || p.k % 64 != 0 || p.n < 1 || ctas < 1)
+void launch_gemv(bool g128, Kernel kernel, const KernelParams& p, int ctas, cudaStream_t stream, bool pdl) {
+  const int k = static_cast<int>(kernel);
+  if (k < 0 || k >= kKernelCount || p.m < 1 || p.m > kernel_tokens(kernel) || p.k % 64 != 0 || p.n < 1 || ctas < 1)
     QS_CUDA_CHECK(cudaErrorInvalidValue);
-  if (tokens == 16)
-    g128 ? launch<true, 2, true>(p, ctas, stream, pdl) : launch<false, 2, true>(p, ctas, stream, pdl);
-  else if (p.m > kMaxDirectTokens)
-    g128 ? launch<true, 1, true>(p, ctas, stream, pdl) : launch<false, 1, true>(p, ctas, stream, pdl);
-  else
-    g128 ? launch<true, 1, false>(p, ctas, stream, pdl) : launch<false, 1, false>(p, ctas, stream, pdl);
+  const bool ring = kernel_tokens(kernel) == 16 || p.m > kMaxDirectTokens;
+  switch (kernel) {
+    case Kernel::kGemv8:
+      return ring ? launch_kind<Kernel::kGemv8, true>(g128, p, ctas, stream, pdl)
+                  : launch_kind<Kernel::kGemv8, false>(g128, p, ctas, stream, pdl);
+    case Kernel::kGemv8Deep:
+      return ring ? launch_kind<Kernel::kGemv8Deep, true>(g128, p, ctas, stream, pdl)
+                  : launch_kind<Kernel::kGemv8Deep, false>(g128, p, ctas, stream, pdl);
+    case Kernel::kGemv16: return launch_kind<Kernel::kGemv16, true>(g128, p, ctas, stream, pdl);
+  }
 }
 
 }  // namespace qserve::cuda::w4a8::gemv

@@ -10,17 +10,29 @@
 
 namespace qserve::cuda::w4a8::gemv {
 
-// Resident CTAs per SM of the kernel for `tokens` (8: gemv8, 16: gemv16);
-// the planner launches at most this many per SM (persistent beyond).
-constexpr int ctas_per_sm(int tokens) { return tokens <= 8 ? 3 : 2; }
+// The decode kernels, in the order of their tiles (kW4A8FirstGemvTile + k):
+// - kGemv8: 8 tokens, three CTAs per SM, the next chunk's weights in flight;
+// - kGemv16: 16 tokens (two 8-token groups per weight fragment), two per SM;
+// - kGemv8Deep: gemv8 at two CTAs per SM with the next two chunks' weights
+//   in flight (the registers of gemv8's third CTA spent on twice the loads
+//   in flight per warp: for layers of at most two tiles per SM). The same
+//   for gemv16 measured no faster (bench/results/2026-12-01-gemm-h200-r14.md).
+enum class Kernel { kGemv8, kGemv16, kGemv8Deep };
+inline constexpr int kKernelCount = 3;
+constexpr int kernel_tokens(Kernel kernel) { return kernel == Kernel::kGemv16 ? 16 : 8; }
+// Resident CTAs per SM (the kernel's launch bounds); the planner launches at
+// most this many per SM (persistent beyond).
+constexpr int ctas_per_sm(Kernel kernel) { return kernel == Kernel::kGemv8 ? 3 : 2; }
+// Chunks of weights a warp keeps in flight beyond the one it multiplies.
+constexpr int chunks_ahead(Kernel kernel) { return kernel == Kernel::kGemv8Deep ? 2 : 1; }
 
-// gemv8 at m <= this loads the activations straight from X (no shared-memory
-// ring; the kernel's comment says why).
+// The 8-token kernels at m <= this load the activations straight from X (no
+// shared-memory ring; the kernel's comment says why).
 inline constexpr int kMaxDirectTokens = 4;
 
-// `ctas` CTAs walking the ceil(n / 16) 16-channel tiles, `tokens` 8 or 16 per
-// CTA tile, p.m <= tokens, X 16-byte aligned. `pdl`: programmatic dependent
+// `ctas` CTAs walking the ceil(n / 16) 16-channel tiles, p.m <=
+// kernel_tokens(kernel), X 16-byte aligned. `pdl`: programmatic dependent
 // launch (the first weights load while the previous kernel ends).
-void launch_gemv(bool g128, int tokens, const KernelParams& p, int ctas, cudaStream_t stream, bool pdl);
+void launch_gemv(bool g128, Kernel kernel, const KernelParams& p, int ctas, cudaStream_t stream, bool pdl);
 
 }  // namespace qserve::cuda::w4a8::gemv

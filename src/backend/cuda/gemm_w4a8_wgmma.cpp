@@ -21,6 +21,7 @@ static_assert(kW4A8FirstS8Tile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstS8Til
 static_assert(kW4A8FirstPdTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstPdTile);
 static_assert(kW4A8FirstClusterTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstClusterTile);
 static_assert(kW4A8FirstGemvTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kTileCount);
+static_assert(kW4A8TileCount - kW4A8FirstGemvTile == w4a8::gemv::kKernelCount);
 static_assert(kW4A8EndClusterTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kEndClusterTile);
 static_assert(kW4A8FirstMidTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstMidTile &&
               kW4A8EndMidTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kEndMidTile);
@@ -112,37 +113,46 @@ W4A8Plan plan_gemv(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int t
   plan.grid_n = static_cast<int>(cdiv(n, 16));
   plan.grid_m = 1;
   plan.ctas = static_cast<int>(
-      std::min<int64_t>(plan.grid_n, w4a8::gemv::ctas_per_sm(static_cast<int>(tokens)) * int64_t{std::max(1, dev.sm_count)}));
+      std::min<int64_t>(plan.grid_n, w4a8::gemv::ctas_per_sm(static_cast<w4a8::gemv::Kernel>(w4a8_gemv_kernel_index(tile))) *
+                                         int64_t{std::max(1, dev.sm_count)}));
   plan.workspace_bytes = 0;
   plan.pdl = pdl_enabled(dev);
   return plan;
 }
 
 // The decode kernels instead of the table and the rule (-1: neither):
-// - m <= 4: gemv8 (activations loaded straight from X) on layers of at most
-//   two waves of its 16-channel CTAs (three per SM) and k <= 16384. Measured
-//   against the planner's plans (rounds 6-8 of
+// - m <= 4 on layers of at most two 16-channel tiles per SM and k <= 16384:
+//   gemv8d (two CTAs per SM, two chunks of weights in flight per warp).
+//   Measured in bench/results/2026-12-01-gemm-h200-r14.md (rounds 2-3, back
+//   to back and after a 5-us neighbor): on the 4096 x 4096 layers 1.04-1.31x
+//   faster than gemv8, on the down layers (4096 x 14336 / 11008) 1.06-1.34x.
+//   Not on 70B down (512 tiles, k = 28672: the wgmma plans 1.13-1.18x
+//   faster). At m = 5..8 (its activation ring) it was 0.94-1.30x the plans
+//   below in the benchmark, but the engine's decode at 8 sequences ran 4%
+//   slower with it on g128 (round 4), so the rule stops at m = 4.
+// - m <= 4 on other layers of at most six 16-channel tiles per SM (two waves
+//   of gemv8's three CTAs per SM) and k <= 16384: gemv8 (activations loaded
+//   straight from X). Measured against the planner's plans (rounds 6-8 of
 //   bench/results/2026-11-30-gemm-h200-r12.md, the benchmark's layers at m =
 //   1, 2, 4, 8): after another kernel, as in a model, 1.04-1.73x faster on
-//   every such layer and kind; back to back, 1.15-1.34x on the 4096 and 6144 x
-//   4096 layers, even (0.94-1.09) on the long-k down and 12288-row ones, but
-//   g128 down 0.84-0.94x (the model's pattern decides, as for the o layer's
-//   decode plans in round 9 of ...-r9.md). On the wider or longer layers
-//   (gate_up: 3.5-4.5 waves of its CTAs; 70B down: 56 k64 blocks per warp) it
-//   lost. The engine (Llama-3-8B shapes, 1 / 4 sequences): decode 6-8% faster
-//   (round 9).
+//   every such layer and kind; back to back 1.15-1.34x on the 6144 x 4096
+//   layer, even (0.94-1.09) on the 12288-row one. On the wider or longer
+//   layers (gate_up: 3.5-4.5 waves of its CTAs; 70B down: 56 k64 blocks per
+//   warp) it lost. The engine (Llama-3-8B shapes, 1 / 4 sequences): decode
+//   6-8% faster (round 9).
 // - 5 <= m <= 8: gemv8 with the activation ring on k <= 4096 layers of one
-//   to two waves of its CTAs (the qkv and o layers measured in
-//   bench/results/2026-11-30-gemm-h200-r13.md; narrower ones unmeasured).
-// - 9 <= m <= 16: gemv16 (two CTAs per SM) on k <= 4096 layers of about one
-//   wave of its CTAs (the o layers; ...-r13.md).
+//   to six tiles per SM (the qkv and o layers measured in
+//   bench/results/2026-11-30-gemm-h200-r13.md).
+// - 9 <= m <= 16: gemv16 (two CTAs per SM) on k <= 4096 layers of one to
+//   two tiles per SM (the o layers; ...-r13.md).
 int decode_tile(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k) {
   const int64_t tiles = cdiv(n, 16), sms = std::max(1, dev.sm_count);
-  if (m <= w4a8::gemv::kMaxDirectTokens) return tiles <= 6 * sms && k <= 16384 ? kW4A8FirstGemvTile : -1;
+  constexpr int kGemv8 = kW4A8FirstGemvTile, kGemv16 = kW4A8FirstGemvTile + 1, kGemv8Deep = kW4A8FirstGemvTile + 2;
+  if (m > 16 || k > 16384) return -1;
+  if (m <= w4a8::gemv::kMaxDirectTokens) return tiles <= 2 * sms ? kGemv8Deep : tiles <= 6 * sms ? kGemv8 : -1;
   if (k > 4096 || tiles < sms) return -1;
-  if (m <= 8) return tiles <= 6 * sms ? kW4A8FirstGemvTile : -1;
-  if (m <= 16) return tiles <= 2 * sms ? kW4A8FirstGemvTile + 1 : -1;
-  return -1;
+  if (m <= 8) return tiles <= 6 * sms ? kGemv8 : -1;
+  return tiles <= 2 * sms ? kGemv16 : -1;
 }
 
 // table: whether the measured table may plan (false: the rule's own choice).

@@ -31,16 +31,31 @@
 // quant/gemm_epilogue.h, as the other W4A8 kernels do (the accumulators are
 // exact: the same sums in another order).
 //
+// The weights of a warp's chunks (kChunk blocks) sit in kAhead + 1 register
+// slots: the chunk being multiplied and the next kAhead ones in flight, also
+// across a tile's end (the next tile's first chunks load during the last
+// ones). The chunk loop is unrolled so that every step's slot (and ring half)
+// is a compile-time index and no register is ever copied: a copy of a load's
+// destination waits for the load where the copy is issued (a version with
+// such copies, round 1 of bench/results/2026-12-01-gemm-h200-r14.md, ran
+// 10-17% slower).
+//
 // Programmatic dependent launch: the weights (and g128 level-2 words) of a
-// warp's first kChunk blocks are loaded before the dependency wait, the
-// activations after it; later chunks' weights are loaded one chunk ahead.
+// warp's first kAhead chunks are loaded before the dependency wait, the
+// activations after it.
 //
 // gemv8 runs three CTAs per SM (396 tiles, 6336 channels, in one wave on 132
-// SMs; 80 registers); gemv16 two (its ring is 64 KB a CTA: three would leave
-// L1 too little room for the activation rows, 1.2-1.8x slower).
+// SMs; 80 registers) with one chunk ahead; gemv16 two (its ring is 64 KB a
+// CTA: three would leave L1 too little room for the activation rows,
+// 1.2-1.8x slower); gemv8d (kAhead = 2) two with two chunks ahead, the
+// registers of the third CTA spent on loads in flight: faster on layers of
+// at most two tiles per SM (the 4096-row o and down layers), where three
+// CTAs per SM gain nothing.
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 #include <cuda_fp16.h>
 
@@ -54,7 +69,7 @@
 namespace qserve::cuda::w4a8::gemv {
 
 inline constexpr int kWarps = 8, kThreads = 32 * kWarps;
-inline constexpr int kChunk = 4;  // k64 blocks per warp and step (4 x 16 B per lane in flight, 8 with the next)
+inline constexpr int kChunk = 4;  // k64 blocks per warp and step (4 x 16 B per lane a chunk)
 
 // The activation ring of a warp: [2 chunks][kChunk blocks][kNT groups][8
 // rows][64 B], the 16-byte pieces of row r at piece ^ ((r / 2) % 4) (the 8
@@ -67,9 +82,10 @@ inline constexpr int kSmemBytes = kWarps * kRingBytes<kNT>;  // dynamic shared m
 
 __device__ __forceinline__ int piece_offset(int row, int piece) { return row * 64 + 16 * (piece ^ ((row >> 1) & 3)); }
 
-template <bool kG128, int kNT, bool kRing, int kCtasPerSm>
+template <bool kG128, int kNT, bool kRing, int kCtasPerSm, int kAhead>
 __global__ void __launch_bounds__(kThreads, kCtasPerSm) gemm_w4a8_gemv_kernel(const KernelParams p) {
   static_assert(kRing || kNT == 1, "the direct activation loads serve one 8-token group");
+  static_assert(kAhead == 1 || kAhead == 2);
   extern __shared__ __align__(128) unsigned char gemv_smem[];  // kRing: the warps' rings
   __shared__ int32_t red[kWarps][4 * kNT][32];  // [warp][group * 4 + accumulator register][lane]
   const int tiles = (p.n + 15) / 16;
@@ -79,11 +95,22 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) gemm_w4a8_gemv_kernel(co
   const int blocks = (k64_total - warp + kWarps - 1) / kWarps;  // this warp's k64 blocks of a tile: warp + 8 i
   unsigned char* ring = gemv_smem + warp * kRingBytes<kNT>;
 
-  uint4 wa[kChunk] = {}, wb[kChunk] = {};     // this chunk's / the next chunk's weights
-  uint32_t la[kChunk] = {}, lb[kChunk] = {};  // g128: their level-2 words (group kb / 2)
+  if (blockIdx.x >= tiles) return;  // (the planner launches at most one CTA per tile)
+  // This warp's sequence of chunks: chunks 0, kChunk, .. of tile blockIdx.x,
+  // then of tile blockIdx.x + gridDim.x, ...; a warp without blocks (k < 512)
+  // still takes one (empty) chunk per tile, for the tile's reduction.
+  const int chunks = blocks > 0 ? (blocks + kChunk - 1) / kChunk : 1;
+
+  // Register slots of kSlots chunks' weights: the chunk being multiplied and
+  // the next kAhead ones in flight. Slot indices are compile-time (the chunk
+  // loop below is unrolled by kSlots), so no register is ever copied: a copy
+  // of a load's destination would wait for the load where it is issued.
+  constexpr int kSlots = kAhead + 1;
+  uint4 w[kSlots][kChunk];
+  uint32_t l[kSlots][kChunk];  // g128: their level-2 words (group kb / 2)
   // Chunk c (blocks c.. of this warp) of tile t16: block kb of the tile for
   // this lane is uint4 ((t16 / 8) * k64_total + kb) * 256 + (t16 % 8) * 32 + lane.
-  auto load_chunk = [&](int t16, int c, uint4 (&w)[kChunk], uint32_t (&l)[kChunk]) {
+  auto load_chunk = [&](int t16, int c, uint4 (&wn)[kChunk], uint32_t (&ln)[kChunk]) {
     const uint4* wt = p.w + static_cast<size_t>(t16 >> 3) * k64_total * 256 + (t16 & 7) * 32 + lane;
     const uint32_t* l2t = p.level2 + (kG128 ? quant::level2_word_offset(t16, 0, p.groups) + g : 0);
 #pragma unroll
@@ -91,12 +118,20 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) gemm_w4a8_gemv_kernel(co
       const int bi = c + i;
       if (bi < blocks) {
         const int kb = warp + kWarps * bi;
-        w[i] = __ldg(wt + static_cast<size_t>(kb) * 256);
-        if constexpr (kG128) l[i] = __ldg(l2t + (kb >> 1) * 64);
+        wn[i] = __ldg(wt + static_cast<size_t>(kb) * 256);
+        if constexpr (kG128) ln[i] = __ldg(l2t + (kb >> 1) * 64);
       }
     }
   };
-  load_chunk(blockIdx.x, 0, wa, la);  // no kernel writes the weights: before the dependency wait
+  // Load chunk (t16, cc) + d of the sequence, nothing past the last tile.
+  auto load_ahead = [&](int t16, int cc, int d, uint4 (&wn)[kChunk], uint32_t (&ln)[kChunk]) {
+    cc += d;
+    while (cc >= chunks) cc -= chunks, t16 += gridDim.x;  // (at most kAhead times)
+    if (t16 < tiles) load_chunk(t16, cc * kChunk, wn, ln);
+  };
+  // No kernel writes the weights: the first kAhead chunks load before the dependency wait.
+#pragma unroll
+  for (int d = 0; d < kAhead; ++d) load_ahead(blockIdx.x, 0, d, w[d], l[d]);
 
   // kRing: rows at or past m stay zero: this lane's piece (row g, piece q) of
   // every ring slot whose token 8 j + g is past m.
@@ -138,14 +173,15 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) gemm_w4a8_gemv_kernel(co
   // Direct: this lane's token row of X (row g of the group), null past m.
   const int8_t* xr = !kRing && g < p.m ? p.x + static_cast<size_t>(g) * p.k + q * 4 : nullptr;
 
-  // The MMAs of block i of the chunk (its B fragments b: {b0, b1} of k32 step 0, then step 1).
-  auto mma_block = [&](int i, const uint32_t (&b)[kNT][4], int32_t (&acc)[kNT][4]) {
-    const wgmma::Level2 l = kG128 ? wgmma::level2_params(la[i]) : wgmma::Level2{};
+  // The MMAs of one block (its weights wi, level-2 word li, B fragments b:
+  // {b0, b1} of k32 step 0, then step 1).
+  auto mma_block = [&](const uint4& wi, uint32_t li, const uint32_t (&b)[kNT][4], int32_t (&acc)[kNT][4]) {
+    const wgmma::Level2 lp = kG128 ? wgmma::level2_params(li) : wgmma::Level2{};
     uint32_t a[8];
-    wgmma::unpack8<kG128>(wa[i].x, l, a[0], a[1]);
-    wgmma::unpack8<kG128>(wa[i].y, l, a[2], a[3]);
-    wgmma::unpack8<kG128>(wa[i].z, l, a[4], a[5]);
-    wgmma::unpack8<kG128>(wa[i].w, l, a[6], a[7]);
+    wgmma::unpack8<kG128>(wi.x, lp, a[0], a[1]);
+    wgmma::unpack8<kG128>(wi.y, lp, a[2], a[3]);
+    wgmma::unpack8<kG128>(wi.z, lp, a[4], a[5]);
+    wgmma::unpack8<kG128>(wi.w, lp, a[6], a[7]);
 #pragma unroll
     for (int j = 0; j < kNT; ++j) {
       ptx::mma_s8_16832(acc[j], a[0], a[1], a[2], a[3], b[j][0], b[j][1]);
@@ -153,73 +189,67 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) gemm_w4a8_gemv_kernel(co
     }
   };
 
-  if constexpr (kRing) copy_x(0, 0);
-  int h = 0;  // kRing: the ring half of the current chunk
-  // Tiles blockIdx.x, + gridDim.x, ...: the weights (and activations) stay in
-  // flight across a tile's end (the next tile's first chunk loads during the
-  // last chunk).
-  for (int t16 = blockIdx.x; t16 < tiles; t16 += gridDim.x) {
-    int32_t acc[kNT][4] = {};
-    for (int c = 0; c < blocks; c += kChunk) {
-      const bool more = c + kChunk < blocks, next_tile = t16 + static_cast<int>(gridDim.x) < tiles;
-      if (more)
-        load_chunk(t16, c + kChunk, wb, lb);
-      else if (next_tile)
-        load_chunk(t16 + gridDim.x, 0, wb, lb);
-      if constexpr (kRing) {
-        if (more || next_tile)
-          copy_x(more ? c + kChunk : 0, h ^ 1);
-        else
-          ptx::cp_async_commit();  // an empty group: the wait below counts one per chunk
-        ptx::cp_async_wait<1>();     // this chunk's activations (this lane's copies) ...
-        __syncwarp();                // ... and the other lanes'
-        // The B fragments of kHoist blocks at a time, then their MMAs (the
-        // ldmatrix reads are unconditional: a slot past the warp's last block
-        // holds stale rows, which no MMA reads); 16 registers of them.
-        constexpr int kHoist = kChunk / kNT;
+  // The chunk cur_cc of tile cur_t16 from register slot kS and, kRing, ring
+  // half h: the positions of the sequence take the slots and the halves in
+  // turn.
+  int32_t acc[kNT][4] = {};
+  int cur_t16 = blockIdx.x, cur_cc = 0;
+  auto step = [&](auto slot, auto half) {
+    constexpr int kS = decltype(slot)::value;
+    load_ahead(cur_t16, cur_cc, kAhead, w[(kS + kAhead) % kSlots], l[(kS + kAhead) % kSlots]);  // kAhead chunks on
+    const int c = cur_cc * kChunk;
+    if constexpr (kRing) {
+      constexpr int h = decltype(half)::value;
+      if (cur_cc + 1 < chunks || cur_t16 + static_cast<int>(gridDim.x) < tiles)
+        copy_x(cur_cc + 1 < chunks ? c + kChunk : 0, h ^ 1);  // the next chunk's activations
+      else
+        ptx::cp_async_commit();  // an empty group: the wait below counts one per chunk
+      ptx::cp_async_wait<1>();   // this chunk's activations (this lane's copies) ...
+      __syncwarp();              // ... and the other lanes'
+      // The B fragments of kHoist blocks at a time, then their MMAs (the
+      // ldmatrix reads are unconditional: a slot past the warp's last block
+      // holds stale rows, which no MMA reads); 16 registers of them.
+      constexpr int kHoist = kChunk / kNT;
 #pragma unroll
-        for (int i0 = 0; i0 < kChunk; i0 += kHoist) {
-          if (c + i0 >= blocks) break;
-          uint32_t b[kHoist][kNT][4];
+      for (int i0 = 0; i0 < kChunk; i0 += kHoist) {
+        if (c + i0 >= blocks) break;
+        uint32_t b[kHoist][kNT][4];
 #pragma unroll
-          for (int i = 0; i < kHoist; ++i)
+        for (int i = 0; i < kHoist; ++i)
 #pragma unroll
-            for (int j = 0; j < kNT; ++j)
-              ptx::ldmatrix_x4(b[i][j], ring + ((h * kChunk + i0 + i) * kNT + j) * kGroupBytes + ld_offset);
+          for (int j = 0; j < kNT; ++j)
+            ptx::ldmatrix_x4(b[i][j], ring + ((h * kChunk + i0 + i) * kNT + j) * kGroupBytes + ld_offset);
 #pragma unroll
-          for (int i = 0; i < kHoist; ++i) {
-            if (c + i0 + i >= blocks) break;
-            mma_block(i0 + i, b[i], acc);
-          }
-        }
-      } else {
-        // b[i][0] = X[token][kb * 64 + 4 q + (0..3, 16..19, 32..35, 48..51)] of block i.
-        uint32_t b[kChunk][1][4];
-#pragma unroll
-        for (int i = 0; i < kChunk; ++i)
-#pragma unroll
-          for (int r = 0; r < 4; ++r) {
-            const bool ok = xr != nullptr && c + i < blocks;
-            b[i][0][r] = ok ? __ldg(reinterpret_cast<const uint32_t*>(xr + (warp + kWarps * (c + i)) * 64 + 16 * r)) : 0u;
-          }
-#pragma unroll
-        for (int i = 0; i < kChunk; ++i) {
-          if (c + i >= blocks) break;
-          mma_block(i, b[i], acc);
+        for (int i = 0; i < kHoist; ++i) {
+          if (c + i0 + i >= blocks) break;
+          mma_block(w[kS][i0 + i], l[kS][i0 + i], b[i], acc);
         }
       }
+      __syncwarp();  // ring half h is refilled by the next chunk's copies
+    } else {
+      // b[i][0] = X[token][kb * 64 + 4 q + (0..3, 16..19, 32..35, 48..51)] of block i.
+      uint32_t b[kChunk][1][4];
 #pragma unroll
-      for (int i = 0; i < kChunk; ++i) wa[i] = wb[i], la[i] = lb[i];
-      if constexpr (kRing) {
-        __syncwarp();  // ring half h is refilled by the next chunk's copies
-        h ^= 1;
+      for (int i = 0; i < kChunk; ++i)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          const bool ok = xr != nullptr && c + i < blocks;
+          b[i][0][r] = ok ? __ldg(reinterpret_cast<const uint32_t*>(xr + (warp + kWarps * (c + i)) * 64 + 16 * r)) : 0u;
+        }
+#pragma unroll
+      for (int i = 0; i < kChunk; ++i) {
+        if (c + i >= blocks) break;
+        mma_block(w[kS][i], l[kS][i], b[i], acc);
       }
     }
-
+    if (++cur_cc < chunks) return;
+    // The tile's last chunk: the 8 warps' partials meet in shared memory.
+    const int t16 = cur_t16;
+    cur_cc = 0, cur_t16 += gridDim.x;
 #pragma unroll
     for (int j = 0; j < kNT; ++j)
 #pragma unroll
-      for (int r = 0; r < 4; ++r) red[warp][4 * j + r][lane] = acc[j][r];
+      for (int r = 0; r < 4; ++r) red[warp][4 * j + r][lane] = acc[j][r], acc[j][r] = 0;
     __syncthreads();
     // Thread (j, r, ln) < 128 kNT: accumulator r of lane ln in group j =
     // channel t16 * 16 + ln / 4 + 8 (r / 2), token 8 j + 2 (ln % 4) + r % 2.
@@ -227,7 +257,7 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) gemm_w4a8_gemv_kernel(co
       const int jr = threadIdx.x >> 5, ln = threadIdx.x & 31, r = jr & 3;
       int32_t v = 0;
 #pragma unroll
-      for (int w = 0; w < kWarps; ++w) v += red[w][jr][ln];
+      for (int wp = 0; wp < kWarps; ++wp) v += red[wp][jr][ln];
       const int o = t16 * 16 + (ln >> 2) + 8 * (r >> 1), tok = 8 * (jr >> 2) + 2 * (ln & 3) + (r & 1);
       if (o < p.n && tok < p.m) {
         const size_t idx = static_cast<size_t>(tok) * p.n + o;
@@ -243,7 +273,20 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) gemm_w4a8_gemv_kernel(co
       }
     }
     __syncthreads();  // red is written again for the next tile
-  }
+  };
+
+  if constexpr (kRing) copy_x(0, 0);
+  // Positions base + s from slot s: the weights (and activations) stay in
+  // flight across a tile's end (the next tile's first chunks load during the
+  // last ones).
+  // Unrolled so that the slot (position % kSlots) and the ring half
+  // (position % 2) of every step are compile-time constants.
+  constexpr int kUnroll = kRing && kSlots % 2 != 0 ? 2 * kSlots : kSlots;
+  while (cur_t16 < tiles)
+    [&]<int... kI>(std::integer_sequence<int, kI...>) {
+      ((cur_t16 < tiles ? step(std::integral_constant<int, kI % kSlots>{}, std::integral_constant<int, kI % 2>{}) : void()),
+       ...);
+    }(std::make_integer_sequence<int, kUnroll>{});
   if constexpr (kRing) ptx::cp_async_wait<0>();  // (only empty groups can be left)
 }
 
