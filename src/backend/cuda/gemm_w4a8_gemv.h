@@ -16,7 +16,7 @@ namespace qserve::cuda::w4a8::gemv {
 // - kGemv8Deep: gemv8 at two CTAs per SM with the next two chunks' weights
 //   in flight (the registers of gemv8's third CTA spent on twice the loads
 //   in flight per warp: for layers of at most two tiles per SM). The same
-//   for gemv16 measured no faster (bench/results/2026-12-01-gemm-h200-r14.md).
+//   for gemv16 measured no faster (bench/results/2026-11-30-gemm-h200-r14.md).
 enum class Kernel { kGemv8, kGemv16, kGemv8Deep };
 inline constexpr int kKernelCount = 3;
 constexpr int kernel_tokens(Kernel kernel) { return kernel == Kernel::kGemv16 ? 16 : 8; }

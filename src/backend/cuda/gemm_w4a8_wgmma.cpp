@@ -123,7 +123,7 @@ W4A8Plan plan_gemv(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int t
 // The decode kernels instead of the table and the rule (-1: neither):
 // - m <= 4 on layers of at most two 16-channel tiles per SM and k <= 16384:
 //   gemv8d (two CTAs per SM, two chunks of weights in flight per warp).
-//   Measured in bench/results/2026-12-01-gemm-h200-r14.md (rounds 2-3, back
+//   Measured in bench/results/2026-11-30-gemm-h200-r14.md (rounds 2-3, back
 //   to back and after a 5-us neighbor): on the 4096 x 4096 layers 1.04-1.31x
 //   faster than gemv8, on the down layers (4096 x 14336 / 11008) 1.06-1.34x.
 //   Not on 70B down (512 tiles, k = 28672: the wgmma plans 1.13-1.18x

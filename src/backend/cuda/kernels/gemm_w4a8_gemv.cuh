@@ -37,7 +37,7 @@
 // ones). The chunk loop is unrolled so that every step's slot (and ring half)
 // is a compile-time index and no register is ever copied: a copy of a load's
 // destination waits for the load where the copy is issued (a version with
-// such copies, round 1 of bench/results/2026-12-01-gemm-h200-r14.md, ran
+// such copies, round 1 of bench/results/2026-11-30-gemm-h200-r14.md, ran
 // 10-17% slower).
 //
 // Programmatic dependent launch: the weights (and g128 level-2 words) of a
