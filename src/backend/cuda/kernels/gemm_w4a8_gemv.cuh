@@ -97,8 +97,9 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) gemm_w4a8_gemv_kernel(co
   // This warp's k64 blocks of a tile (block i of the warp is k64 block
   // block_kb(i)): per-channel warp + 8 i; g128 the pairs (2 warp, 2 warp + 1)
   // + 16 j, both blocks of one group, so that one level-2 word and one set of
-  // its parameters serve two blocks (5-9% faster on g128; the per-channel
-  // kernels ran 0-4% slower in that order: ...-r14.md, round 8).
+  // its parameters serve two blocks (g128 4-9% faster on the qkv and down
+  // layers; the per-channel kernels ran 0-8% slower in that order:
+  // bench/results/2026-11-30-gemm-h200-r14.md, round 8).
   const int blocks = kG128 ? 2 * (k64_total / (2 * kWarps)) + min(max(k64_total % (2 * kWarps) - 2 * warp, 0), 2)
                            : (k64_total - warp + kWarps - 1) / kWarps;
   auto block_kb = [warp](int i) { return kG128 ? 2 * kWarps * (i >> 1) + 2 * warp + (i & 1) : warp + kWarps * i; };
@@ -106,7 +107,7 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) gemm_w4a8_gemv_kernel(co
 
   if (blockIdx.x >= tiles) return;  // (the planner launches at most one CTA per tile)
   // This warp's sequence of chunks: chunks 0, kChunk, .. of tile blockIdx.x,
-  // then of tile blockIdx.x + gridDim.x, ...; a warp without blocks (k < 512)
+  // then of tile blockIdx.x + gridDim.x, ...; a warp without blocks (small k)
   // still takes one (empty) chunk per tile, for the tile's reduction.
   const int chunks = blocks > 0 ? (blocks + kChunk - 1) / kChunk : 1;
 
