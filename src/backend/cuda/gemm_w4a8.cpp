@@ -62,7 +62,7 @@ const char* w4a8_tile_name(int tile) {
 
 int w4a8_tile_tokens(int tile) {
   if (tile < 0 || tile >= kW4A8TileCount) return 0;
-  if (w4a8_tile_is_gemv(tile)) return w4a8::gemv::kernel_tokens(static_cast<w4a8::gemv::Kernel>(w4a8_gemv_kernel_index(tile)));
+  if (w4a8_tile_is_gemv(tile)) return w4a8::gemv::kernel_tokens(w4a8_gemv_kernel(tile));
   return w4a8_tile_is_wgmma(tile) ? w4a8::wgmma::kTiles[tile - kW4A8FirstWgmmaTile].bm : kTiles[tile].bm;
 }
 
@@ -237,8 +237,7 @@ void gemm_w4a8(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A8Plan&
   if (gemv) {
     QS_CHECK(plan.grid_n == (w.n + 15) / 16 && args.m <= w4a8_tile_tokens(plan.tile)) << "plan made for another shape";
     QS_CHECK(reinterpret_cast<uintptr_t>(args.x) % 16 == 0) << "the decode kernel copies the activations in 16-byte pieces";
-    w4a8::gemv::launch_gemv(w.kind == W4A8Kind::kG128, static_cast<w4a8::gemv::Kernel>(w4a8_gemv_kernel_index(plan.tile)),
-                            p, plan.ctas, stream, plan.pdl);
+    w4a8::gemv::launch_gemv(w.kind == W4A8Kind::kG128, w4a8_gemv_kernel(plan.tile), p, plan.ctas, stream, plan.pdl);
     return;
   }
   p.splits = plan.splits;

@@ -32,6 +32,7 @@
 
 #include "backend/cuda/cuda_context.h"
 #include "backend/cuda/device_memory.h"
+#include "backend/cuda/gemm_w4a8_gemv.h"
 #include "quant/weight_format.h"
 
 namespace qserve::cuda {
@@ -84,8 +85,10 @@ inline constexpr int kW4A8FirstMcTile = 44;
 // into registers by every SM, mma.sync; no split-K (splits 1), no workspace.
 inline constexpr int kW4A8FirstGemvTile = 45;
 inline bool w4a8_tile_is_gemv(int tile) { return tile >= kW4A8FirstGemvTile && tile < kW4A8TileCount; }
-// The decode kernel of a decode tile (w4a8::gemv::Kernel's value).
-inline int w4a8_gemv_kernel_index(int tile) { return tile - kW4A8FirstGemvTile; }
+static_assert(kW4A8TileCount - kW4A8FirstGemvTile == w4a8::gemv::kKernelCount);
+// The decode kernel of a decode tile, and the tile of a decode kernel.
+inline w4a8::gemv::Kernel w4a8_gemv_kernel(int tile) { return static_cast<w4a8::gemv::Kernel>(tile - kW4A8FirstGemvTile); }
+constexpr int w4a8_gemv_tile(w4a8::gemv::Kernel kernel) { return kW4A8FirstGemvTile + static_cast<int>(kernel); }
 inline constexpr int kW4A8MaxClusterSplits = 8;
 inline bool w4a8_tile_is_s8(int tile) { return tile >= kW4A8FirstS8Tile && tile < kW4A8FirstPdTile; }
 inline bool w4a8_tile_is_pd(int tile) { return tile >= kW4A8FirstPdTile && tile < kW4A8FirstClusterTile; }

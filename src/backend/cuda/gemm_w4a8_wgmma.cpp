@@ -21,7 +21,6 @@ static_assert(kW4A8FirstS8Tile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstS8Til
 static_assert(kW4A8FirstPdTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstPdTile);
 static_assert(kW4A8FirstClusterTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstClusterTile);
 static_assert(kW4A8FirstGemvTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kTileCount);
-static_assert(kW4A8TileCount - kW4A8FirstGemvTile == w4a8::gemv::kKernelCount);
 static_assert(kW4A8EndClusterTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kEndClusterTile);
 static_assert(kW4A8FirstMidTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstMidTile &&
               kW4A8EndMidTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kEndMidTile);
@@ -112,9 +111,8 @@ W4A8Plan plan_gemv(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int t
   plan.kt_per_split = static_cast<int>(cdiv(k, 128));
   plan.grid_n = static_cast<int>(cdiv(n, 16));
   plan.grid_m = 1;
-  plan.ctas = static_cast<int>(
-      std::min<int64_t>(plan.grid_n, w4a8::gemv::ctas_per_sm(static_cast<w4a8::gemv::Kernel>(w4a8_gemv_kernel_index(tile))) *
-                                         int64_t{std::max(1, dev.sm_count)}));
+  plan.ctas = static_cast<int>(std::min<int64_t>(
+      plan.grid_n, w4a8::gemv::ctas_per_sm(w4a8_gemv_kernel(tile)) * int64_t{std::max(1, dev.sm_count)}));
   plan.workspace_bytes = 0;
   plan.pdl = pdl_enabled(dev);
   return plan;
@@ -147,7 +145,9 @@ W4A8Plan plan_gemv(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int t
 //   two tiles per SM (the o layers; ...-r13.md).
 int decode_tile(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k) {
   const int64_t tiles = cdiv(n, 16), sms = std::max(1, dev.sm_count);
-  constexpr int kGemv8 = kW4A8FirstGemvTile, kGemv16 = kW4A8FirstGemvTile + 1, kGemv8Deep = kW4A8FirstGemvTile + 2;
+  using w4a8::gemv::Kernel;
+  constexpr int kGemv8 = w4a8_gemv_tile(Kernel::kGemv8), kGemv16 = w4a8_gemv_tile(Kernel::kGemv16),
+                kGemv8Deep = w4a8_gemv_tile(Kernel::kGemv8Deep);
   if (m > 16 || k > 16384) return -1;
   if (m <= w4a8::gemv::kMaxDirectTokens) return tiles <= 2 * sms ? kGemv8Deep : tiles <= 6 * sms ? kGemv8 : -1;
   if (k > 4096 || tiles < sms) return -1;

@@ -184,9 +184,14 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) gemm_w4a8_gemv_kernel(co
   // Direct: this lane's token row of X (row g of the group), null past m.
   const int8_t* xr = !kRing && g < p.m ? p.x + static_cast<size_t>(g) * p.k + q * 4 : nullptr;
 
-  // The MMAs of one block (its weights wi, its group's level-2 parameters
-  // lp, B fragments b: {b0, b1} of k32 step 0, then step 1).
-  auto mma_block = [&](const uint4& wi, const wgmma::Level2& lp, const uint32_t (&b)[kNT][4], int32_t (&acc)[kNT][4]) {
+  // The MMAs of block i of a chunk (its weights ws[i], B fragments b: {b0,
+  // b1} of k32 step 0, then step 1); g128: lp holds its group's level-2
+  // parameters, taken from ls[i] at the first block of a pair (i even).
+  auto mma_block = [&](const uint4 (&ws)[kChunk], const uint32_t (&ls)[kChunk], int i, const uint32_t (&b)[kNT][4],
+                       wgmma::Level2& lp, int32_t (&acc)[kNT][4]) {
+    if constexpr (kG128)
+      if (i % 2 == 0) lp = wgmma::level2_params(ls[i]);
+    const uint4& wi = ws[i];
     uint32_t a[8];
     wgmma::unpack8<kG128>(wi.x, lp, a[0], a[1]);
     wgmma::unpack8<kG128>(wi.y, lp, a[2], a[3]);
@@ -229,13 +234,11 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) gemm_w4a8_gemv_kernel(co
 #pragma unroll
           for (int j = 0; j < kNT; ++j)
             ptx::ldmatrix_x4(b[i][j], ring + ((h * kChunk + i0 + i) * kNT + j) * kGroupBytes + ld_offset);
-        wgmma::Level2 lp{};  // of the pair (i0 + i) / 2: blocks i0 + i, i0 + i + 1 share a group
+        wgmma::Level2 lp{};
 #pragma unroll
         for (int i = 0; i < kHoist; ++i) {
           if (c + i0 + i >= blocks) break;
-          if constexpr (kG128)
-            if ((i0 + i) % 2 == 0) lp = wgmma::level2_params(l[kS][i0 + i]);
-          mma_block(w[kS][i0 + i], lp, b[i], acc);
+          mma_block(w[kS], l[kS], i0 + i, b[i], lp, acc);
         }
       }
       __syncwarp();  // ring half h is refilled by the next chunk's copies
@@ -249,13 +252,11 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) gemm_w4a8_gemv_kernel(co
           const bool ok = xr != nullptr && c + i < blocks;
           b[i][0][r] = ok ? __ldg(reinterpret_cast<const uint32_t*>(xr + block_kb(c + i) * 64 + 16 * r)) : 0u;
         }
-      wgmma::Level2 lp{};  // of the pair i / 2
+      wgmma::Level2 lp{};
 #pragma unroll
       for (int i = 0; i < kChunk; ++i) {
         if (c + i >= blocks) break;
-        if constexpr (kG128)
-          if (i % 2 == 0) lp = wgmma::level2_params(l[kS][i]);
-        mma_block(w[kS][i], lp, b[i], acc);
+        mma_block(w[kS], l[kS], i, b[i], lp, acc);
       }
     }
     if (++cur_cc < chunks) return;
