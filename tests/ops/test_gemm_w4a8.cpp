@@ -194,7 +194,7 @@ std::vector<Case> all_cases() {
   // k % 128 == 64: a g128 group of one k64 block; k / 64 not a multiple of
   // the 8 warps).
   for (bool g : {false, true})
-    for (int tile = cuda::kW4A8FirstGemvTile; tile < cuda::kW4A8TileCount; ++tile) {
+    for (int tile = cuda::kW4A8FirstGemvTile; tile < cuda::kW4A8FirstGemvcTile; ++tile) {
       const int64_t tokens = cuda::w4a8_tile_tokens(tile);
       for (int64_t m : {int64_t{1}, int64_t{4}, int64_t{9}, tokens - 1, tokens})
         if (m <= tokens) cases.push_back({g, m, 6144, 4096, tile, 1, true});
@@ -206,6 +206,29 @@ std::vector<Case> all_cases() {
       // two each, or one or two (7000 / 16 = 437.5 tiles).
       cases.push_back({g, 3, 12288, 4096, tile, 1, true});
       cases.push_back({g, tokens, 7000, 576, tile, 1, true});
+    }
+  // The 128-channel decode kernels (gemvc), forced: one split (each warp's
+  // own epilogue) and clusters of 2, 3 and 8 (the sums through distributed
+  // shared memory; the planner's default for the shape with 0); every m up
+  // to the tile's tokens at its edges; the odd shapes (n not a multiple of
+  // 128 or 16: warps on padding channels; k % 128 == 64: a last split ending
+  // in a group of one block; fewer blocks than a chunk; more splits asked
+  // than 128-k groups).
+  for (bool g : {false, true})
+    for (int tile = cuda::kW4A8FirstGemvcTile; tile < cuda::kW4A8TileCount; ++tile) {
+      const int64_t tokens = cuda::w4a8_tile_tokens(tile);
+      for (int64_t m : {int64_t{1}, int64_t{9}, tokens - 1, tokens}) {
+        cases.push_back({g, m, 6144, 4096, tile, 1, true});
+        cases.push_back({g, m, 6144, 4096, tile, 0, true});
+      }
+      for (int splits : {2, 3, 8}) cases.push_back({g, tokens, 4096, 14336, tile, splits, true});
+      cases.push_back({g, tokens - 5, 4096, 11008, tile, 0, true});
+      for (int splits : {1, 3}) {
+        cases.push_back({g, tokens, 203, 448, tile, splits, true});
+        cases.push_back({g, tokens - 3, 1408, 2880, tile, splits, true});
+        cases.push_back({g, 5, 200, 64, tile, splits, true});
+        cases.push_back({g, tokens, 7000, 576, tile, splits, true});
+      }
     }
   // n not a multiple of 8: the staged epilogue's partial 16-B pieces.
   for (bool g : {false, true})
@@ -346,7 +369,8 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
                  // 4: the first producer-dequantizing tile with split-K 3,
                  // 5: the cluster tile 256 x 32 with 3 splits (a cluster of 3),
                  // 6: the multicast pair of 128 x 256 with split-K 3,
-                 // 7: the decode kernel for m <= 8, 8: for m <= 16
+                 // 7: the decode kernel for m <= 8, 8: for m <= 16,
+                 // 9: gemvc32 with 3 splits (a cluster), 10: gemvc64 with 1
   };
   const bool hopper = cuda::w4a8_wgmma_supported(ctx.info());
   for (const PdlCase c : {PdlCase{false, 5, 0}, PdlCase{true, 5, 0}, PdlCase{false, 64, 0}, PdlCase{true, 300, 0},
@@ -354,7 +378,8 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
                           PdlCase{false, 70, 3}, PdlCase{true, 300, 3}, PdlCase{false, 70, 4},
                           PdlCase{true, 300, 4}, PdlCase{false, 5, 5}, PdlCase{true, 40, 5},
                           PdlCase{false, 300, 6}, PdlCase{true, 129, 6}, PdlCase{false, 5, 7},
-                          PdlCase{true, 8, 7}, PdlCase{false, 16, 8}, PdlCase{true, 11, 8}}) {
+                          PdlCase{true, 8, 7}, PdlCase{false, 16, 8}, PdlCase{true, 11, 8}, PdlCase{false, 32, 9},
+                          PdlCase{true, 21, 9}, PdlCase{false, 64, 10}, PdlCase{true, 40, 10}}) {
     if (c.family >= 2 && !hopper) continue;
     SCOPED_TRACE(std::string(c.g128 ? "g128" : "per-channel") + " m " + std::to_string(c.m) + " family " +
                  std::to_string(c.family));
@@ -365,6 +390,8 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
                                 : c.family == 4 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstPdTile, 3, c.g128)
                                 : c.family == 5 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstClusterTile + 2, 3, c.g128)
                                 : c.family == 6 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstMcTile, 3, c.g128)
+                                : c.family == 9 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstGemvcTile + 1, 3, c.g128)
+                                : c.family == 10 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstGemvcTile + 2, 1, c.g128)
                                 : c.family >= 7 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstGemvTile + c.family - 7, 1, c.g128)
                                                 : cuda::plan_w4a8(ctx.info(), dw, c.m);
     const test::QuantizedActivations a = random_activations(c.m, k, rng);
@@ -558,6 +585,25 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 9, 4096, 4096, cuda::kW4A8FirstGemvTile, 1, true), Error);
   EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, 9, 6144, 4096, cuda::kW4A8FirstGemvTile + 1, 1, true).ctas, 264);  // 2 per SM
   EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 17, 4096, 4096, cuda::kW4A8FirstGemvTile + 1, 1, true), Error);
+  // gemvc: a CTA per 128 channels and split, splits of whole 128-k groups
+  // (0: about two CTAs per SM), at most 8, none empty, no workspace.
+  const int gemvc32 = cuda::kW4A8FirstGemvcTile + 1;
+  const cuda::W4A8Plan gc = cuda::plan_w4a8_wgmma(h200, 32, 6144, 4096, gemvc32, 0, false);
+  EXPECT_STREQ(cuda::w4a8_tile_name(gc.tile), "gemvc32");
+  EXPECT_EQ(gc.grid_n, 48);
+  EXPECT_EQ(gc.splits, 5);  // 264 / 48
+  EXPECT_EQ(gc.kt_per_split, 7);
+  EXPECT_EQ(gc.ctas, 240);
+  EXPECT_EQ(gc.workspace_bytes, 0u);
+  EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, 32, 4096, 14336, gemvc32, 0, true).splits, 8);
+  EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, 32, 28672, 4096, gemvc32, 0, true).splits, 1);
+  const cuda::W4A8Plan gc3 = cuda::plan_w4a8_wgmma(h200, 20, 4096, 4096, gemvc32, 3, true);
+  EXPECT_EQ(gc3.splits, 3);
+  EXPECT_EQ(gc3.kt_per_split, 11);  // 32 groups: 11, 11, 10
+  EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, 5, 200, 64, gemvc32, 3, true).splits, 1);  // one group
+  EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, 5, 203, 448, gemvc32, 3, true).splits, 2);  // 4 groups: 2, 2 (not 2, 1, 1)
+  EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 33, 4096, 4096, gemvc32, 1, true), Error);
+  EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 32, 4096, 4096, gemvc32, 9, true), Error);
 }
 
 // QSERVE_W4A8_PLANS: the parser (the environment is read once per process,

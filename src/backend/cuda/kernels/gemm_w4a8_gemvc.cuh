@@ -1,0 +1,241 @@
+// The W4A8 decode kernels for 9 <= m <= 64 tokens (docs/gemm-hopper.md,
+// "Decode at m = 16-64: 128-channel tiles, k split over a cluster"): the
+// decode kernels' weights-into-registers stream (gemm_w4a8_gemv.cuh) with
+// CTA tiles of 128 channels, so that the activations a CTA reads are no
+// more than its weights at m = 32 (the 16-channel tiles of gemv16 read m / 8
+// times the weights' bytes of activations through L2).
+//
+// A CTA of 8 warps takes one 128-channel tile (blockIdx.x / splits) and one
+// contiguous range of its k64 blocks (split blockIdx.x % splits, an even
+// count: whole g128 groups); warp w multiplies the 16 channels 16 w.. of the
+// tile over every block of the range. Its lane reads a block's 16 bytes of
+// the repacked compute order (quant/w4a8_repack.h: [n / 128][k / 64][8
+// tiles][32 lanes][16 B]: the 8 warps of a CTA read 4 KB contiguous per
+// block), which unpack to the mma.sync m16n8k32 A fragments of the block's
+// two k32 steps; one mma.sync per k32 step and 8-token group (kNT groups).
+//
+// The activations: one shared-memory ring per CTA, kRingSlots chunks of
+// kChunk blocks x kNT groups x 8 rows x 64 B (the pieces of row r at piece ^
+// ((r / 2) % 4), as gemv's rings: ldmatrix phases without bank conflicts).
+// All 256 threads copy a chunk (cp.async, 16 B each; 16 threads per row of a
+// chunk: 256 contiguous bytes); one block barrier per chunk makes it visible
+// and frees the slot the copies two chunks ahead go into. Rows at or past m
+// are zeroed once and never copied. Each warp's B fragments come from the
+// ring by ldmatrix.x4 (a block's four B registers of one 8-token group).
+//
+// The weights of a warp's chunks sit in kAhead + 1 register slots (the
+// chunk being multiplied, the next kAhead in flight), compile-time indices
+// (the chunk loop is unrolled by the slot count): no register copies.
+//
+// Split-K (splits > 1): the CTAs of a tile form a thread block cluster
+// (cluster x = splits); each stores its INT32 partials in its own shared
+// memory (over the ring), and after a cluster barrier CTA r sums the slice r
+// of the tile's outputs over the cluster (distributed shared memory) and
+// applies the epilogue of quant/gemm_epilogue.h. Splits = 1: each warp
+// applies the epilogue to its own accumulators. The sums are exact (INT32).
+//
+// Programmatic dependent launch: the weights (and g128 level-2 words) of a
+// warp's first kAhead chunks are loaded before the dependency wait, the
+// activations after it.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include <cuda_fp16.h>
+
+#include "backend/cuda/gemm_w4a8_gemvc.h"
+#include "backend/cuda/gemm_w4a8_launch.h"
+#include "backend/cuda/kernels/gemm_hopper_primitives.cuh"
+#include "backend/cuda/kernels/gemm_w4a8_unpack.cuh"
+#include "backend/cuda/kernels/mma_primitives.cuh"
+#include "backend/cuda/kernels/pdl.cuh"
+#include "quant/gemm_epilogue.h"
+#include "quant/w4a8_repack.h"
+
+namespace qserve::cuda::w4a8::gemvc {
+
+inline constexpr int kWarps = 8, kThreads = 32 * kWarps;
+static_assert(kTileChannels == 16 * kWarps);  // one repacked block of 8 16-channel tiles
+inline constexpr int kChunk = 4;                   // k64 blocks per chunk (a warp's 4 x 16 B per lane)
+inline constexpr int kRingSlots = 3;               // chunk c computes while c + 1, c + 2 load
+inline constexpr int kGroupBytes = 8 * 64;         // 8 token rows x 64 k
+template <int kNT>
+inline constexpr int kChunkBytes = kChunk * kNT * kGroupBytes;
+template <int kNT>
+inline constexpr int kSmemBytes = kRingSlots * kChunkBytes<kNT>;  // the ring; the partials reuse it
+// The partials of a CTA: [warp][group * 4 + accumulator register][lane] INT32.
+template <int kNT>
+inline constexpr int kPartialInts = kWarps * 4 * kNT * 32;
+static_assert(kPartialInts<1> * 4 <= kSmemBytes<1>);
+
+__device__ __forceinline__ int piece_offset(int row, int piece) { return row * 64 + 16 * (piece ^ ((row >> 1) & 3)); }
+
+template <bool kG128, int kNT, int kCtasPerSm, int kAhead>
+__global__ void __launch_bounds__(kThreads, kCtasPerSm) gemm_w4a8_gemvc_kernel(const KernelParams p) {
+  static_assert(kAhead == 1 || kAhead == 2);
+  extern __shared__ __align__(128) unsigned char ring[];  // [kRingSlots][kChunk][kNT][8 rows][64 B]
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int g = lane >> 2;
+  const int splits = p.splits;
+  const int tile = blockIdx.x / splits, split = blockIdx.x - tile * splits;
+  const int k64_total = p.k >> 6;
+  // This CTA's k64 blocks kb0 .. kb0 + blocks - 1 (kt_per_split: 128-k
+  // units per split; the last split may be shorter, none is empty).
+  const int kb0 = 2 * p.kt_per_split * split;
+  const int blocks = max(0, min(2 * p.kt_per_split, k64_total - kb0));
+  const int chunks = max(1, (blocks + kChunk - 1) / kChunk);
+  const int t16 = tile * kWarps + warp;  // this warp's 16-channel tile (past n: padding, zero weights)
+
+  constexpr int kSlots = kAhead + 1;
+  uint4 w[kSlots][kChunk];
+  uint32_t l[kSlots][kChunk];  // g128: the level-2 words of the blocks' groups (even i)
+  const uint4* wt = p.w + static_cast<size_t>(tile) * k64_total * 256 + warp * 32 + lane;
+  const uint32_t* l2t = p.level2 + (kG128 ? quant::level2_word_offset(t16, 0, p.groups) + g : 0);
+  // Chunk c's weights: block kb0 + c kChunk + i for this lane at wt[kb * 256].
+  auto load_chunk = [&](int c, uint4 (&wn)[kChunk], uint32_t (&ln)[kChunk]) {
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) {
+      const int bi = c * kChunk + i;
+      if (bi < blocks) {
+        const int kb = kb0 + bi;
+        wn[i] = __ldg(wt + static_cast<size_t>(kb) * 256);
+        if constexpr (kG128)
+          if (i % 2 == 0) ln[i] = __ldg(l2t + (kb >> 1) * 64);  // (kb0 and chunks even: i, i + 1 one group)
+      }
+    }
+  };
+  // No kernel writes the weights: the first kAhead chunks load before the dependency wait.
+#pragma unroll
+  for (int d = 0; d < kAhead; ++d)
+    if (d < chunks) load_chunk(d, w[d], l[d]);
+
+  // Piece e of a chunk (kNT * 128 of them): 16 B at row 8 j + r, block i,
+  // k piece pq; the threads of a row copy its 256 contiguous bytes.
+  constexpr int kPieces = kNT * 128;
+  static_assert(kPieces % kThreads == 0 || kThreads % kPieces == 0);
+  auto piece_dst = [](int e) {
+    const int pq = e & 3, i = (e >> 2) & 3, r = (e >> 4) & 7, j = e >> 7;
+    return (i * kNT + j) * kGroupBytes + piece_offset(r, pq);
+  };
+  // Rows at or past m stay zero in every slot.
+  for (int s = 0; s < kRingSlots; ++s)
+    for (int e = threadIdx.x; e < kPieces; e += kThreads)
+      if (8 * (e >> 7) + ((e >> 4) & 7) >= p.m)
+        *reinterpret_cast<uint4*>(ring + s * kChunkBytes<kNT> + piece_dst(e)) = make_uint4(0, 0, 0, 0);
+
+  ptx::pdl_trigger();
+  ptx::pdl_wait();  // X, s_x, a_sum come from the previous kernel; y may be read by it
+
+  // Chunk c's activations into its ring slot; one commit group per call
+  // (empty past the last chunk).
+  auto copy_x = [&](int c) {
+    if (c < chunks) {
+      unsigned char* slot = ring + (c % kRingSlots) * kChunkBytes<kNT>;
+      for (int e = threadIdx.x; e < kPieces; e += kThreads) {
+        const int pq = e & 3, i = (e >> 2) & 3, row = 8 * (e >> 7) + ((e >> 4) & 7);
+        const int bi = c * kChunk + i;
+        if (row < p.m && bi < blocks)
+          ptx::cp_async16_ca(slot + piece_dst(e), p.x + static_cast<size_t>(row) * p.k + (kb0 + bi) * 64 + 16 * pq);
+      }
+    }
+    ptx::cp_async_commit();
+  };
+  // ldmatrix.x4 row addresses: lanes 8 i .. 8 i + 7 give rows 0..7 of piece i
+  // (k 16 i ..): register i of lane (g, q) = X[row g][16 i + 4 q ..], the B
+  // fragments {b0, b1} of k32 step 0, then of step 1.
+  const int ld_offset = piece_offset(lane & 7, lane >> 3);
+
+  int32_t acc[kNT][4] = {};
+  auto mma_block = [&](const uint4 (&ws)[kChunk], const uint32_t (&ls)[kChunk], int i, const uint32_t (&b)[kNT][4],
+                       wgmma::Level2& lp) {
+    if constexpr (kG128)
+      if (i % 2 == 0) lp = wgmma::level2_params(ls[i]);
+    const uint4& wi = ws[i];
+    uint32_t a[8];
+    wgmma::unpack8<kG128>(wi.x, lp, a[0], a[1]);
+    wgmma::unpack8<kG128>(wi.y, lp, a[2], a[3]);
+    wgmma::unpack8<kG128>(wi.z, lp, a[4], a[5]);
+    wgmma::unpack8<kG128>(wi.w, lp, a[6], a[7]);
+#pragma unroll
+    for (int j = 0; j < kNT; ++j) {
+      ptx::mma_s8_16832(acc[j], a[0], a[1], a[2], a[3], b[j][0], b[j][1]);
+      ptx::mma_s8_16832(acc[j], a[4], a[5], a[6], a[7], b[j][2], b[j][3]);
+    }
+  };
+  // Chunk c from weight slot kS.
+  auto step = [&](auto slot, int c) {
+    constexpr int kS = decltype(slot)::value;
+    if (c + kAhead < chunks) load_chunk(c + kAhead, w[(kS + kAhead) % kSlots], l[(kS + kAhead) % kSlots]);
+    ptx::cp_async_wait<1>();  // this thread's copies of chunk c ...
+    __syncthreads();          // ... and everyone's; everyone is done with chunk c - 1's slot
+    copy_x(c + 2);            // into chunk c - 1's slot
+    const unsigned char* rs = ring + (c % kRingSlots) * kChunkBytes<kNT>;
+    wgmma::Level2 lp{};
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) {
+      if (c * kChunk + i >= blocks) break;
+      uint32_t b[kNT][4];
+#pragma unroll
+      for (int j = 0; j < kNT; ++j) ptx::ldmatrix_x4(b[j], rs + (i * kNT + j) * kGroupBytes + ld_offset);
+      mma_block(w[kS], l[kS], i, b, lp);
+    }
+  };
+
+  copy_x(0);
+  copy_x(1);
+  for (int c = 0; c < chunks; c += kSlots)
+    [&]<int... kI>(std::integer_sequence<int, kI...>) {
+      ((c + kI < chunks ? step(std::integral_constant<int, kI>{}, c + kI) : void()), ...);
+    }(std::make_integer_sequence<int, kSlots>{});
+  ptx::cp_async_wait<0>();  // (only empty groups can be left)
+
+  // Output of accumulator r of lane ln in group j of warp wp: channel tile *
+  // 128 + 16 wp + ln / 4 + 8 (r / 2), token 8 j + 2 (ln % 4) + r % 2.
+  auto store = [&](int wp, int j, int r, int ln, int32_t v) {
+    const int o = tile * kTileChannels + 16 * wp + (ln >> 2) + 8 * (r >> 1), tok = 8 * j + 2 * (ln & 3) + (r & 1);
+    if (o >= p.n || tok >= p.m) return;
+    const size_t idx = static_cast<size_t>(tok) * p.n + o;
+    if (p.acc_out) {
+      p.acc_out[idx] = v;
+      return;
+    }
+    const float sx = __half2float(p.s_x[tok]);
+    const float f = kG128 ? quant::epilogue_g128(v, sx, p.ch_scale[o])
+                          : quant::epilogue_per_channel(v, sx, p.ch_scale[o], p.ch_szero[o], __half2float(p.a_sum[tok]));
+    p.y[idx] = __float2half_rn(f);
+  };
+  if (splits == 1) {
+#pragma unroll
+    for (int j = 0; j < kNT; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) store(warp, j, r, lane, acc[j][r]);
+    return;
+  }
+  // Split-K: the partials over the ring (every warp is past its last ldmatrix).
+  __syncthreads();
+  int32_t* part = reinterpret_cast<int32_t*>(ring);
+#pragma unroll
+  for (int j = 0; j < kNT; ++j)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) part[(warp * 4 * kNT + 4 * j + r) * 32 + lane] = acc[j][r];
+  ptx::cluster_sync();  // every CTA's partials in place
+  // Slice `split` of the tile's partials (16-B pieces of 4 lanes), summed over the cluster.
+  constexpr int kQuads = kPartialInts<kNT> / 4;
+  const int begin = split * kQuads / splits, end = (split + 1) * kQuads / splits;
+  const uint32_t base = ptx::smem_addr(part);
+  for (int e4 = begin + static_cast<int>(threadIdx.x); e4 < end; e4 += kThreads) {
+    int32_t v[4] = {0, 0, 0, 0};
+    for (int z = 0; z < splits; ++z) {
+      const int4 s = ptx::ld_shared_cluster_v4(ptx::map_shared_rank(base + 16 * e4, static_cast<uint32_t>(z)));
+      v[0] += s.x, v[1] += s.y, v[2] += s.z, v[3] += s.w;
+    }
+    const int e = 4 * e4, ln = e & 31, jr = (e >> 5) % (4 * kNT), wp = (e >> 5) / (4 * kNT);
+#pragma unroll
+    for (int t = 0; t < 4; ++t) store(wp, jr >> 2, jr & 3, ln + t, v[t]);
+  }
+  ptx::cluster_sync();  // no CTA leaves while another may still read its partials
+}
+
+}  // namespace qserve::cuda::w4a8::gemvc
