@@ -451,6 +451,7 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
         const cuda::W4A8Plan p = cuda::plan_w4a8_wgmma(h200, m, n, k, -1, 0, g);
         ASSERT_TRUE(cuda::w4a8_tile_is_wgmma(p.tile));
         const int64_t kt_total = (k + 127) / 128;
+        EXPECT_FALSE(cuda::w4a8_tile_is_gemvc(p.tile));  // (forced only)
         if (cuda::w4a8_tile_is_gemv(p.tile)) {
           // The decode kernels: m <= 16, k <= 16384 (m > 4: k <= 4096 and at
           // least one 16-channel tile per SM), a CTA per 16 channels, at most
@@ -525,6 +526,7 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 9, 4096, 4096, -1, 0, false).tile), "gemv16");
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 16, 4096, 4096, -1, 0, true).tile), "gemv16");
   EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 16, 6144, 4096, -1, 0, true).tile));
+  EXPECT_FALSE(cuda::w4a8_tile_is_gemvc(cuda::plan_w4a8(h200, 16, 6144, 4096, -1, 0, true).tile));  // (forced only)
   EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 16, 4096, 14336, -1, 0, false).tile));
   EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 17, 4096, 4096, -1, 0, false).tile));
   EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 1, 28672, 4096, -1, 0, false).tile));
@@ -591,11 +593,11 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   const cuda::W4A8Plan gc = cuda::plan_w4a8_wgmma(h200, 32, 6144, 4096, gemvc32, 0, false);
   EXPECT_STREQ(cuda::w4a8_tile_name(gc.tile), "gemvc32");
   EXPECT_EQ(gc.grid_n, 48);
-  EXPECT_EQ(gc.splits, 5);  // 264 / 48
-  EXPECT_EQ(gc.kt_per_split, 7);
-  EXPECT_EQ(gc.ctas, 240);
+  EXPECT_EQ(gc.splits, 4);  // 198 / 48
+  EXPECT_EQ(gc.kt_per_split, 8);
+  EXPECT_EQ(gc.ctas, 192);
   EXPECT_EQ(gc.workspace_bytes, 0u);
-  EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, 32, 4096, 14336, gemvc32, 0, true).splits, 8);
+  EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, 32, 4096, 14336, gemvc32, 0, true).splits, 6);
   EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, 32, 28672, 4096, gemvc32, 0, true).splits, 1);
   const cuda::W4A8Plan gc3 = cuda::plan_w4a8_wgmma(h200, 20, 4096, 4096, gemvc32, 3, true);
   EXPECT_EQ(gc3.splits, 3);
@@ -625,11 +627,13 @@ TEST(GemmW4A8Planner, PlanOverridesParse) {
   ASSERT_EQ(sk.size(), 1u);
   EXPECT_EQ(sk[0].choice.splits, cuda::kW4A8StreamK);
   EXPECT_EQ(cuda::parse_w4a8_plan_overrides("4096x4096@1:g128=gemv8/1").size(), 1u);
+  EXPECT_EQ(cuda::parse_w4a8_plan_overrides("6144x4096@32:pc=gemvc32x2/6").size(), 1u);
   for (const char* bad : {"4096x4096@1:pc=wg128x8c", "4096x4096@8:pc=wg128x8c/2", "4096x4096@1:fp16=wg128x8c/2",
                           "4096x4096@1:pc=nosuch/2", "4096x4096@1:pc=wg128x8c/9",
                           "4096x4096@1:pc=s8_128x128/1", "4096x4096@1:pc=128x8/2", "x4096@1:pc=wg128x8c/2", "4096x4096@1:pc=wg128x8c/0",
                           "4096x4096@1:pc=wg128x8c/sk", "4096x4096@1:pc=wg256x8/sk", "4096x4096@1:pc=wg128x8c/-1",
-                          "4096x4096@16:pc=gemv8/1", "4096x4096@1:pc=gemv8/2"})
+                          "4096x4096@16:pc=gemv8/1", "4096x4096@1:pc=gemv8/2", "4096x4096@64:pc=gemvc32/4",
+                          "4096x4096@16:pc=gemvc16/9"})
     EXPECT_THROW(cuda::parse_w4a8_plan_overrides(bad), Error) << bad;
   EXPECT_EQ(cuda::w4a8_m_bucket(8), 1);
   EXPECT_EQ(cuda::w4a8_m_bucket(9), 16);

@@ -57,7 +57,7 @@ const char* w4a8_tile_name(int tile) {
                                               "wg256x8a2c-k256", "wg256x16a2c-k256", "wg256x32c-k256",  "wg128x64c-k256",
                                               "wg256x64c-k256", "wg128x160", "wg128x192", "wg128x208", "wg128x224",
                                               "wg128x256mc", "gemv8", "gemv16", "gemv8d",
-                                              "gemvc16", "gemvc32", "gemvc64"};
+                                              "gemvc16", "gemvc32", "gemvc64", "gemvc16x2", "gemvc32x2", "gemvc64x2"};
   return tile >= 0 && tile < kW4A8TileCount ? names[tile] : "?";
 }
 

@@ -58,7 +58,7 @@ W4A8DeviceWeights upload_w4a8(const quant::W4G128Weights& w);
 W4A8DeviceWeights upload_w4a8(const quant::W4PerChannelWeights& w);
 
 inline constexpr int kW4A8FirstWgmmaTile = 6;  // mma.sync tiles 0..5 (any sm_80+ device)
-inline constexpr int kW4A8TileCount = 51;       // wgmma tiles 6..44, the decode tiles 45..50 (sm_90 only)
+inline constexpr int kW4A8TileCount = 54;       // wgmma tiles 6..44, the decode tiles 45..53 (sm_90 only)
 // Tiles 16..19: INT8-weight wgmma tiles, run after a pass that dequantizes
 // the W4 weights into an INT8 copy in the workspace (docs/gemm-hopper.md).
 inline constexpr int kW4A8FirstS8Tile = 16;
@@ -87,8 +87,8 @@ inline constexpr int kW4A8FirstMcTile = 44;
 // gemv8d; gemm_w4a8_gemv.h): one CTA per 16 channels, weights loaded straight
 // into registers by every SM, mma.sync; no split-K (splits 1), no workspace.
 inline constexpr int kW4A8FirstGemvTile = 45;
-// Tiles 48..50: the decode kernels for m <= 16 / 32 / 64 (gemvc16, gemvc32,
-// gemvc64; gemm_w4a8_gemvc.h): a CTA per 128 channels and k range, the k
+// Tiles 48..53: the decode kernels for m <= 16 / 32 / 64 (gemvc16, gemvc32,
+// gemvc64, and the same with two slices per warp, gemvc16x2 ..; gemm_w4a8_gemvc.h): a CTA per 128 channels and k range, the k
 // ranges of a tile one cluster (splits 1..8), no workspace.
 inline constexpr int kW4A8FirstGemvcTile = 48;
 inline bool w4a8_tile_is_gemv(int tile) { return tile >= kW4A8FirstGemvTile && tile < kW4A8FirstGemvcTile; }

@@ -13,20 +13,21 @@ namespace {
 
 template <bool kG128, Kernel kKernel>
 void launch(const KernelParams& p, cudaStream_t stream, bool pdl) {
-  constexpr int kNT = kernel_tokens(kKernel) / 8;
-  auto* kernel = &gemm_w4a8_gemvc_kernel<kG128, kNT, kCtasPerSm, 1>;
-  constexpr int smem = kSmemBytes<kNT>;
-  if constexpr (smem > 48 * 1024) {
-    static std::once_flag once;  // above the default 48 KB of dynamic shared memory
+  constexpr int kNT = kernel_tokens(kKernel) / 8, kWarps = kernel_warps(kKernel), kPerWarp = 8 / kWarps;
+  constexpr int kChunk = kPerWarp == 2 && kNT == 8 ? 2 : 4;  // (registers)
+  auto* kernel = &gemm_w4a8_gemvc_kernel<kG128, kNT, kWarps, kPerWarp, kChunk, ctas_per_sm(kKernel), 1>;
+  constexpr int smem = kSmemBytes<kNT, kChunk>;
+  if constexpr (smem + 2 * 1024 > 48 * 1024) {  // with the static epilogue factors, above the default 48 KB
+    static std::once_flag once;
     std::call_once(once, [&] {
       QS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     });
   }
-  const dim3 grid((p.n + kTileChannels - 1) / kTileChannels * p.splits);
+  const dim3 grid((p.n + kTileChannels - 1) / kTileChannels * p.splits), block(32 * kWarps);
   if (p.splits > 1)
-    launch_clustered(kernel, grid, dim3(kThreads), smem, stream, pdl, p.splits, p);
+    launch_clustered(kernel, grid, block, smem, stream, pdl, p.splits, p);
   else
-    launch_maybe_pdl(kernel, grid, dim3(kThreads), smem, stream, pdl, p);
+    launch_maybe_pdl(kernel, grid, block, smem, stream, pdl, p);
 }
 
 template <Kernel kKernel>
@@ -47,6 +48,9 @@ void launch_gemvc(bool g128, Kernel kernel, const KernelParams& p, cudaStream_t 
     case Kernel::kGemvc16: return launch_kind<Kernel::kGemvc16>(g128, p, stream, pdl);
     case Kernel::kGemvc32: return launch_kind<Kernel::kGemvc32>(g128, p, stream, pdl);
     case Kernel::kGemvc64: return launch_kind<Kernel::kGemvc64>(g128, p, stream, pdl);
+    case Kernel::kGemvc16x2: return launch_kind<Kernel::kGemvc16x2>(g128, p, stream, pdl);
+    case Kernel::kGemvc32x2: return launch_kind<Kernel::kGemvc32x2>(g128, p, stream, pdl);
+    case Kernel::kGemvc64x2: return launch_kind<Kernel::kGemvc64x2>(g128, p, stream, pdl);
   }
 }
 

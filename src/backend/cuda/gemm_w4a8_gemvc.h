@@ -13,13 +13,17 @@
 namespace qserve::cuda::w4a8::gemvc {
 
 // The kernels, in the order of their tiles (kW4A8FirstGemvcTile + k): 16, 32
-// and 64 tokens (2, 4, 8 groups of 8 per weight fragment).
-enum class Kernel { kGemvc16, kGemvc32, kGemvc64 };
-inline constexpr int kKernelCount = 3;
-constexpr int kernel_tokens(Kernel kernel) { return 16 << static_cast<int>(kernel); }
-inline constexpr int kCtasPerSm = 2;        // resident CTAs per SM (the launch bounds)
-inline constexpr int kTileChannels = 128;   // output channels per CTA
-inline constexpr int kMaxSplits = 8;        // the portable cluster size
+// and 64 tokens (2, 4, 8 groups of 8 per weight fragment), each with 8 warps
+// of one 16-channel slice (gemvcN) or 4 warps of two (gemvcNx2: a warp's B
+// fragments serve two slices, half the shared-memory reads per MMA).
+enum class Kernel { kGemvc16, kGemvc32, kGemvc64, kGemvc16x2, kGemvc32x2, kGemvc64x2 };
+inline constexpr int kKernelCount = 6;
+constexpr int kernel_tokens(Kernel kernel) { return 16 << (static_cast<int>(kernel) % 3); }
+constexpr int kernel_warps(Kernel kernel) { return static_cast<int>(kernel) < 3 ? 8 : 4; }
+// Resident CTAs per SM (the launch bounds).
+constexpr int ctas_per_sm(Kernel kernel) { return static_cast<int>(kernel) < 3 ? 2 : 3; }
+inline constexpr int kTileChannels = 128;  // output channels per CTA
+inline constexpr int kMaxSplits = 8;       // the portable cluster size
 
 // ceil(n / 128) x p.splits CTAs (clusters of p.splits along x), p.m <=
 // kernel_tokens(kernel), p.splits * 2 * p.kt_per_split >= k / 64 with no

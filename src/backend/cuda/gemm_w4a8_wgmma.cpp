@@ -119,8 +119,10 @@ W4A8Plan plan_gemv(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int t
 }
 
 // The 128-channel decode kernels' plan (gemvc): a CTA per 128 channels and
-// k range, `force_splits` k ranges (0: enough for about kCtasPerSm CTAs per
-// SM), at most 8 (the cluster), each of whole 128-k groups, none empty.
+// k range, `force_splits` k ranges (0: about 1.5 CTAs per SM, the fastest
+// count of every layer in the round-1 sweep of
+// bench/results/2026-11-30-gemm-h200-r15.md), at most 8 (the cluster), each
+// of whole 128-k groups, none empty.
 W4A8Plan plan_gemvc(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int tile, int force_splits) {
   const int64_t tokens = w4a8_tile_tokens(tile);
   if (m > tokens) fail(ErrorCode::kInvalidArgument, "{} takes m <= {}, got {}", w4a8_tile_name(tile), tokens, m);
@@ -129,7 +131,7 @@ W4A8Plan plan_gemvc(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int 
          w4a8::gemvc::kMaxSplits, force_splits);
   const int64_t tiles = cdiv(n, w4a8::gemvc::kTileChannels), groups = cdiv(k, 128);
   int64_t splits = force_splits;
-  if (splits == 0) splits = std::max<int64_t>(1, w4a8::gemvc::kCtasPerSm * int64_t{std::max(1, dev.sm_count)} / tiles);
+  if (splits == 0) splits = std::max<int64_t>(1, 3 * int64_t{std::max(1, dev.sm_count)} / 2 / tiles);
   splits = std::clamp<int64_t>(splits, 1, std::min<int64_t>(w4a8::gemvc::kMaxSplits, groups));
   W4A8Plan plan;
   plan.tile = tile;
@@ -168,6 +170,11 @@ W4A8Plan plan_gemvc(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int 
 //   bench/results/2026-11-30-gemm-h200-r13.md).
 // - 9 <= m <= 16: gemv16 (two CTAs per SM) on k <= 4096 layers of one to
 //   two tiles per SM (the o layers; ...-r13.md).
+// The 128-channel decode kernels (gemvc) are not planned: measured in
+// bench/results/2026-11-30-gemm-h200-r15.md, they tie the wgmma plans at m =
+// 16 on the 6144 x 4096 layer back to back and lose on the other layers and
+// at m = 32 / 64; the engine's decode at 12 / 16 sequences with gemvc16 on
+// that layer moved by -0.6% to +1.2% (within the passes' spread).
 int decode_tile(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k) {
   const int64_t tiles = cdiv(n, 16), sms = std::max(1, dev.sm_count);
   using w4a8::gemv::Kernel;
