@@ -5,20 +5,21 @@
 // more than its weights at m = 32 (the 16-channel tiles of gemv16 read m / 8
 // times the weights' bytes of activations through L2).
 //
-// A CTA of 8 warps takes one 128-channel tile (blockIdx.x / splits) and one
-// contiguous range of its k64 blocks (split blockIdx.x % splits, an even
-// count: whole g128 groups); warp w multiplies the 16 channels 16 w.. of the
-// tile over every block of the range. Its lane reads a block's 16 bytes of
-// the repacked compute order (quant/w4a8_repack.h: [n / 128][k / 64][8
-// tiles][32 lanes][16 B]: the 8 warps of a CTA read 4 KB contiguous per
-// block), which unpack to the mma.sync m16n8k32 A fragments of the block's
-// two k32 steps; one mma.sync per k32 step and 8-token group (kNT groups).
+// A CTA takes one 128-channel tile (blockIdx.x / splits) and one contiguous
+// range of its k64 blocks (split blockIdx.x % splits, an even count: whole
+// g128 groups); its warps (8 of one 16-channel slice, or 4 of two: kWarps x
+// kPerWarp = 8) multiply their slices over every block of the range. A lane
+// reads a block's 16 bytes per slice of the repacked compute order
+// (quant/w4a8_repack.h: [n / 128][k / 64][8 tiles][32 lanes][16 B]: a CTA
+// reads 4 KB contiguous per block), which unpack to the mma.sync m16n8k32 A
+// fragments of the block's two k32 steps; one mma.sync per k32 step, slice
+// and 8-token group (kNT groups).
 //
 // The activations: one shared-memory ring per CTA, kRingSlots chunks of
 // kChunk blocks x kNT groups x 8 rows x 64 B (the pieces of row r at piece ^
 // ((r / 2) % 4), as gemv's rings: ldmatrix phases without bank conflicts).
-// All 256 threads copy a chunk (cp.async, 16 B each; 16 threads per row of a
-// chunk: 256 contiguous bytes); one block barrier per chunk makes it visible
+// All threads copy a chunk (cp.async, 16 B each; 4 kChunk threads per row
+// of a chunk: its contiguous bytes); one block barrier per chunk makes it visible
 // and frees the slot the copies two chunks ahead go into. Rows at or past m
 // are zeroed once and never copied. Each warp's B fragments come from the
 // ring by ldmatrix.x4 (a block's four B registers of one 8-token group).
@@ -26,6 +27,9 @@
 // The weights of a warp's chunks sit in kAhead + 1 register slots (the
 // chunk being multiplied, the next kAhead in flight), compile-time indices
 // (the chunk loop is unrolled by the slot count): no register copies.
+//
+// Measured no faster than the planner's plans (bench/results/
+// 2026-11-30-gemm-h200-r15.md): tiles that a plan may force, not planned.
 //
 // Split-K (splits > 1): the CTAs of a tile form a thread block cluster
 // (cluster x = splits); each stores its INT32 partials in its own shared
