@@ -544,7 +544,6 @@ int run(int argc, char** argv) {
               if (cuda::w4a8_tile_is_cluster(tile) && splits > cuda::kW4A8MaxClusterSplits) continue;
               if (splits == cuda::kW4A8StreamK && !cuda::w4a8_tile_has_stream_k(tile)) continue;
               if (cuda::w4a8_tile_is_gemv(tile) && (splits != 1 || m > cuda::w4a8_tile_tokens(tile))) continue;
-              if (cuda::w4a8_tile_is_gemvc(tile) && (splits > 8 || m > cuda::w4a8_tile_tokens(tile))) continue;
               if (!wg && m > 256 && wgmma) continue;                 // 1.6-3.3x slower than the wgmma tiles there
               if (splits > std::max<int64_t>(1, k / 256)) continue;  // >= 256 of k per split
               const double t = time_w4(kind ? dg : dp, tile, splits, nullptr);

@@ -194,7 +194,7 @@ std::vector<Case> all_cases() {
   // k % 128 == 64: a g128 group of one k64 block; k / 64 not a multiple of
   // the 8 warps).
   for (bool g : {false, true})
-    for (int tile = cuda::kW4A8FirstGemvTile; tile < cuda::kW4A8FirstGemvcTile; ++tile) {
+    for (int tile = cuda::kW4A8FirstGemvTile; tile < cuda::kW4A8TileCount; ++tile) {
       const int64_t tokens = cuda::w4a8_tile_tokens(tile);
       for (int64_t m : {int64_t{1}, int64_t{4}, int64_t{9}, tokens - 1, tokens})
         if (m <= tokens) cases.push_back({g, m, 6144, 4096, tile, 1, true});
@@ -206,29 +206,6 @@ std::vector<Case> all_cases() {
       // two each, or one or two (7000 / 16 = 437.5 tiles).
       cases.push_back({g, 3, 12288, 4096, tile, 1, true});
       cases.push_back({g, tokens, 7000, 576, tile, 1, true});
-    }
-  // The 128-channel decode kernels (gemvc), forced: one split (each warp's
-  // own epilogue) and clusters of 2, 3 and 8 (the sums through distributed
-  // shared memory; the planner's default for the shape with 0); every m up
-  // to the tile's tokens at its edges; the odd shapes (n not a multiple of
-  // 128 or 16: warps on padding channels; k % 128 == 64: a last split ending
-  // in a group of one block; fewer blocks than a chunk; more splits asked
-  // than 128-k groups).
-  for (bool g : {false, true})
-    for (int tile = cuda::kW4A8FirstGemvcTile; tile < cuda::kW4A8TileCount; ++tile) {
-      const int64_t tokens = cuda::w4a8_tile_tokens(tile);
-      for (int64_t m : {int64_t{1}, int64_t{9}, tokens - 1, tokens}) {
-        cases.push_back({g, m, 6144, 4096, tile, 1, true});
-        cases.push_back({g, m, 6144, 4096, tile, 0, true});
-      }
-      for (int splits : {2, 3, 8}) cases.push_back({g, tokens, 4096, 14336, tile, splits, true});
-      cases.push_back({g, tokens - 5, 4096, 11008, tile, 0, true});
-      for (int splits : {1, 3}) {
-        cases.push_back({g, tokens, 203, 448, tile, splits, true});
-        cases.push_back({g, tokens - 3, 1408, 2880, tile, splits, true});
-        cases.push_back({g, 5, 200, 64, tile, splits, true});
-        cases.push_back({g, tokens, 7000, 576, tile, splits, true});
-      }
     }
   // n not a multiple of 8: the staged epilogue's partial 16-B pieces.
   for (bool g : {false, true})
@@ -369,8 +346,7 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
                  // 4: the first producer-dequantizing tile with split-K 3,
                  // 5: the cluster tile 256 x 32 with 3 splits (a cluster of 3),
                  // 6: the multicast pair of 128 x 256 with split-K 3,
-                 // 7: the decode kernel for m <= 8, 8: for m <= 16,
-                 // 9: gemvc32 with 3 splits (a cluster), 10: gemvc64 with 1
+                 // 7: the decode kernel for m <= 8, 8: for m <= 16
   };
   const bool hopper = cuda::w4a8_wgmma_supported(ctx.info());
   for (const PdlCase c : {PdlCase{false, 5, 0}, PdlCase{true, 5, 0}, PdlCase{false, 64, 0}, PdlCase{true, 300, 0},
@@ -378,8 +354,7 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
                           PdlCase{false, 70, 3}, PdlCase{true, 300, 3}, PdlCase{false, 70, 4},
                           PdlCase{true, 300, 4}, PdlCase{false, 5, 5}, PdlCase{true, 40, 5},
                           PdlCase{false, 300, 6}, PdlCase{true, 129, 6}, PdlCase{false, 5, 7},
-                          PdlCase{true, 8, 7}, PdlCase{false, 16, 8}, PdlCase{true, 11, 8}, PdlCase{false, 32, 9},
-                          PdlCase{true, 21, 9}, PdlCase{false, 64, 10}, PdlCase{true, 40, 10}}) {
+                          PdlCase{true, 8, 7}, PdlCase{false, 16, 8}, PdlCase{true, 11, 8}}) {
     if (c.family >= 2 && !hopper) continue;
     SCOPED_TRACE(std::string(c.g128 ? "g128" : "per-channel") + " m " + std::to_string(c.m) + " family " +
                  std::to_string(c.family));
@@ -390,8 +365,6 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
                                 : c.family == 4 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstPdTile, 3, c.g128)
                                 : c.family == 5 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstClusterTile + 2, 3, c.g128)
                                 : c.family == 6 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstMcTile, 3, c.g128)
-                                : c.family == 9 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstGemvcTile + 1, 3, c.g128)
-                                : c.family == 10 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstGemvcTile + 2, 1, c.g128)
                                 : c.family >= 7 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstGemvTile + c.family - 7, 1, c.g128)
                                                 : cuda::plan_w4a8(ctx.info(), dw, c.m);
     const test::QuantizedActivations a = random_activations(c.m, k, rng);
@@ -451,7 +424,6 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
         const cuda::W4A8Plan p = cuda::plan_w4a8_wgmma(h200, m, n, k, -1, 0, g);
         ASSERT_TRUE(cuda::w4a8_tile_is_wgmma(p.tile));
         const int64_t kt_total = (k + 127) / 128;
-        EXPECT_FALSE(cuda::w4a8_tile_is_gemvc(p.tile));  // (forced only)
         if (cuda::w4a8_tile_is_gemv(p.tile)) {
           // The decode kernels: m <= 16, k <= 16384 (m > 4: k <= 4096 and at
           // least one 16-channel tile per SM), a CTA per 16 channels, at most
@@ -526,7 +498,6 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 9, 4096, 4096, -1, 0, false).tile), "gemv16");
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 16, 4096, 4096, -1, 0, true).tile), "gemv16");
   EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 16, 6144, 4096, -1, 0, true).tile));
-  EXPECT_FALSE(cuda::w4a8_tile_is_gemvc(cuda::plan_w4a8(h200, 16, 6144, 4096, -1, 0, true).tile));  // (forced only)
   EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 16, 4096, 14336, -1, 0, false).tile));
   EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 17, 4096, 4096, -1, 0, false).tile));
   EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 1, 28672, 4096, -1, 0, false).tile));
@@ -587,25 +558,6 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 9, 4096, 4096, cuda::kW4A8FirstGemvTile, 1, true), Error);
   EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, 9, 6144, 4096, cuda::kW4A8FirstGemvTile + 1, 1, true).ctas, 264);  // 2 per SM
   EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 17, 4096, 4096, cuda::kW4A8FirstGemvTile + 1, 1, true), Error);
-  // gemvc: a CTA per 128 channels and split, splits of whole 128-k groups
-  // (0: about two CTAs per SM), at most 8, none empty, no workspace.
-  const int gemvc32 = cuda::kW4A8FirstGemvcTile + 1;
-  const cuda::W4A8Plan gc = cuda::plan_w4a8_wgmma(h200, 32, 6144, 4096, gemvc32, 0, false);
-  EXPECT_STREQ(cuda::w4a8_tile_name(gc.tile), "gemvc32");
-  EXPECT_EQ(gc.grid_n, 48);
-  EXPECT_EQ(gc.splits, 4);  // 198 / 48
-  EXPECT_EQ(gc.kt_per_split, 8);
-  EXPECT_EQ(gc.ctas, 192);
-  EXPECT_EQ(gc.workspace_bytes, 0u);
-  EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, 32, 4096, 14336, gemvc32, 0, true).splits, 6);
-  EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, 32, 28672, 4096, gemvc32, 0, true).splits, 1);
-  const cuda::W4A8Plan gc3 = cuda::plan_w4a8_wgmma(h200, 20, 4096, 4096, gemvc32, 3, true);
-  EXPECT_EQ(gc3.splits, 3);
-  EXPECT_EQ(gc3.kt_per_split, 11);  // 32 groups: 11, 11, 10
-  EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, 5, 200, 64, gemvc32, 3, true).splits, 1);  // one group
-  EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, 5, 203, 448, gemvc32, 3, true).splits, 2);  // 4 groups: 2, 2 (not 2, 1, 1)
-  EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 33, 4096, 4096, gemvc32, 1, true), Error);
-  EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 32, 4096, 4096, gemvc32, 9, true), Error);
 }
 
 // QSERVE_W4A8_PLANS: the parser (the environment is read once per process,
@@ -627,13 +579,11 @@ TEST(GemmW4A8Planner, PlanOverridesParse) {
   ASSERT_EQ(sk.size(), 1u);
   EXPECT_EQ(sk[0].choice.splits, cuda::kW4A8StreamK);
   EXPECT_EQ(cuda::parse_w4a8_plan_overrides("4096x4096@1:g128=gemv8/1").size(), 1u);
-  EXPECT_EQ(cuda::parse_w4a8_plan_overrides("6144x4096@32:pc=gemvc32x2/6").size(), 1u);
   for (const char* bad : {"4096x4096@1:pc=wg128x8c", "4096x4096@8:pc=wg128x8c/2", "4096x4096@1:fp16=wg128x8c/2",
                           "4096x4096@1:pc=nosuch/2", "4096x4096@1:pc=wg128x8c/9",
                           "4096x4096@1:pc=s8_128x128/1", "4096x4096@1:pc=128x8/2", "x4096@1:pc=wg128x8c/2", "4096x4096@1:pc=wg128x8c/0",
                           "4096x4096@1:pc=wg128x8c/sk", "4096x4096@1:pc=wg256x8/sk", "4096x4096@1:pc=wg128x8c/-1",
-                          "4096x4096@16:pc=gemv8/1", "4096x4096@1:pc=gemv8/2", "4096x4096@64:pc=gemvc32/4",
-                          "4096x4096@16:pc=gemvc16/9"})
+                          "4096x4096@16:pc=gemv8/1", "4096x4096@1:pc=gemv8/2"})
     EXPECT_THROW(cuda::parse_w4a8_plan_overrides(bad), Error) << bad;
   EXPECT_EQ(cuda::w4a8_m_bucket(8), 1);
   EXPECT_EQ(cuda::w4a8_m_bucket(9), 16);

@@ -56,15 +56,13 @@ const char* w4a8_tile_name(int tile) {
                                               "wg128x8c-k256", "wg128x8c-k512", "wg128x16c-k256", "wg128x16c-k512",
                                               "wg256x8a2c-k256", "wg256x16a2c-k256", "wg256x32c-k256",  "wg128x64c-k256",
                                               "wg256x64c-k256", "wg128x160", "wg128x192", "wg128x208", "wg128x224",
-                                              "wg128x256mc", "gemv8", "gemv16", "gemv8d",
-                                              "gemvc16", "gemvc32", "gemvc64", "gemvc16x2", "gemvc32x2", "gemvc64x2"};
+                                              "wg128x256mc", "gemv8", "gemv16", "gemv8d"};
   return tile >= 0 && tile < kW4A8TileCount ? names[tile] : "?";
 }
 
 int w4a8_tile_tokens(int tile) {
   if (tile < 0 || tile >= kW4A8TileCount) return 0;
   if (w4a8_tile_is_gemv(tile)) return w4a8::gemv::kernel_tokens(w4a8_gemv_kernel(tile));
-  if (w4a8_tile_is_gemvc(tile)) return w4a8::gemvc::kernel_tokens(w4a8_gemvc_kernel(tile));
   return w4a8_tile_is_wgmma(tile) ? w4a8::wgmma::kTiles[tile - kW4A8FirstWgmmaTile].bm : kTiles[tile].bm;
 }
 
@@ -208,8 +206,7 @@ W4A8Plan plan_w4a8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
 
 void gemm_w4a8(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A8Plan& plan, void* workspace,
                cudaStream_t stream) {
-  // The decode kernels: the mma.sync kernels' parameters.
-  const bool gemv = w4a8_tile_is_gemv(plan.tile) || w4a8_tile_is_gemvc(plan.tile);
+  const bool gemv = w4a8_tile_is_gemv(plan.tile);  // the decode kernel: the mma.sync kernels' parameters
   if (w4a8_tile_is_wgmma(plan.tile) && !gemv) {
     gemm_w4a8_wgmma(w, args, plan, workspace, stream);
     return;
@@ -237,14 +234,6 @@ void gemm_w4a8(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A8Plan&
   p.k = static_cast<int>(w.k);
   p.n16 = static_cast<int>(w.n16);
   p.groups = static_cast<int>(w.groups);
-  if (w4a8_tile_is_gemvc(plan.tile)) {
-    QS_CHECK(plan.grid_n == (w.n + 127) / 128 && args.m <= w4a8_tile_tokens(plan.tile)) << "plan made for another shape";
-    QS_CHECK(reinterpret_cast<uintptr_t>(args.x) % 16 == 0) << "the decode kernel copies the activations in 16-byte pieces";
-    p.splits = plan.splits;
-    p.kt_per_split = plan.kt_per_split;
-    w4a8::gemvc::launch_gemvc(w.kind == W4A8Kind::kG128, w4a8_gemvc_kernel(plan.tile), p, stream, plan.pdl);
-    return;
-  }
   if (gemv) {
     QS_CHECK(plan.grid_n == (w.n + 15) / 16 && args.m <= w4a8_tile_tokens(plan.tile)) << "plan made for another shape";
     QS_CHECK(reinterpret_cast<uintptr_t>(args.x) % 16 == 0) << "the decode kernel copies the activations in 16-byte pieces";

@@ -20,9 +20,7 @@
 // for), the same consumers fed by a dequantizing producer (the pd tiles), and
 // W4 tiles with split-K within a thread block cluster (small and mid m), and
 // with it (ids >= kW4A8FirstWgmmaTile, sm_90 only) the decode kernels for m <=
-// 8 / 16 (mma.sync, weights straight into registers, gemm_w4a8_gemv.h) and
-// for m <= 16 / 32 / 64 (the same with 128-channel tiles and split-K over a
-// cluster, gemm_w4a8_gemvc.h).
+// 8 / 16 (mma.sync, weights straight into registers, gemm_w4a8_gemv.h).
 #pragma once
 
 #include <cstddef>
@@ -35,7 +33,6 @@
 #include "backend/cuda/cuda_context.h"
 #include "backend/cuda/device_memory.h"
 #include "backend/cuda/gemm_w4a8_gemv.h"
-#include "backend/cuda/gemm_w4a8_gemvc.h"
 #include "quant/weight_format.h"
 
 namespace qserve::cuda {
@@ -58,7 +55,7 @@ W4A8DeviceWeights upload_w4a8(const quant::W4G128Weights& w);
 W4A8DeviceWeights upload_w4a8(const quant::W4PerChannelWeights& w);
 
 inline constexpr int kW4A8FirstWgmmaTile = 6;  // mma.sync tiles 0..5 (any sm_80+ device)
-inline constexpr int kW4A8TileCount = 54;       // wgmma tiles 6..44, the decode tiles 45..53 (sm_90 only)
+inline constexpr int kW4A8TileCount = 48;       // wgmma tiles 6..44, the decode tiles 45..47 (sm_90 only)
 // Tiles 16..19: INT8-weight wgmma tiles, run after a pass that dequantizes
 // the W4 weights into an INT8 copy in the workspace (docs/gemm-hopper.md).
 inline constexpr int kW4A8FirstS8Tile = 16;
@@ -87,18 +84,8 @@ inline constexpr int kW4A8FirstMcTile = 44;
 // gemv8d; gemm_w4a8_gemv.h): one CTA per 16 channels, weights loaded straight
 // into registers by every SM, mma.sync; no split-K (splits 1), no workspace.
 inline constexpr int kW4A8FirstGemvTile = 45;
-// Tiles 48..53: the decode kernels for m <= 16 / 32 / 64 (gemvc16, gemvc32,
-// gemvc64, and the same with two slices per warp, gemvc16x2 ..; gemm_w4a8_gemvc.h): a CTA per 128 channels and k range, the k
-// ranges of a tile one cluster (splits 1..8), no workspace.
-inline constexpr int kW4A8FirstGemvcTile = 48;
-inline bool w4a8_tile_is_gemv(int tile) { return tile >= kW4A8FirstGemvTile && tile < kW4A8FirstGemvcTile; }
-inline bool w4a8_tile_is_gemvc(int tile) { return tile >= kW4A8FirstGemvcTile && tile < kW4A8TileCount; }
-static_assert(kW4A8FirstGemvcTile - kW4A8FirstGemvTile == w4a8::gemv::kKernelCount);
-static_assert(kW4A8TileCount - kW4A8FirstGemvcTile == w4a8::gemvc::kKernelCount);
-inline w4a8::gemvc::Kernel w4a8_gemvc_kernel(int tile) {
-  return static_cast<w4a8::gemvc::Kernel>(tile - kW4A8FirstGemvcTile);
-}
-constexpr int w4a8_gemvc_tile(w4a8::gemvc::Kernel kernel) { return kW4A8FirstGemvcTile + static_cast<int>(kernel); }
+inline bool w4a8_tile_is_gemv(int tile) { return tile >= kW4A8FirstGemvTile && tile < kW4A8TileCount; }
+static_assert(kW4A8TileCount - kW4A8FirstGemvTile == w4a8::gemv::kKernelCount);
 // The decode kernel of a decode tile, and the tile of a decode kernel.
 inline w4a8::gemv::Kernel w4a8_gemv_kernel(int tile) { return static_cast<w4a8::gemv::Kernel>(tile - kW4A8FirstGemvTile); }
 constexpr int w4a8_gemv_tile(w4a8::gemv::Kernel kernel) { return kW4A8FirstGemvTile + static_cast<int>(kernel); }

@@ -118,33 +118,6 @@ W4A8Plan plan_gemv(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int t
   return plan;
 }
 
-// The 128-channel decode kernels' plan (gemvc): a CTA per 128 channels and
-// k range, `force_splits` k ranges (0: about 1.5 CTAs per SM, the fastest
-// count of every layer in the round-1 sweep of
-// bench/results/2026-11-30-gemm-h200-r15.md), at most 8 (the cluster), each
-// of whole 128-k groups, none empty.
-W4A8Plan plan_gemvc(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int tile, int force_splits) {
-  const int64_t tokens = w4a8_tile_tokens(tile);
-  if (m > tokens) fail(ErrorCode::kInvalidArgument, "{} takes m <= {}, got {}", w4a8_tile_name(tile), tokens, m);
-  if (force_splits < 0 || force_splits > w4a8::gemvc::kMaxSplits)
-    fail(ErrorCode::kInvalidArgument, "{} takes 1 to {} splits, got {}", w4a8_tile_name(tile),
-         w4a8::gemvc::kMaxSplits, force_splits);
-  const int64_t tiles = cdiv(n, w4a8::gemvc::kTileChannels), groups = cdiv(k, 128);
-  int64_t splits = force_splits;
-  if (splits == 0) splits = std::max<int64_t>(1, 3 * int64_t{std::max(1, dev.sm_count)} / 2 / tiles);
-  splits = std::clamp<int64_t>(splits, 1, std::min<int64_t>(w4a8::gemvc::kMaxSplits, groups));
-  W4A8Plan plan;
-  plan.tile = tile;
-  plan.kt_per_split = static_cast<int>(cdiv(groups, splits));
-  plan.splits = static_cast<int>(cdiv(groups, plan.kt_per_split));  // (no empty split)
-  plan.grid_n = static_cast<int>(tiles);
-  plan.grid_m = 1;
-  plan.ctas = static_cast<int>(tiles * plan.splits);
-  plan.workspace_bytes = 0;
-  plan.pdl = pdl_enabled(dev);
-  return plan;
-}
-
 // The decode kernels instead of the table and the rule (-1: neither):
 // - m <= 4 on layers of at most two 16-channel tiles per SM and k <= 16384:
 //   gemv8d (two CTAs per SM, two chunks of weights in flight per warp).
@@ -170,11 +143,6 @@ W4A8Plan plan_gemvc(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int 
 //   bench/results/2026-11-30-gemm-h200-r13.md).
 // - 9 <= m <= 16: gemv16 (two CTAs per SM) on k <= 4096 layers of one to
 //   two tiles per SM (the o layers; ...-r13.md).
-// The 128-channel decode kernels (gemvc) are not planned: measured in
-// bench/results/2026-11-30-gemm-h200-r15.md, they tie the wgmma plans at m =
-// 16 on the 6144 x 4096 layer back to back and lose on the other layers and
-// at m = 32 / 64; the engine's decode at 12 / 16 sequences with gemvc16 on
-// that layer moved by -0.6% to +1.2% (within the passes' spread).
 int decode_tile(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k) {
   const int64_t tiles = cdiv(n, 16), sms = std::max(1, dev.sm_count);
   using w4a8::gemv::Kernel;
@@ -221,7 +189,6 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
     }
   }
   if (force_tile >= 0 && w4a8_tile_is_gemv(force_tile)) return plan_gemv(dev, m, n, k, force_tile);
-  if (force_tile >= 0 && w4a8_tile_is_gemvc(force_tile)) return plan_gemvc(dev, m, n, k, force_tile, force_splits);
   bool stream_k = force_splits == kW4A8StreamK;
   if (stream_k) force_splits = 1;  // the tile is chosen as for one split
   const int sms = std::max(1, dev.sm_count);
@@ -418,7 +385,7 @@ w4a8::wgmma::Params wgmma_params(const W4A8Args& args, const W4A8Plan& plan, voi
 void gemm_w4a8_wgmma(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A8Plan& plan, void* workspace,
                      cudaStream_t stream) {
   QS_CHECK(w.kind == W4A8Kind::kG128 || args.acc_out || args.a_sum) << "per-channel W4A8 needs a_sum";
-  QS_CHECK(!w4a8_tile_is_gemv(plan.tile) && !w4a8_tile_is_gemvc(plan.tile)) << "the decode kernels run through gemm_w4a8";
+  QS_CHECK(!w4a8_tile_is_gemv(plan.tile)) << "the decode kernel runs through gemm_w4a8";
   const int local = plan.tile - kW4A8FirstWgmmaTile;
   const TileShape& s = kTiles[local];
   w4a8::wgmma::Params p = wgmma_params(args, plan, workspace, w.n, w.k);
