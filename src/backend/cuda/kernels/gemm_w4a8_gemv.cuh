@@ -31,7 +31,10 @@
 // The warps' INT32 partials meet in shared memory; thread (group, register,
 // lane) sums the 8 warps' values of one output and applies the epilogue of
 // quant/gemm_epilogue.h, as the other W4A8 kernels do (the accumulators are
-// exact: the same sums in another order).
+// exact: the same sums in another order). Its factors wait in registers,
+// loaded long before: at the end of a CTA a load would add one more memory
+// round trip (0.3-0.6 us per launch at m <= 8, round 2 of
+// bench/results/2026-12-01-gemm-h200-r16.md).
 //
 // The weights of a warp's chunks (kChunk blocks) sit in kAhead + 1 register
 // slots: the chunk being multiplied and the next kAhead ones in flight, also
@@ -154,8 +157,33 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) gemm_w4a8_gemv_kernel(co
           *reinterpret_cast<uint4*>(ring + (s * kNT + j) * kGroupBytes + piece_offset(g, q)) = make_uint4(0, 0, 0, 0);
   }
 
+  // The epilogue's factors in registers, loaded long before the epilogue (a
+  // load there, after the tile's last MMAs and the reduction, put one more
+  // memory round trip at the end of every CTA). Epilogue thread (j, r, ln)
+  // (threadIdx.x < 128 kNT, below) writes channel t16 * 16 + ep_co, token
+  // ep_tok. The channel factors are part of the weights (no kernel writes
+  // them): the first tile's load before the dependency wait, the next tile's
+  // right after a tile's epilogue. The token factors follow the wait.
+  const bool ep_thread = threadIdx.x < 128 * kNT;
+  const int ep_jr = threadIdx.x >> 5, ep_ln = threadIdx.x & 31;
+  const int ep_co = (ep_ln >> 2) + 8 * ((ep_jr & 3) >> 1), ep_tok = 8 * (ep_jr >> 2) + 2 * (ep_ln & 3) + (ep_jr & 1);
+  const bool ep_factors = ep_thread && !p.acc_out;
+  float ep_scale = 0.0f, ep_szero = 0.0f, ep_sx = 0.0f, ep_asum = 0.0f;
+  auto load_channel_factors = [&](int t16) {
+    const int o = t16 * 16 + ep_co;  // (< n16 * 16: the factors' length)
+    if (ep_factors && t16 < tiles) {
+      ep_scale = __ldg(p.ch_scale + o);
+      if constexpr (!kG128) ep_szero = __ldg(p.ch_szero + o);
+    }
+  };
+  load_channel_factors(blockIdx.x);
+
   ptx::pdl_trigger();
   ptx::pdl_wait();  // X, s_x, a_sum come from the previous kernel; y may be read by it
+  if (ep_factors && ep_tok < p.m) {
+    ep_sx = __half2float(p.s_x[ep_tok]);
+    if constexpr (!kG128) ep_asum = __half2float(p.a_sum[ep_tok]);
+  }
 
   // kRing: chunk c's activations into ring half h: this lane copies the 16
   // bytes X[8 j + g][kb * 64 + 16 q ..] of its row and piece, for each of its
@@ -269,25 +297,24 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) gemm_w4a8_gemv_kernel(co
       for (int r = 0; r < 4; ++r) red[warp][4 * j + r][lane] = acc[j][r], acc[j][r] = 0;
     __syncthreads();
     // Thread (j, r, ln) < 128 kNT: accumulator r of lane ln in group j =
-    // channel t16 * 16 + ln / 4 + 8 (r / 2), token 8 j + 2 (ln % 4) + r % 2.
-    if (threadIdx.x < 128 * kNT) {
-      const int jr = threadIdx.x >> 5, ln = threadIdx.x & 31, r = jr & 3;
+    // channel t16 * 16 + ln / 4 + 8 (r / 2) (ep_co), token 8 j + 2 (ln % 4) +
+    // r % 2 (ep_tok).
+    if (ep_thread) {
       int32_t v = 0;
 #pragma unroll
-      for (int wp = 0; wp < kWarps; ++wp) v += red[wp][jr][ln];
-      const int o = t16 * 16 + (ln >> 2) + 8 * (r >> 1), tok = 8 * (jr >> 2) + 2 * (ln & 3) + (r & 1);
-      if (o < p.n && tok < p.m) {
-        const size_t idx = static_cast<size_t>(tok) * p.n + o;
+      for (int wp = 0; wp < kWarps; ++wp) v += red[wp][ep_jr][ep_ln];
+      const int o = t16 * 16 + ep_co;
+      if (o < p.n && ep_tok < p.m) {
+        const size_t idx = static_cast<size_t>(ep_tok) * p.n + o;
         if (p.acc_out) {
           p.acc_out[idx] = v;
         } else {
-          const float sx = __half2float(p.s_x[tok]);
-          const float f = kG128 ? quant::epilogue_g128(v, sx, p.ch_scale[o])
-                                : quant::epilogue_per_channel(v, sx, p.ch_scale[o], p.ch_szero[o],
-                                                              __half2float(p.a_sum[tok]));
+          const float f = kG128 ? quant::epilogue_g128(v, ep_sx, ep_scale)
+                                : quant::epilogue_per_channel(v, ep_sx, ep_scale, ep_szero, ep_asum);
           p.y[idx] = __float2half_rn(f);
         }
       }
+      load_channel_factors(cur_t16);  // the next tile's (cur_t16 moved on above)
     }
     __syncthreads();  // red is written again for the next tile
   };
