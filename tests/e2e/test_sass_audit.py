@@ -1,0 +1,67 @@
+"""bench/sass_audit.py: the parsers and the MMA-loop finder on a synthetic cuobjdump dump (no
+CUDA toolkit needed)."""
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("sass_audit", ROOT / "bench" / "sass_audit.py")
+sa = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(sa)
+
+USAGE = """
+member lib.a:k.cu.o:
+Resource usage:
+ Common:
+  GLOBAL:0
+ Function _Z3fooPi:
+  REG:168 STACK:8 SHARED:1024 LOCAL:0 CONSTANT[0]:600 TEXTURE:0 SURFACE:0 SAMPLER:0
+"""
+
+# A kernel with an outer loop (0x0040 .. 0x00d0) around an inner MMA loop (0x0060 .. 0x00a0),
+# a spill before the loops and a forward branch that is not a loop.
+SASS = """
+member lib.a:k.cu.o:
+\t\tFunction : _Z3fooPi
+        /*0000*/                   LDC R1, c[0x0][0x28] ;                 /* 0x00000a00ff017b82 */
+        /*0010*/                   STL [R1], R2 ;                         /* 0x0000000201007387 */
+        /*0020*/              @P0  BRA 0xe0 ;                             /* 0x0000000000000947 */
+        /*0030*/                   LDG.E.128.CONSTANT R4, desc[UR4][R2.64] ;
+        /*0040*/                   LDS R8, [R3] ;
+        /*0050*/                   LDL R2, [R1] ;
+        /*0060*/                   LDS.128 R8, [R3] ;
+        /*0068*/                   LDGSTS.E.128 [R5], desc[UR4][R2.64] ;
+        /*0070*/                   LDSM.16.M88.4 R12, [R3] ;
+        /*0080*/                   IGMMA.64x16x32.S8.S8 R24, R8, gdesc[UR4], R24 ;
+        /*0090*/                   IMMA.16832.S8.S8 R30, R8, R12, R30 ;
+        /*00a0*/              @P1  BRA 0x60 ;
+        /*00b0*/                   LDG.E.128 R4, desc[UR4][R2.64] ;
+        /*00c0*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+        /*00d0*/              @P2  BRA 0x40 ;
+        /*00e0*/                   EXIT ;
+"""
+
+
+def test_resource_usage():
+    u = sa.parse_resource_usage(USAGE)
+    assert u == {("k.cu.o", "_Z3fooPi"): {"registers": 168, "stack": 8, "shared": 1024, "local": 0}}
+
+
+def test_counts_and_innermost_mma_loop():
+    funcs = sa.parse_sass(SASS)
+    insns = funcs[("k.cu.o", "_Z3fooPi")]
+    assert len(insns) == 16
+    whole = sa.count(insns)
+    assert whole["wgmma"] == 1 and whole["mma_sync"] == 1
+    assert whole["ldg128"] == 2 and whole["ldg"] == 2
+    assert whole["lds128"] == 1 and whole["ldsm"] == 1 and whole["ldgsts"] == 1
+    assert whole["local"] == 2 and whole["bar"] == 1
+    loop = sa.mma_loop(insns)
+    # the inner loop 0x60 .. 0xa0, not the outer one nor the forward branch
+    assert loop["instructions"] == 6
+    assert loop["wgmma"] == 1 and loop["lds128"] == 1 and loop["ldsm"] == 1
+    assert loop["local"] == 0 and loop["ldg128"] == 0 and loop["ldgsts"] == 1
+
+
+def test_no_loop_without_mma():
+    insns = sa.parse_sass(SASS.replace("IGMMA.64x16x32.S8.S8", "IADD3").replace("IMMA.16832.S8.S8", "IADD3"))
+    assert sa.mma_loop(insns[("k.cu.o", "_Z3fooPi")]) is None
