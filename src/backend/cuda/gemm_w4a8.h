@@ -55,7 +55,7 @@ W4A8DeviceWeights upload_w4a8(const quant::W4G128Weights& w);
 W4A8DeviceWeights upload_w4a8(const quant::W4PerChannelWeights& w);
 
 inline constexpr int kW4A8FirstWgmmaTile = 6;  // mma.sync tiles 0..5 (any sm_80+ device)
-inline constexpr int kW4A8TileCount = 48;       // wgmma tiles 6..44, the decode tiles 45..47 (sm_90 only)
+inline constexpr int kW4A8TileCount = 49;       // wgmma tiles 6..44, the decode tiles 45..48 (sm_90 only)
 // Tiles 16..19: INT8-weight wgmma tiles, run after a pass that dequantizes
 // the W4 weights into an INT8 copy in the workspace (docs/gemm-hopper.md).
 inline constexpr int kW4A8FirstS8Tile = 16;
@@ -80,8 +80,8 @@ inline constexpr int kW4A8FirstMidTile = 40, kW4A8EndMidTile = 44;
 // loading half of a stage's activations into both (half the activation
 // traffic from L2). Planned for the largest problems only (gemm_w4a8_wgmma.cpp).
 inline constexpr int kW4A8FirstMcTile = 44;
-// Tiles 45..47: the decode kernels for m <= 8 / 16 / 8 (gemv8, gemv16,
-// gemv8d; gemm_w4a8_gemv.h): one CTA per 16 channels, weights loaded straight
+// Tiles 45..48: the decode kernels for m <= 8 / 16 / 8 / 16 (gemv8, gemv16,
+// gemv8d, gemv16d; gemm_w4a8_gemv.h): one CTA per 16 channels, weights loaded straight
 // into registers by every SM, mma.sync; no split-K (splits 1), no workspace.
 inline constexpr int kW4A8FirstGemvTile = 45;
 inline bool w4a8_tile_is_gemv(int tile) { return tile >= kW4A8FirstGemvTile && tile < kW4A8TileCount; }

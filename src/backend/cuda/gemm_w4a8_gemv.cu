@@ -45,6 +45,7 @@ void launch_gemv(bool g128, Kernel kernel, const KernelParams& p, int ctas, cuda
       return ring ? launch_kind<Kernel::kGemv8Deep, true>(g128, p, ctas, stream, pdl)
                   : launch_kind<Kernel::kGemv8Deep, false>(g128, p, ctas, stream, pdl);
     case Kernel::kGemv16: return launch_kind<Kernel::kGemv16, true>(g128, p, ctas, stream, pdl);
+    case Kernel::kGemv16Deep: return launch_kind<Kernel::kGemv16Deep, true>(g128, p, ctas, stream, pdl);
   }
 }
 

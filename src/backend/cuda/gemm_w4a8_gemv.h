@@ -15,16 +15,23 @@ namespace qserve::cuda::w4a8::gemv {
 // - kGemv16: 16 tokens (two 8-token groups per weight fragment), two per SM;
 // - kGemv8Deep: gemv8 at two CTAs per SM with the next two chunks' weights
 //   in flight (the registers of gemv8's third CTA spent on twice the loads
-//   in flight per warp: for layers of at most two tiles per SM). The same
-//   for gemv16 measured no faster (bench/results/2026-11-30-gemm-h200-r14.md).
-enum class Kernel { kGemv8, kGemv16, kGemv8Deep };
-inline constexpr int kKernelCount = 3;
-constexpr int kernel_tokens(Kernel kernel) { return kernel == Kernel::kGemv16 ? 16 : 8; }
+//   in flight per warp: for layers of at most two tiles per SM);
+// - kGemv16Deep: gemv16 with the next two chunks' weights in flight (its
+//   registers allow it at two CTAs per SM): faster where the CTAs walk
+//   several tiles each (round 2 of bench/results/2026-12-01-gemm-h200-r16.md:
+//   the 6144 x 4096 layer at m = 16), slower on layers of two tiles per SM.
+enum class Kernel { kGemv8, kGemv16, kGemv8Deep, kGemv16Deep };
+inline constexpr int kKernelCount = 4;
+constexpr int kernel_tokens(Kernel kernel) {
+  return kernel == Kernel::kGemv16 || kernel == Kernel::kGemv16Deep ? 16 : 8;
+}
 // Resident CTAs per SM (the kernel's launch bounds); the planner launches at
 // most this many per SM (persistent beyond).
 constexpr int ctas_per_sm(Kernel kernel) { return kernel == Kernel::kGemv8 ? 3 : 2; }
 // Chunks of weights a warp keeps in flight beyond the one it multiplies.
-constexpr int chunks_ahead(Kernel kernel) { return kernel == Kernel::kGemv8Deep ? 2 : 1; }
+constexpr int chunks_ahead(Kernel kernel) {
+  return kernel == Kernel::kGemv8Deep || kernel == Kernel::kGemv16Deep ? 2 : 1;
+}
 
 // The 8-token kernels at m <= this load the activations straight from X (no
 // shared-memory ring; the kernel's comment says why).
