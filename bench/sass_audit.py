@@ -11,13 +11,19 @@ reports:
     memory accesses (STL / LDL: spills), TMA and bulk copies;
   - the same counts inside the kernel's MMA loop: the smallest region between a
     backward branch and its target that holds a tensor-core instruction (the
-    innermost loop that multiplies; unrolled loops count once per copy).
+    innermost loop that multiplies; unrolled loops count once per copy);
+  - for the register-A W4 wgmma loops (16-byte shared loads of packed 4-bit
+    weights, 32 weights each, and wgmma in one loop): the vector ALU
+    instructions of the loop (all but tensor-core, memory, control and
+    uniform-datapath ones) per 4 weights, with the opcodes that make them up:
+    what unpacking and dequantization cost a consumer thread.
 No GPU is needed. cuobjdump comes with the CUDA toolkit, or from PyPI
 (`pip install nvidia-cuda-cuobjdump`: site-packages/nvidia/cu13/bin/cuobjdump).
 
   bench/sass_audit.py BUILD_DIR [--files F ...] [--filter REGEX] [--json OUT] [--cuobjdump PATH]
 """
 import argparse
+import collections
 import glob
 import json
 import os
@@ -41,6 +47,17 @@ CLASSES = {
     "tma": lambda op: op.startswith(("UTMALDG", "UTMASTG", "UBLKCP", "UTMAPF")),
     "bar": lambda op: op.startswith("BAR"),
 }
+
+# Not vector ALU work: tensor-core, memory, synchronization and control
+# instructions, and the uniform datapath (U*: one per warp, beside the vector
+# pipes; the TMA and uniform-register opcodes also start with U).
+NOT_VALU = ("IGMMA", "HGMMA", "QGMMA", "IMMA", "HMMA", "LD", "ST", "ATOM", "RED", "SYNCS", "BAR", "BRA", "BRX",
+            "WARPGROUP", "WARPSYNC", "DEPBAR", "NOP", "EXIT", "RET", "CALL", "VOTE", "S2R", "S2UR", "CS2R",
+            "MEMBAR", "FENCE", "ELECT", "YIELD", "BSSY", "BSYNC", "ERRBAR", "CCTL", "ACQBULK", "R2UR")
+
+
+def is_valu(op):
+    return not op.startswith(NOT_VALU) and not op.startswith("U")
 
 INSN = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_.]*)(.*?);")
 BRANCH_TARGET = re.compile(r"\b(?:BRA|BRX)\b[^;]*?(0x[0-9a-f]+)")
@@ -132,7 +149,13 @@ def mma_loop(insns):
     if best is None:
         return None
     body = [i for i in insns if best[0] <= i[0] <= best[1]]
-    return {"instructions": len(body), **count(body)}
+    loop = {"instructions": len(body), **count(body)}
+    valu = [op.split(".")[0] for _, op, _ in body if is_valu(op)]
+    loop["valu"] = len(valu)
+    if loop["wgmma"] and loop["lds128"]:  # register-A W4: 32 weights per 16-byte load
+        loop["valu_per_4_weights"] = round(len(valu) / (loop["lds128"] * 8), 2)
+        loop["valu_opcodes"] = dict(sorted(collections.Counter(valu).items(), key=lambda kv: -kv[1]))
+    return loop
 
 
 def main():
@@ -161,14 +184,16 @@ def main():
                    "instructions": len(insns), "whole": count(insns), "mma_loop": mma_loop(insns)}
             records.append(rec)
     cols = ["wgmma", "mma_sync", "ldg128", "lds128", "ldsm", "local"]
-    print("| kernel | regs | stack | whole: " + " / ".join(cols) + " | MMA loop: instructions / " + " / ".join(cols) + " |")
-    print("|---|---|---|---|---|")
+    print("| kernel | regs | stack | whole: " + " / ".join(cols) + " | MMA loop: instructions / " + " / ".join(cols) +
+          " | vector ALU per 4 weights |")
+    print("|---|---|---|---|---|---|")
     for r in records:
         loop = r["mma_loop"]
         short = re.sub(r"\(.*\)$", "", r["kernel"]).replace("qserve::cuda::", "")
         print(f"| {short} | {r.get('registers', '?')} | {r.get('stack', '?')} | "
               + " / ".join(str(r["whole"][c]) for c in cols) + " | "
-              + ("-" if loop is None else f"{loop['instructions']} / " + " / ".join(str(loop[c]) for c in cols)) + " |")
+              + ("-" if loop is None else f"{loop['instructions']} / " + " / ".join(str(loop[c]) for c in cols)) + " | "
+              + str((loop or {}).get("valu_per_4_weights", "-")) + " |")
     if args.json:
         with open(args.json, "w") as f:
             for r in records:

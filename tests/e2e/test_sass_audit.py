@@ -65,3 +65,35 @@ def test_counts_and_innermost_mma_loop():
 def test_no_loop_without_mma():
     insns = sa.parse_sass(SASS.replace("IGMMA.64x16x32.S8.S8", "IADD3").replace("IMMA.16832.S8.S8", "IADD3"))
     assert sa.mma_loop(insns[("k.cu.o", "_Z3fooPi")]) is None
+
+
+# A register-A W4 loop: one 16-byte weight load (32 weights), the unpack on the
+# vector pipes, uniform-datapath bookkeeping and a barrier wait that do not count.
+SASS_W4 = """
+\t\tFunction : _Z3barPi
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+        /*0010*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4], R2 ;
+        /*0020*/                   LDS.128 R8, [R3] ;
+        /*0030*/                   LOP3.LUT R12, R8, 0xf0f0f0f, RZ, 0xc0, !PT ;
+        /*0040*/                   SHF.R.U32.HI R13, RZ, 0x4, R8 ;
+        /*0050*/                   LOP3.LUT R13, R13, 0xf0f0f0f, RZ, 0xc0, !PT ;
+        /*0060*/                   IMAD R12, R12, R5, R6 ;
+        /*0070*/                   UIADD3 UR4, UR4, 0x1, URZ ;
+        /*0080*/                   WARPGROUP.ARRIVE ;
+        /*0090*/                   IGMMA.64x16x32.S8.S8 R24, R12, gdesc[UR4], R24 ;
+        /*00a0*/              @P1  BRA 0x10 ;
+        /*00b0*/                   EXIT ;
+"""
+
+
+def test_vector_alu_per_4_weights():
+    insns = sa.parse_sass(SASS_W4)[("", "_Z3barPi")]
+    loop = sa.mma_loop(insns)
+    assert loop["instructions"] == 10 and loop["lds128"] == 1 and loop["wgmma"] == 1
+    # LOP3 x 2, SHF, IMAD: 4 vector ALU instructions for 32 weights
+    assert loop["valu"] == 4
+    assert loop["valu_per_4_weights"] == 0.5
+    assert loop["valu_opcodes"] == {"LOP3": 2, "SHF": 1, "IMAD": 1}
+    # a loop without 16-byte weight loads has no per-weight figure
+    plain = sa.mma_loop(sa.parse_sass(SASS_W4.replace("LDS.128", "LDS"))[("", "_Z3barPi")])
+    assert "valu_per_4_weights" not in plain and plain["valu"] == 4

@@ -56,6 +56,9 @@
 // registers of the third CTA spent on loads in flight: faster on layers of
 // at most two tiles per SM (the 4096-row o and down layers), where three
 // CTAs per SM gain nothing.
+// gemv16d is gemv16 with two chunks ahead (116 / 119 registers): faster where
+// the CTAs walk several tiles (round 2 of
+// bench/results/2026-12-01-gemm-h200-r16.md), not yet planned.
 #pragma once
 
 #include <cstdint>
