@@ -28,4 +28,11 @@ QuantizedLinear quantize_linear(WeightFormat format, const Matrix& w, int64_t gr
 // The FP32 weights the quantized layer represents ([n, k], before activation quantization).
 std::vector<float> dequantize_linear(const QuantizedLinear& q);
 
+// The layers stacked along the output channels, in order: one [sum n, k]
+// layer of the same format (q / k / v, or gate / up, as one GEMM). Every
+// format is row-major by output channel with row-local scales and zeros, so
+// the result is bit for bit the quantization of the stacked matrix. The parts
+// must share format, k and group (kInvalidArgument otherwise).
+QuantizedLinear concat_output_channels(std::vector<QuantizedLinear> parts);
+
 }  // namespace qserve::quant

@@ -1,0 +1,108 @@
+// quant::concat_output_channels: layers stacked along the output channels are
+// the quantization of the stacked matrix, bit for bit, in every format (the
+// fused q / k / v and gate / up linears rest on this).
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "core/error.h"
+#include "quant/quant_linear.h"
+
+#include "random_matrix.h"
+
+namespace qserve {
+namespace {
+
+using quant::Matrix;
+using quant::QuantizedLinear;
+using quant::WeightFormat;
+
+void expect_same(const QuantizedLinear& a, const QuantizedLinear& b) {
+  EXPECT_EQ(a.format, b.format);
+  EXPECT_EQ(a.n, b.n);
+  EXPECT_EQ(a.k, b.k);
+  EXPECT_EQ(a.group, b.group);
+  EXPECT_EQ(a.f16, b.f16);
+  EXPECT_EQ(a.g128.n, b.g128.n);
+  EXPECT_EQ(a.g128.qweight, b.g128.qweight);
+  EXPECT_EQ(a.g128.s1, b.g128.s1);
+  EXPECT_EQ(a.g128.s2, b.g128.s2);
+  EXPECT_EQ(a.g128.zero, b.g128.zero);
+  EXPECT_EQ(a.w4pc.n, b.w4pc.n);
+  EXPECT_EQ(a.w4pc.qweight, b.w4pc.qweight);
+  EXPECT_EQ(a.w4pc.scale, b.w4pc.scale);
+  EXPECT_EQ(a.w4pc.zero, b.w4pc.zero);
+  EXPECT_EQ(a.w8.n, b.w8.n);
+  EXPECT_EQ(a.w8.q, b.w8.q);
+  EXPECT_EQ(a.w8.scale, b.w8.scale);
+  EXPECT_EQ(a.w4a16.n, b.w4a16.n);
+  EXPECT_EQ(a.w4a16.qweight, b.w4a16.qweight);
+  EXPECT_EQ(a.w4a16.scale, b.w4a16.scale);
+  EXPECT_EQ(a.w4a16.zero, b.w4a16.zero);
+}
+
+class QuantConcat : public ::testing::TestWithParam<WeightFormat> {};
+
+TEST_P(QuantConcat, EqualsTheQuantizationOfTheStackedMatrix) {
+  const uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  // q / k / v of a small GQA layer: 48 + 16 + 16 rows; k = 320 (g128: two
+  // whole groups and a partial third, as a k that is not a multiple of 128).
+  const int64_t k = 320, group = 128;
+  const int64_t rows[] = {48, 16, 16};
+  Matrix stacked(48 + 16 + 16, k);
+  std::vector<QuantizedLinear> parts;
+  int64_t r0 = 0;
+  for (const int64_t n : rows) {
+    Matrix m = test::gaussian_matrix(rng, n, k, 0.05f);
+    m.at(n - 1, 3) = 0.7f;  // an outlier row
+    std::copy(m.data.begin(), m.data.end(), stacked.data.begin() + r0 * k);
+    parts.push_back(quant::quantize_linear(GetParam(), m, group));
+    r0 += n;
+  }
+  const QuantizedLinear want = quant::quantize_linear(GetParam(), stacked, group);
+  const QuantizedLinear got = quant::concat_output_channels(std::move(parts));
+  expect_same(got, want);
+  EXPECT_EQ(quant::dequantize_linear(got), quant::dequantize_linear(want));
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, QuantConcat,
+                         ::testing::Values(WeightFormat::kF16, WeightFormat::kW4G128, WeightFormat::kW4PerChannel,
+                                           WeightFormat::kW8PerChannel, WeightFormat::kW4A16),
+                         [](const auto& info) { return quant::weight_format_name(info.param); });
+
+TEST(QuantConcatErrors, MismatchedLayersAreRefused) {
+  std::mt19937 rng(7);
+  const Matrix a = test::gaussian_matrix(rng, 8, 256, 0.05f), b = test::gaussian_matrix(rng, 8, 128, 0.05f);
+  auto code = [](auto&& fn) {
+    try {
+      fn();
+    } catch (const Error& e) {
+      return e.code();
+    }
+    return ErrorCode::kInternal;
+  };
+  EXPECT_EQ(code([] { quant::concat_output_channels({}); }), ErrorCode::kInvalidArgument);
+  // another k
+  EXPECT_EQ(code([&] {
+              quant::concat_output_channels({quant::quantize_linear(WeightFormat::kW4G128, a, 128),
+                                             quant::quantize_linear(WeightFormat::kW4G128, b, 128)});
+            }),
+            ErrorCode::kInvalidArgument);
+  // another format
+  EXPECT_EQ(code([&] {
+              quant::concat_output_channels({quant::quantize_linear(WeightFormat::kW4G128, a, 128),
+                                             quant::quantize_linear(WeightFormat::kW4PerChannel, a, 128)});
+            }),
+            ErrorCode::kInvalidArgument);
+  // another group
+  EXPECT_EQ(code([&] {
+              quant::concat_output_channels({quant::quantize_linear(WeightFormat::kW4A16, a, 128),
+                                             quant::quantize_linear(WeightFormat::kW4A16, a, 64)});
+            }),
+            ErrorCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace qserve
