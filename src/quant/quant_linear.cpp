@@ -62,10 +62,11 @@ std::vector<float> dequantize_linear(const QuantizedLinear& q) {
 
 namespace {
 
-template <typename T>
-void append(std::vector<T>& to, std::vector<T>&& from) {
-  to.insert(to.end(), from.begin(), from.end());
-  from = {};
+// Appends the rows of `from` to `to`: each listed [n, ...] array, and n.
+template <typename W, typename... Arrays>
+void stack_rows(W& to, const W& from, Arrays W::*... arrays) {
+  ((to.*arrays).insert((to.*arrays).end(), (from.*arrays).begin(), (from.*arrays).end()), ...);
+  to.n += from.n;
 }
 
 }  // namespace
@@ -74,37 +75,27 @@ QuantizedLinear concat_output_channels(std::vector<QuantizedLinear> parts) {
   if (parts.empty()) fail(ErrorCode::kInvalidArgument, "concat_output_channels: no layers");
   QuantizedLinear out = std::move(parts[0]);
   for (size_t i = 1; i < parts.size(); ++i) {
-    QuantizedLinear& p = parts[i];
+    const QuantizedLinear& p = parts[i];
     if (p.format != out.format || p.k != out.k || p.group != out.group)
       fail(ErrorCode::kInvalidArgument,
            "concat_output_channels: layer {} is {} with k {} and group {}, the first {} with k {} and group {}", i,
            weight_format_name(p.format), p.k, p.group, weight_format_name(out.format), out.k, out.group);
     out.n += p.n;
     switch (out.format) {
-      case WeightFormat::kF16: append(out.f16, std::move(p.f16)); break;
+      case WeightFormat::kF16: out.f16.insert(out.f16.end(), p.f16.begin(), p.f16.end()); break;
       case WeightFormat::kW4G128:
-        append(out.g128.qweight, std::move(p.g128.qweight));
-        append(out.g128.s1, std::move(p.g128.s1));
-        append(out.g128.s2, std::move(p.g128.s2));
-        append(out.g128.zero, std::move(p.g128.zero));
-        out.g128.n += p.g128.n;
+        stack_rows(out.g128, p.g128, &W4G128Weights::qweight, &W4G128Weights::s1, &W4G128Weights::s2,
+                   &W4G128Weights::zero);
         break;
       case WeightFormat::kW4PerChannel:
-        append(out.w4pc.qweight, std::move(p.w4pc.qweight));
-        append(out.w4pc.scale, std::move(p.w4pc.scale));
-        append(out.w4pc.zero, std::move(p.w4pc.zero));
-        out.w4pc.n += p.w4pc.n;
+        stack_rows(out.w4pc, p.w4pc, &W4PerChannelWeights::qweight, &W4PerChannelWeights::scale,
+                   &W4PerChannelWeights::zero);
         break;
       case WeightFormat::kW8PerChannel:
-        append(out.w8.q, std::move(p.w8.q));
-        append(out.w8.scale, std::move(p.w8.scale));
-        out.w8.n += p.w8.n;
+        stack_rows(out.w8, p.w8, &W8PerChannelWeights::q, &W8PerChannelWeights::scale);
         break;
       case WeightFormat::kW4A16:
-        append(out.w4a16.qweight, std::move(p.w4a16.qweight));
-        append(out.w4a16.scale, std::move(p.w4a16.scale));
-        append(out.w4a16.zero, std::move(p.w4a16.zero));
-        out.w4a16.n += p.w4a16.n;
+        stack_rows(out.w4a16, p.w4a16, &W4A16Weights::qweight, &W4A16Weights::scale, &W4A16Weights::zero);
         break;
     }
   }

@@ -580,11 +580,12 @@ TEST(GemmW4A8Planner, PlanOverridesParse) {
   ASSERT_EQ(sk.size(), 1u);
   EXPECT_EQ(sk[0].choice.splits, cuda::kW4A8StreamK);
   EXPECT_EQ(cuda::parse_w4a8_plan_overrides("4096x4096@1:g128=gemv8/1").size(), 1u);
+  EXPECT_EQ(cuda::parse_w4a8_plan_overrides("4096x14336@16:g128=gemv16d/1").size(), 1u);
   for (const char* bad : {"4096x4096@1:pc=wg128x8c", "4096x4096@8:pc=wg128x8c/2", "4096x4096@1:fp16=wg128x8c/2",
                           "4096x4096@1:pc=nosuch/2", "4096x4096@1:pc=wg128x8c/9",
                           "4096x4096@1:pc=s8_128x128/1", "4096x4096@1:pc=128x8/2", "x4096@1:pc=wg128x8c/2", "4096x4096@1:pc=wg128x8c/0",
                           "4096x4096@1:pc=wg128x8c/sk", "4096x4096@1:pc=wg256x8/sk", "4096x4096@1:pc=wg128x8c/-1",
-                          "4096x4096@16:pc=gemv8/1", "4096x4096@1:pc=gemv8/2"})
+                          "4096x4096@16:pc=gemv8/1", "4096x4096@1:pc=gemv8/2", "4096x4096@32:pc=gemv16d/1"})
     EXPECT_THROW(cuda::parse_w4a8_plan_overrides(bad), Error) << bad;
   EXPECT_EQ(cuda::w4a8_m_bucket(8), 1);
   EXPECT_EQ(cuda::w4a8_m_bucket(9), 16);
