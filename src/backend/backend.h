@@ -225,6 +225,26 @@ class Backend {
   // K and V [T, Hkv, D] of the new tokens written to their cache slots.
   virtual void rope_kv_write(Tensor& q, Tensor& k, const Tensor& v, const RopeParams& rope, const AttentionBatch& batch,
                              KvLayer& kv) = 0;
+  // The fused projections: one q|k|v GEMM and one gate|up GEMM per layer
+  // instead of five (fewer launches, a larger N at small batch). A backend
+  // that returns true implements the two ops below; the model then builds
+  // the q/k/v and gate/up linears stacked along their output channels
+  // (LlamaModelOptions::fuse_projections).
+  virtual bool supports_fused_projections() const { return false; }
+  // rope_kv_write on one q|k|v GEMM output: qkv [T, (Hq + 2 Hkv) D], each row
+  // q | k | v. The rotated q goes to q_out [T, Hq, D]; K and V go to the
+  // cache; qkv itself is read only.
+  virtual void rope_kv_write_fused(const Tensor& qkv, Tensor& q_out, const RopeParams& rope, const AttentionBatch& batch,
+                                   KvLayer& kv) {
+    (void)qkv, (void)q_out, (void)rope, (void)batch, (void)kv;
+    QS_CHECK(false) << name() << " has no fused projections";
+  }
+  // silu_mul on one gate|up GEMM output: gate_up [T, 2I], each row gate | up; out [T, I].
+  virtual void silu_mul_fused(const Tensor& gate_up, Activations& out) {
+    (void)gate_up, (void)out;
+    QS_CHECK(false) << name() << " has no fused projections";
+  }
+
   // Causal attention of each new token over its sequence's cached keys at
   // positions <= its own (GQA: query head h reads KV head h / (Hq / Hkv)):
   // q [T, Hq, D] (after RoPE), out [T, Hq * D]; softmax(q.k * scale) v.

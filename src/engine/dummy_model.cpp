@@ -54,11 +54,11 @@ std::unique_ptr<LlamaModel> load_dummy_model(const DummyModelOptions& dummy, Lla
   // keeps it), and the canonical copy dropped before the next one.
   const uint64_t seed = dummy.seed;
   const int64_t group = p.group > 0 ? p.group : 0;
-  auto factory = [&config, format, group, seed](Backend& b, int64_t l, const std::string& module) {
+  auto source = [&config, format, group, seed](int64_t l, const std::string& module) {
     const auto [n, k] = linear_shape(config, module);
-    return b.make_quantized_linear(random_quantized_linear(format, n, k, group, dummy_tensor_seed(seed, l, module.c_str())));
+    return random_quantized_linear(format, n, k, group, dummy_tensor_seed(seed, l, module.c_str()));
   };
-  return LlamaModel::create(config, w, std::move(backend), options, factory);
+  return LlamaModel::create(config, w, std::move(backend), options, source);
 }
 
 }  // namespace qserve

@@ -1,7 +1,8 @@
 // `--load-format dummy`: a LlamaModel of a named shape (engine/dummy_arch.h)
 // with random weights (engine/dummy_weights.h) in any precision, as vLLM's
 // option of that name, for throughput benchmarks without a checkpoint.
-// The block linears are made one at a time inside LlamaModel's LinearFactory
+// The block linears are made one at a time from LlamaModel's QuantizedLinearSource
+// (q / k / v and gate / up stacked when the backend fuses them)
 // and handed to Backend::make_quantized_linear, so host memory holds one
 // layer's packed weights beyond what the backend keeps. Embedding, lm_head and
 // the norm gains are random float (F16 on the host). No tokenizer: token ids only.

@@ -44,8 +44,9 @@ int64_t estimate_workspace_bytes(const ModelConfig& c, int64_t max_batched_token
                                  int64_t float_bytes, bool device) {
   const int64_t H = c.hidden_size, I = c.intermediate_size;
   // Per token: x, attn_in, mlp_in, head_in, o_out, mlp_out, last_x [H]; q, attn, o_in [q_dim];
-  // k, v [kv_dim]; gate, up, down_in [I] (LlamaModel's workspace).
-  const int64_t per_token = (7 * H + 3 * c.q_dim() + 2 * c.kv_dim() + 3 * I) * float_bytes;
+  // q|k|v [q_dim + 2 kv_dim] (or k, v); gate|up [2I] (or gate, up), down_in [I]
+  // (LlamaModel's workspace, fused projections: q twice, the GEMM's and the rotated one).
+  const int64_t per_token = (7 * H + 4 * c.q_dim() + 2 * c.kv_dim() + 3 * I) * float_bytes;
   const int64_t tokens = workspace_rows(max_batched_tokens, max_num_seqs);
   // Logits of the sampled rows: at most one per sequence of a step; device rows + host f32 copy.
   const int64_t rows = std::max<int64_t>(1, std::min(max_num_seqs, std::max<int64_t>(1, max_batched_tokens)));

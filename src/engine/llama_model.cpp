@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <unordered_set>
 
@@ -17,28 +18,43 @@ namespace qserve {
 struct LlamaModel::Layer {
   Tensor input_norm;  // [H] float
   Tensor post_norm;   // [H] float
+  // Fused projections: qkv [H -> q_dim + 2 kv_dim] (q | k | v) and gate_up
+  // [H -> 2 I] (gate | up); null where the layer keeps them separate (q, k, v
+  // / gate, up set instead).
+  std::unique_ptr<Linear> qkv, gate_up;
   std::unique_ptr<Linear> q, k, v, o, gate, up, down;
 };
 
 // Activation buffers of one step, sized for `capacity` tokens and reused while
-// steps fit (so a device backend does not allocate per step).
+// steps fit (so a device backend does not allocate per step). Buffers of a
+// layout no layer uses stay empty.
 struct LlamaModel::Workspace {
   int64_t capacity = 0;
   Tensor x;        // [T, H] the residual stream
   Activations attn_in, o_in, mlp_in, down_in, head_in;
-  Tensor q, k, v;  // [T, Hq * D], [T, Hkv * D], [T, Hkv * D]
+  Tensor q;        // [T, Hq * D] (after RoPE)
+  Tensor k, v;     // [T, Hkv * D] separate projections
+  Tensor qkv;      // [T, Hq * D + 2 Hkv * D] fused projection, rows q | k | v
   Tensor attn;     // [T, Hq * D]
   Tensor o_out;    // [T, H]
-  Tensor gate, up; // [T, I]
+  Tensor gate, up; // [T, I] separate projections
+  Tensor gate_up;  // [T, 2I] fused projection, rows gate | up
   Tensor mlp_out;  // [T, H]
   Tensor last_x;   // [T, H] rows of the sequences' last tokens
   Tensor logits;   // [T, V]
 };
 
+// The workspace's first T rows, what one step's layers use.
+struct LlamaModel::StepBuffers {
+  Activations attn_in, o_in, mlp_in, down_in;
+  Tensor q, k, v, qkv, attn, o_out, gate, up, gate_up, mlp_out;
+};
+
 namespace {
 
-// The first `rows` rows of a [capacity, ...] buffer.
+// The first `rows` rows of a [capacity, ...] buffer (empty for an empty one).
 Tensor rows_of(const Tensor& t, int64_t rows) {
+  if (t.empty()) return {};
   std::vector<int64_t> shape = t.shape();
   shape[0] = rows;
   return Tensor(t.dtype(), std::move(shape), const_cast<void*>(t.data()), t.owner());
@@ -51,6 +67,67 @@ Activations rows_of(const Activations& a, int64_t rows) {
   if (!a.scales.empty()) out.scales = rows_of(a.scales, rows);
   if (!a.sums.empty()) out.sums = rows_of(a.sums, rows);
   return out;
+}
+
+// Host tensors of one dtype stacked along dim 0 (weights [n_i, k] -> [sum n_i, k], biases [n_i] -> [sum n_i]).
+Tensor stack_rows(const std::vector<const Tensor*>& parts) {
+  const Tensor& first = *parts.front();
+  std::vector<int64_t> shape = first.shape();
+  shape[0] = 0;
+  for (const Tensor* p : parts) {
+    QS_CHECK(p->dtype() == first.dtype() && p->rank() == first.rank() && (p->rank() == 1 || p->dim(1) == first.dim(1)))
+        << p->describe() << " stacked on " << first.describe();
+    shape[0] += p->dim(0);
+  }
+  Tensor out = Tensor::zeros(first.dtype(), shape);
+  char* dst = static_cast<char*>(out.data());
+  for (const Tensor* p : parts) {
+    const size_t bytes = p->numel() * dtype_size(p->dtype());
+    std::memcpy(dst, p->data(), bytes);
+    dst += bytes;
+  }
+  return out;
+}
+
+// One block linear: its module name, its float weight [n, k] and bias [n]
+// (host; unused with a quantized source), where it goes when made alone.
+struct LinearPart {
+  const char* module;
+  const Tensor* weight;
+  const Tensor* bias;
+  std::unique_ptr<Linear>* separate;
+};
+
+// The parts made into one linear stacked along the output channels (*fused)
+// when `fuse` holds and they agree (quantized: format, k and group; float:
+// dtype, k and bias presence), else one by one into their `separate` slots.
+void make_linears(Backend& b, const LlamaModel::QuantizedLinearSource& linears, int64_t layer, bool fuse,
+                  std::unique_ptr<Linear>* fused, const std::vector<LinearPart>& parts) {
+  fuse = fuse && fused != nullptr && parts.size() > 1;
+  if (linears) {
+    std::vector<quant::QuantizedLinear> q;
+    for (const LinearPart& p : parts) q.push_back(linears(layer, p.module));
+    for (const quant::QuantizedLinear& l : q) fuse = fuse && l.format == q[0].format && l.k == q[0].k && l.group == q[0].group;
+    if (fuse) {
+      *fused = b.make_quantized_linear(quant::concat_output_channels(std::move(q)));
+      return;
+    }
+    for (size_t i = 0; i < parts.size(); ++i) *parts[i].separate = b.make_quantized_linear(std::move(q[i]));
+    return;
+  }
+  std::vector<const Tensor*> weights, biases;
+  for (const LinearPart& p : parts) {
+    const LinearPart& p0 = parts[0];
+    fuse = fuse && p.weight->rank() == 2 && p.weight->dtype() == p0.weight->dtype() && p.weight->dim(1) == p0.weight->dim(1) &&
+           p.bias->empty() == p0.bias->empty() && (p.bias->empty() || p.bias->dtype() == p0.bias->dtype());
+    weights.push_back(p.weight);
+    biases.push_back(p.bias);
+  }
+  if (fuse) {
+    *fused = b.make_linear(stack_rows(weights), parts[0].bias->empty() ? Tensor() : stack_rows(biases));
+    return;
+  }
+  for (const LinearPart& p : parts) *p.separate = b.make_linear(*p.weight, *p.bias);
 }
 
 Tensor host_i32(const std::vector<int32_t>& v) {
@@ -82,38 +159,47 @@ std::unique_ptr<LlamaModel> LlamaModel::create(const ModelConfig& config, const 
 }
 
 std::unique_ptr<LlamaModel> LlamaModel::create(const ModelConfig& config, const LlamaWeights& w, std::unique_ptr<Backend> backend,
-                                               LlamaModelOptions options, const LinearFactory& linears) {
+                                               LlamaModelOptions options, const QuantizedLinearSource& linears) {
   config.validate();
   QS_CHECK(static_cast<int64_t>(w.layers.size()) == config.num_layers) << w.layers.size() << " layers of weights";
   if (options.page_size <= 0) fail(ErrorCode::kInvalidArgument, "KV page size must be positive, got {}", options.page_size);
   std::unique_ptr<LlamaModel> m(new LlamaModel(config, std::move(backend), options));
   Backend& b = *m->backend_;
+  // QSERVE_FUSE_PROJECTIONS=0 keeps the seven linears per layer (A/B measurements of the engine).
+  const char* fuse_env = std::getenv("QSERVE_FUSE_PROJECTIONS");
+  const bool fuse = options.fuse_projections && b.supports_fused_projections() && !(fuse_env && std::string(fuse_env) == "0");
   m->embed_ = b.upload(w.embed_tokens);
   m->final_norm_ = b.upload(w.final_norm);
   // The making order (lm_head, then q, k, v, o, gate, up, down per layer) tells
-  // the linears apart for cpu-fp16:POINTS (backend/cpu/fp16_activation_backend.h).
+  // the linears apart for cpu-fp16:POINTS (backend/cpu/fp16_activation_backend.h,
+  // which keeps the projections separate).
   m->lm_head_ = b.make_linear(w.lm_head, {});
   for (size_t l = 0; l < w.layers.size(); ++l) {
     const LlamaLayerWeights& lw = w.layers[l];
+    const auto layer = static_cast<int64_t>(l);
     auto L = std::make_unique<Layer>();
     L->input_norm = b.upload(lw.input_norm);
     L->post_norm = b.upload(lw.post_norm);
-    auto make = [&](const char* module, const Tensor& weight, const Tensor& bias) {
-      return linears ? linears(b, static_cast<int64_t>(l), module) : b.make_linear(weight, bias);
-    };
-    L->q = make("q_proj", lw.q_proj, lw.q_bias);
-    L->k = make("k_proj", lw.k_proj, lw.k_bias);
-    L->v = make("v_proj", lw.v_proj, lw.v_bias);
-    L->o = make("o_proj", lw.o_proj, lw.o_bias);
-    L->gate = make("gate_proj", lw.gate_proj, lw.gate_bias);
-    L->up = make("up_proj", lw.up_proj, lw.up_bias);
-    L->down = make("down_proj", lw.down_proj, lw.down_bias);
+    make_linears(b, linears, layer, fuse, &L->qkv,
+                 {{"q_proj", &lw.q_proj, &lw.q_bias, &L->q},
+                  {"k_proj", &lw.k_proj, &lw.k_bias, &L->k},
+                  {"v_proj", &lw.v_proj, &lw.v_bias, &L->v}});
+    make_linears(b, linears, layer, fuse, nullptr, {{"o_proj", &lw.o_proj, &lw.o_bias, &L->o}});
+    make_linears(b, linears, layer, fuse, &L->gate_up,
+                 {{"gate_proj", &lw.gate_proj, &lw.gate_bias, &L->gate}, {"up_proj", &lw.up_proj, &lw.up_bias, &L->up}});
+    make_linears(b, linears, layer, fuse, nullptr, {{"down_proj", &lw.down_proj, &lw.down_bias, &L->down}});
     // Linears that share an input must agree on its format (one producer writes it).
-    QS_CHECK(L->q->input_format() == L->k->input_format() && L->q->input_format() == L->v->input_format());
-    QS_CHECK(L->gate->input_format() == L->up->input_format());
+    if (!L->qkv) QS_CHECK(L->q->input_format() == L->k->input_format() && L->q->input_format() == L->v->input_format());
+    if (!L->gate_up) QS_CHECK(L->gate->input_format() == L->up->input_format());
     m->layers_.push_back(std::move(L));
   }
   return m;
+}
+
+int64_t LlamaModel::num_fused_projections() const {
+  int64_t n = 0;
+  for (const auto& L : layers_) n += (L->qkv ? 1 : 0) + (L->gate_up ? 1 : 0);
+  return n;
 }
 
 int64_t LlamaModel::kv_bytes_per_page(int64_t page_size) const {
@@ -303,10 +389,10 @@ Tensor LlamaModel::run_to_logits(const PagedBatch& batch, std::vector<int32_t>& 
     ++workspace_epoch_;
   }
   Tensor x = rows_of(w.x, T);
-  Activations attn_in = rows_of(w.attn_in, T), o_in = rows_of(w.o_in, T), mlp_in = rows_of(w.mlp_in, T),
-              down_in = rows_of(w.down_in, T);
-  Tensor q = rows_of(w.q, T), k = rows_of(w.k, T), v = rows_of(w.v, T), attn = rows_of(w.attn, T);
-  Tensor o_out = rows_of(w.o_out, T), gate = rows_of(w.gate, T), up = rows_of(w.up, T), mlp_out = rows_of(w.mlp_out, T);
+  StepBuffers bufs{rows_of(w.attn_in, T), rows_of(w.o_in, T),  rows_of(w.mlp_in, T),  rows_of(w.down_in, T),
+                   rows_of(w.q, T),       rows_of(w.k, T),     rows_of(w.v, T),       rows_of(w.qkv, T),
+                   rows_of(w.attn, T),    rows_of(w.o_out, T), rows_of(w.gate, T),    rows_of(w.up, T),
+                   rows_of(w.gate_up, T), rows_of(w.mlp_out, T)};
 
   const float eps = c.rms_norm_eps;
   b.begin_step(ab);  // a device backend uploads the step's metadata once, here
@@ -315,7 +401,7 @@ Tensor LlamaModel::run_to_logits(const PagedBatch& batch, std::vector<int32_t>& 
     // Layers and lm_head over every row (the padding too): no host input
     // inside, so the same device work replays for the next step of this key.
     auto run_graph_body = [&] {
-      run_layers(x, ab, attn_in, o_in, mlp_in, down_in, q, k, v, attn, o_out, gate, up, mlp_out);
+      run_layers(x, ab, bufs);
       Activations head_in = rows_of(w.head_in, T);
       b.rms_norm(x, final_norm_, eps, head_in);
       Tensor all = rows_of(w.logits, T);
@@ -341,7 +427,7 @@ Tensor LlamaModel::run_to_logits(const PagedBatch& batch, std::vector<int32_t>& 
     last_rows.resize(S);
     return rows_of(w.logits, S);
   }
-  run_layers(x, ab, attn_in, o_in, mlp_in, down_in, q, k, v, attn, o_out, gate, up, mlp_out);
+  run_layers(x, ab, bufs);
 
   // Only the rows that need logits go through the final norm and lm_head
   // (every row for all_logits).
@@ -376,22 +462,29 @@ void LlamaModel::ensure_workspace(int64_t tokens, int64_t capacity) {
   const int64_t H = c.hidden_size, I = c.intermediate_size;
   Workspace& w = *ws_;
   const Layer& L0 = *layers_[0];
+  bool any_qkv = false, any_split_qkv = false, any_gate_up = false, any_split_gate_up = false;
+  for (const auto& L : layers_) {
+    (L->qkv ? any_qkv : any_split_qkv) = true;
+    (L->gate_up ? any_gate_up : any_split_gate_up) = true;
+  }
   if (w.capacity < tokens) {
     const int64_t cap = std::max(tokens, capacity);
     const DType f = b.float_dtype();
     w.x = b.alloc(f, {cap, H});
-    w.attn_in = b.alloc_activations(L0.q->input_format(), cap, H);
+    w.attn_in = b.alloc_activations((L0.qkv ? L0.qkv : L0.q)->input_format(), cap, H);
     w.o_in = b.alloc_activations(L0.o->input_format(), cap, c.q_dim());
-    w.mlp_in = b.alloc_activations(L0.gate->input_format(), cap, H);
+    w.mlp_in = b.alloc_activations((L0.gate_up ? L0.gate_up : L0.gate)->input_format(), cap, H);
     w.down_in = b.alloc_activations(L0.down->input_format(), cap, I);
     w.head_in = b.alloc_activations(lm_head_->input_format(), cap, H);
     w.q = b.alloc(f, {cap, c.q_dim()});
-    w.k = b.alloc(f, {cap, c.kv_dim()});
-    w.v = b.alloc(f, {cap, c.kv_dim()});
+    w.k = any_split_qkv ? b.alloc(f, {cap, c.kv_dim()}) : Tensor();
+    w.v = any_split_qkv ? b.alloc(f, {cap, c.kv_dim()}) : Tensor();
+    w.qkv = any_qkv ? b.alloc(f, {cap, c.q_dim() + 2 * c.kv_dim()}) : Tensor();
     w.attn = b.alloc(f, {cap, c.q_dim()});
     w.o_out = b.alloc(f, {cap, H});
-    w.gate = b.alloc(f, {cap, I});
-    w.up = b.alloc(f, {cap, I});
+    w.gate = any_split_gate_up ? b.alloc(f, {cap, I}) : Tensor();
+    w.up = any_split_gate_up ? b.alloc(f, {cap, I}) : Tensor();
+    w.gate_up = any_gate_up ? b.alloc(f, {cap, 2 * I}) : Tensor();
     w.mlp_out = b.alloc(f, {cap, H});
     w.last_x = b.alloc(f, {cap, H});
     w.capacity = cap;
@@ -399,9 +492,7 @@ void LlamaModel::ensure_workspace(int64_t tokens, int64_t capacity) {
   }
 }
 
-void LlamaModel::run_layers(Tensor& x, const AttentionBatch& ab, Activations& attn_in, Activations& o_in,
-                            Activations& mlp_in, Activations& down_in, Tensor& q, Tensor& k, Tensor& v, Tensor& attn,
-                            Tensor& o_out, Tensor& gate, Tensor& up, Tensor& mlp_out) {
+void LlamaModel::run_layers(Tensor& x, const AttentionBatch& ab, StepBuffers& s) {
   const ModelConfig& c = config_;
   Backend& b = *backend_;
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
@@ -409,23 +500,33 @@ void LlamaModel::run_layers(Tensor& x, const AttentionBatch& ab, Activations& at
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const Layer& L = *layers_[l];
     // x += previous MLP output; attention input = norm(x)
-    if (l == 0) b.rms_norm(x, L.input_norm, eps, attn_in);
-    else b.add_rms_norm(x, mlp_out, L.input_norm, eps, attn_in);
-    L.q->forward(attn_in, q);
-    L.k->forward(attn_in, k);
-    L.v->forward(attn_in, v);
-    b.rope_kv_write(q, k, v, rope_, ab, kv_[l]);
-    b.attention(q, kv_[l], ab, scale, attn);
-    b.quantize(attn, o_in);
-    L.o->forward(o_in, o_out);
+    if (l == 0) b.rms_norm(x, L.input_norm, eps, s.attn_in);
+    else b.add_rms_norm(x, s.mlp_out, L.input_norm, eps, s.attn_in);
+    if (L.qkv) {
+      L.qkv->forward(s.attn_in, s.qkv);
+      b.rope_kv_write_fused(s.qkv, s.q, rope_, ab, kv_[l]);
+    } else {
+      L.q->forward(s.attn_in, s.q);
+      L.k->forward(s.attn_in, s.k);
+      L.v->forward(s.attn_in, s.v);
+      b.rope_kv_write(s.q, s.k, s.v, rope_, ab, kv_[l]);
+    }
+    b.attention(s.q, kv_[l], ab, scale, s.attn);
+    b.quantize(s.attn, s.o_in);
+    L.o->forward(s.o_in, s.o_out);
     // x += attention output; MLP input = norm(x)
-    b.add_rms_norm(x, o_out, L.post_norm, eps, mlp_in);
-    L.gate->forward(mlp_in, gate);
-    L.up->forward(mlp_in, up);
-    b.silu_mul(gate, up, down_in);
-    L.down->forward(down_in, mlp_out);
+    b.add_rms_norm(x, s.o_out, L.post_norm, eps, s.mlp_in);
+    if (L.gate_up) {
+      L.gate_up->forward(s.mlp_in, s.gate_up);
+      b.silu_mul_fused(s.gate_up, s.down_in);
+    } else {
+      L.gate->forward(s.mlp_in, s.gate);
+      L.up->forward(s.mlp_in, s.up);
+      b.silu_mul(s.gate, s.up, s.down_in);
+    }
+    L.down->forward(s.down_in, s.mlp_out);
   }
-  b.add(x, mlp_out);
+  b.add(x, s.mlp_out);
 }
 
 // Captured sizes: 1, 2, 4, 8, then multiples of 16.

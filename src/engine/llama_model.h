@@ -34,6 +34,7 @@
 #include "model/checkpoint.h"
 #include "model/llama_weights.h"
 #include "model/model_config.h"
+#include "quant/quant_linear.h"
 
 namespace qserve {
 
@@ -79,6 +80,11 @@ struct LlamaModelOptions {
   // (backends with supports_graphs()), padded to 1, 2, 4, 8, then multiples of 16.
   bool cuda_graphs = true;
   int64_t max_graph_batch = 256;
+  // One q|k|v and one gate|up linear per layer (backends with
+  // supports_fused_projections(); layers whose parts differ in format stay
+  // separate). false, or QSERVE_FUSE_PROJECTIONS=0 in the environment: seven
+  // linears per layer (tests and measurements compare the two).
+  bool fuse_projections = true;
 };
 
 class LlamaModel {
@@ -88,17 +94,23 @@ class LlamaModel {
   // Any backend; weights are converted / copied by the backend, `weights` may go after.
   static std::unique_ptr<LlamaModel> create(const ModelConfig& config, const LlamaWeights& weights,
                                             std::unique_ptr<Backend> backend, LlamaModelOptions options = {});
-  // The same with the block linears made by `linears` (backend, layer, module
-  // "q_proj" | "k_proj" | "v_proj" | "o_proj" | "gate_proj" | "up_proj" | "down_proj")
-  // instead of backend.make_linear on the float weights, which may then be empty:
-  // how quantized checkpoints (engine/qoq_model.h) bring their own layers.
-  using LinearFactory = std::function<std::unique_ptr<Linear>(Backend&, int64_t, const std::string&)>;
+  // The same with the block linears from `linears` (layer, module "q_proj" |
+  // "k_proj" | "v_proj" | "o_proj" | "gate_proj" | "up_proj" | "down_proj"):
+  // one quantized layer each in the canonical layout, which the backend
+  // repacks (Backend::make_quantized_linear); the float block weights may
+  // then be empty. How quantized checkpoints (engine/qoq_model.h) and dummy
+  // weights bring their own layers. With fused projections, q / k / v and
+  // gate / up are stacked (quant::concat_output_channels) before the backend
+  // sees them.
+  using QuantizedLinearSource = std::function<quant::QuantizedLinear(int64_t, const std::string&)>;
   static std::unique_ptr<LlamaModel> create(const ModelConfig& config, const LlamaWeights& weights,
                                             std::unique_ptr<Backend> backend, LlamaModelOptions options,
-                                            const LinearFactory& linears);
+                                            const QuantizedLinearSource& linears);
   ~LlamaModel();
 
   const ModelConfig& config() const { return config_; }
+  // The fused q|k|v and gate|up linears made (0 .. 2 per layer; LlamaModelOptions::fuse_projections).
+  int64_t num_fused_projections() const;
   Backend& backend() { return *backend_; }
 
   // Sequences by id (see the header comment). Errors (kInvalidArgument /
@@ -133,6 +145,7 @@ class LlamaModel {
  private:
   struct Layer;
   struct Workspace;
+  struct StepBuffers;
   struct SequenceState {
     std::vector<int32_t> pages;
     int64_t length = 0;
@@ -145,9 +158,7 @@ class LlamaModel {
   // The forward pass up to the logits [R, V] on the backend (empty when no
   // row wants logits); last_rows: the rows of the sequences that want them.
   Tensor run_to_logits(const PagedBatch& batch, std::vector<int32_t>& last_rows);
-  void run_layers(Tensor& x, const AttentionBatch& ab, Activations& attn_in, Activations& o_in, Activations& mlp_in,
-                  Activations& down_in, Tensor& q, Tensor& k, Tensor& v, Tensor& attn, Tensor& o_out, Tensor& gate,
-                  Tensor& up, Tensor& mlp_out);
+  void run_layers(Tensor& x, const AttentionBatch& ab, StepBuffers& s);
   static int64_t graph_batch_size(int64_t seqs);
   void drop_graphs();
 

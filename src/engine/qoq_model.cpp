@@ -56,7 +56,7 @@ std::unique_ptr<LlamaModel> load_qoq_model(const Checkpoint& ckpt, LlamaModelOpt
   if (kv == 4 || kv == 8) kv_dtype = kv == 4 ? KvDtype::kInt4 : KvDtype::kInt8;
   std::unique_ptr<Backend> backend = make_backend(options.device, kv_dtype);
 
-  auto factory = [blocks](Backend& b, int64_t l, const std::string& module) -> std::unique_ptr<Linear> {
+  auto source = [blocks](int64_t l, const std::string& module) -> quant::QuantizedLinear {
     quant::QuantizedBlock& blk = (*blocks)[l];
     quant::QuantizedLinear* q = module == "q_proj"      ? &blk.q
                                 : module == "k_proj"    ? &blk.k
@@ -66,9 +66,9 @@ std::unique_ptr<LlamaModel> load_qoq_model(const Checkpoint& ckpt, LlamaModelOpt
                                 : module == "up_proj"   ? &blk.up
                                                         : &blk.down;
     QS_CHECK(module == "down_proj" || q != &blk.down) << "unknown module " << module;
-    return b.make_quantized_linear(std::move(*q));
+    return std::move(*q);  // handed over once: the block keeps no copy
   };
-  return LlamaModel::create(config, w, std::move(backend), options, factory);
+  return LlamaModel::create(config, w, std::move(backend), options, source);
 }
 
 }  // namespace qserve

@@ -174,6 +174,37 @@ TEST_F(CudaBackendOps, SiluMulAndQuantize) {
     }
 }
 
+// silu_mul on one gate|up GEMM output [T, 2I] (rows gate | up): against the
+// CPU reference as silu_mul, and bit for bit the device's silu_mul of the
+// two halves (the same kernel, reading rows 2I apart).
+TEST_F(CudaBackendOps, SiluMulFusedReadsGateAndUpHalves) {
+  for (int64_t T : {1, 9, 33})
+    for (ActFormat f : {ActFormat::kFloat, ActFormat::kInt8PerToken, ActFormat::kInt8PerTokenSum}) {
+      const int64_t I = 904;
+      const std::string what = fmt::format("T {} {}", T, act_format_name(f));
+      Tensor g = random_f16_exact(rng, {T, I}, 2.f), u = random_f16_exact(rng, {T, I}, 1.f);
+      Tensor gate_up = Tensor::zeros(DType::kF32, {T, 2 * I});
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t i = 0; i < I; ++i) {
+          gate_up.data_as<float>()[t * 2 * I + i] = g.data_as<float>()[t * I + i];
+          gate_up.data_as<float>()[t * 2 * I + I + i] = u.data_as<float>()[t * I + i];
+        }
+      Activations ref = cpu->alloc_activations(f, T, I), got = gpu->alloc_activations(f, T, I),
+                  split = gpu->alloc_activations(f, T, I);
+      poison(got);
+      poison(split);
+      cpu->silu_mul(g, u, ref);
+      Tensor ggu = gpu->upload(gate_up), gg = gpu->upload(g), gu = gpu->upload(u);
+      gpu->silu_mul_fused(ggu, got);
+      gpu->silu_mul(gg, gu, split);
+      if (f == ActFormat::kFloat) expect_close(got.values, ref.values, 1e-3, 2e-3, "silu_mul_fused " + what);
+      else expect_int8_close(got, ref, "silu_mul_fused " + what);
+      EXPECT_EQ(host(got.values), host(split.values)) << what;
+      if (f != ActFormat::kFloat) EXPECT_EQ(host(got.scales), host(split.scales)) << what;
+      if (f == ActFormat::kInt8PerTokenSum) EXPECT_EQ(host(got.sums), host(split.sums)) << what;
+    }
+}
+
 // The same INT8 (or fp16) input on both sides: the CPU oracle quantizes, the
 // codes and scales are copied to the device.
 Activations to_device(Backend& gpu, const Activations& a) {
@@ -268,7 +299,9 @@ TEST_P(CudaBackendAttention, RopeKvWriteAndAttention) {
     std::vector<std::vector<int32_t>> tables(3);
     std::vector<int32_t> lens(3, 0);
     size_t next = 0;
-    auto run_step = [&](const std::vector<std::pair<int, int>>& parts, const std::string& what) {
+    // fused: the device reads q, k and v from one q|k|v row ([T, (Hq + 2 Hkv) D],
+    // rope_kv_write_fused) and writes the rotated q to a poisoned buffer of its own.
+    auto run_step = [&](const std::vector<std::pair<int, int>>& parts, bool fused, const std::string& what) {
       AttentionBatch ab;
       ab.page_size = page;
       ab.token_offsets.push_back(0);
@@ -289,13 +322,26 @@ TEST_P(CudaBackendAttention, RopeKvWriteAndAttention) {
       Tensor q = random_f16_exact(rng, {T, c.hq * c.d}, 1.f), k = random_f16_exact(rng, {T, c.hkv * c.d}, 1.f),
              v = random_f16_exact(rng, {T, c.hkv * c.d}, 1.f);
       Tensor gq = dev->upload(q), gk = dev->upload(k), gv = dev->upload(v);
+      Tensor qkv = Tensor::zeros(DType::kF32, {T, (c.hq + 2 * c.hkv) * c.d});
+      for (int64_t t = 0; t < T; ++t) {
+        float* row = qkv.data_as<float>() + t * qkv.dim(1);
+        std::copy_n(q.data_as<float>() + t * c.hq * c.d, c.hq * c.d, row);
+        std::copy_n(k.data_as<float>() + t * c.hkv * c.d, c.hkv * c.d, row + c.hq * c.d);
+        std::copy_n(v.data_as<float>() + t * c.hkv * c.d, c.hkv * c.d, row + (c.hq + c.hkv) * c.d);
+      }
       const float scale = 1.0f / std::sqrt(static_cast<float>(c.d));
       ref->begin_step(ab);
       ref->rope_kv_write(q, k, v, rope, ab, kc);
       Tensor oc = ref->alloc(DType::kF32, {T, c.hq * c.d});
       ref->attention(q, kc, ab, scale, oc);
       dev->begin_step(ab);
-      dev->rope_kv_write(gq, gk, gv, rope, ab, kg);
+      if (fused) {
+        Tensor gqkv = dev->upload(qkv);
+        poison(gq);
+        dev->rope_kv_write_fused(gqkv, gq, rope, ab, kg);
+      } else {
+        dev->rope_kv_write(gq, gk, gv, rope, ab, kg);
+      }
       Tensor og = dev->alloc(DType::kF16, {T, c.hq * c.d});
       poison(og);
       dev->attention(gq, kg, ab, scale, og);
@@ -306,10 +352,10 @@ TEST_P(CudaBackendAttention, RopeKvWriteAndAttention) {
       EXPECT_LE(d.rel_l2, c.max_rel_l2) << what << ": " << describe(d);
     };
     const std::string name = fmt::format("kv{} hq {} hkv {} d {}", kv_bits(c.kv), c.hq, c.hkv, c.d);
-    run_step({{0, 37}, {1, 1}, {2, 70}}, name + " prefill");
-    run_step({{2, 1}, {1, 23}, {0, 1}}, name + " chunk + decode");
-    run_step({{0, 1}, {1, 1}, {2, 1}}, name + " decode");
-    run_step({{0, 1}, {1, 1}, {2, 1}}, name + " decode 2");
+    run_step({{0, 37}, {1, 1}, {2, 70}}, false, name + " prefill");
+    run_step({{2, 1}, {1, 23}, {0, 1}}, true, name + " chunk + decode, fused q|k|v");
+    run_step({{0, 1}, {1, 1}, {2, 1}}, false, name + " decode");
+    run_step({{0, 1}, {1, 1}, {2, 1}}, true, name + " decode 2, fused q|k|v");
   }
 }
 

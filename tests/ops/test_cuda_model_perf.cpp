@@ -81,7 +81,7 @@ TEST(CudaModelPerf, DISABLED_DecodeStepLlama3Shape) {
       model = LlamaModel::create(c, w, make_backend("cuda"), options);
     } else {
       const quant::WeightFormat f = p.starts_with("w4a8kv4_g128") ? quant::WeightFormat::kW4G128 : quant::WeightFormat::kW4PerChannel;
-      auto factory = [&](Backend& b, int64_t l, const std::string& module) {
+      auto factory = [&](int64_t l, const std::string& module) {
         const LlamaLayerWeights& L = w.layers[l];
         const Tensor& t = module == "q_proj"      ? L.q_proj
                           : module == "k_proj"    ? L.k_proj
@@ -92,7 +92,7 @@ TEST(CudaModelPerf, DISABLED_DecodeStepLlama3Shape) {
                                                   : L.down_proj;
         quant::Matrix m(t.dim(0), t.dim(1));
         std::copy(t.data_as<float>(), t.data_as<float>() + t.numel(), m.data.begin());
-        return b.make_quantized_linear(quant::quantize_linear(f, m, 128));
+        return quant::quantize_linear(f, m, 128);
       };
       model = LlamaModel::create(c, w, make_backend("cuda", KvDtype::kInt4), options, factory);
     }

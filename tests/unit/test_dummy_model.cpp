@@ -193,6 +193,24 @@ TEST(DummyModel, EveryPrecisionRunsWithFiniteSeededLogits) {
   }
 }
 
+// Quantized layers stacked (quant::concat_output_channels) into one q|k|v and
+// one gate|up GEMM give the separate layers' logits bit for bit in every
+// precision, the KV-quantizing backend included.
+TEST(DummyModel, FusedProjectionsEqualSeparateOnes) {
+  const std::vector<int32_t> prompt = {1, 500, 7, 998, 33, 2, 64, 12, 400};
+  for (const char* arch : {"tiny", "tiny-odd"}) {
+    for (const char* p : {"fp16", "w8a8kv8", "w4a16", "w4a8kv8", "w4a8kv4", "w4a8kv8-chn", "w4a8kv4-chn"}) {
+      SCOPED_TRACE(std::string(arch) + " " + p);
+      const DummyModelOptions o{arch, *parse_precision_choice(p), 3};
+      auto fused = load_dummy_model(o);
+      auto separate = load_dummy_model(o, {.fuse_projections = false});
+      EXPECT_EQ(fused->num_fused_projections(), 2 * fused->config().num_layers);
+      EXPECT_EQ(separate->num_fused_projections(), 0);
+      EXPECT_EQ(last_logits(*fused, prompt), last_logits(*separate, prompt));
+    }
+  }
+}
+
 TEST(PrecisionChoice, NamesRoundTrip) {
   for (const char* p : {"fp16", "w8a8kv8", "w4a16", "w4a8kv8", "w4a8kv4", "w4a8kv8-chn", "w4a8kv4-chn"})
     EXPECT_EQ(parse_precision_choice(p)->name(), p);

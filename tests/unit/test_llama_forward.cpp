@@ -186,6 +186,44 @@ TEST(Forward, BatchedEqualsOneAtATime) {
   }
 }
 
+// One q|k|v and one gate|up linear per layer (the float weights stacked)
+// give the logits of the seven separate linears, bit for bit: every output
+// element is the same dot product over k, whatever the matrix's height.
+// Qwen2 brings q/k/v biases (stacked too).
+TEST(Forward, FusedProjectionsEqualSeparateOnes) {
+  for (const char* name : {"tiny-qwen2", "tiny-llama"}) {
+    for (bool fast : {false, true}) {
+      SCOPED_TRACE(std::string(name) + (fast ? " fast" : " scalar"));
+      const std::string dir = kSourceDir + "/tests/data/models/" + name;
+      auto fused = load_model(dir, fast);
+      auto separate = load_model(dir, fast, {.fuse_projections = false});
+      EXPECT_EQ(fused->num_fused_projections(), 2 * fused->config().num_layers);
+      EXPECT_EQ(separate->num_fused_projections(), 0);
+      const int64_t V = fused->config().vocab_size;
+      const std::vector<int32_t> prompt = random_tokens(29, V, 7);
+      Batch prefill;
+      prefill.all_logits = true;
+      prefill.seqs.push_back({0, prompt, 0});
+      prefill.seqs.push_back({1, {prompt.begin(), prompt.begin() + 3}, 0});
+      Logits a, b;
+      fused->forward(prefill, a);
+      separate->forward(prefill, b);
+      ASSERT_EQ(a.all.size(), b.all.size());
+      EXPECT_EQ(a.all, b.all);
+      int32_t next = argmax(a.row(0));
+      for (int64_t step = 0; step < 4; ++step) {  // decode steps through the KV cache
+        Batch decode;
+        decode.seqs.push_back({0, {next}, 29 + step});
+        decode.seqs.push_back({1, {next}, 3 + step});
+        fused->forward(decode, a);
+        separate->forward(decode, b);
+        ASSERT_EQ(a.last, b.last) << "decode step " << step;
+        next = argmax(a.row(1));
+      }
+    }
+  }
+}
+
 // Prefill of n tokens == prefill of a prefix + decode steps + a chunk; a
 // rewind (start < cached) recomputes; the scalar and SIMD backends agree.
 TEST(Forward, CacheStepsEqualOnePrefill) {

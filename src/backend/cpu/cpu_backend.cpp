@@ -118,20 +118,22 @@ class CpuBackend final : public Backend {
     rms_norm(residual, weight, eps, out);
   }
 
+  bool supports_fused_projections() const override { return true; }
+
+  // The rows gate | up of one GEMM output; the same arithmetic as silu_mul.
+  void silu_mul_fused(const Tensor& gate_up, Activations& out) override {
+    check_f32(gate_up, "silu_mul gate_up");
+    const int64_t T = gate_up.dim(0), I = gate_up.dim(1) / 2;
+    QS_CHECK(gate_up.dim(1) == 2 * I && out.tokens() == T && out.dim() == I) << gate_up.describe();
+    silu_mul_rows(gate_up.data_as<float>(), gate_up.data_as<float>() + I, 2 * I, T, I, out);
+  }
+
   void silu_mul(const Tensor& gate, const Tensor& up, Activations& out) override {
     check_f32(gate, "silu_mul gate");
     check_f32(up, "silu_mul up");
     const int64_t T = gate.dim(0), I = gate.dim(1);
     QS_CHECK(up.dim(0) == T && up.dim(1) == I && out.tokens() == T && out.dim() == I);
-    ThreadPool::global().parallel_for(T, [&](int64_t t0, int64_t t1) {
-      std::vector<float> row(I);
-      for (int64_t t = t0; t < t1; ++t) {
-        const float* g = gate.data_as<float>() + t * I;
-        const float* u = up.data_as<float>() + t * I;
-        for (int64_t i = 0; i < I; ++i) row[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
-        cpu::write_activation_row(row.data(), I, t, out);
-      }
-    });
+    silu_mul_rows(gate.data_as<float>(), up.data_as<float>(), I, T, I, out);
   }
 
   void quantize(const Tensor& x, Activations& out) override {
@@ -161,6 +163,22 @@ class CpuBackend final : public Backend {
     }
   }
 
+  // The q, k and v columns of each row copied out, then rope_kv_write.
+  void rope_kv_write_fused(const Tensor& qkv, Tensor& q_out, const RopeParams& rope, const AttentionBatch& batch,
+                           KvLayer& kv) override {
+    check_f32(qkv, "rope qkv");
+    check_f32(q_out, "rope q_out");
+    const int64_t T = batch.num_tokens(), D = rope.head_dim, kv_dim = kv.k.dim(1) * D;
+    const int64_t q_dim = T > 0 ? q_out.numel() / T : 0, width = q_dim + 2 * kv_dim;
+    QS_CHECK(qkv.dim(0) == T && qkv.dim(1) == width && q_out.numel() == T * q_dim)
+        << "qkv " << qkv.describe() << ", q_out " << q_out.describe() << ", T " << T;
+    Tensor k = Tensor::zeros(DType::kF32, {T, kv_dim}), v = Tensor::zeros(DType::kF32, {T, kv_dim});
+    cpu::copy_columns(qkv.data_as<float>(), T, width, 0, q_dim, q_out.data_as<float>());
+    cpu::copy_columns(qkv.data_as<float>(), T, width, q_dim, kv_dim, k.data_as<float>());
+    cpu::copy_columns(qkv.data_as<float>(), T, width, q_dim + kv_dim, kv_dim, v.data_as<float>());
+    rope_kv_write(q_out, k, v, rope, batch, kv);
+  }
+
   void rope_kv_write(Tensor& q, Tensor& k, const Tensor& v, const RopeParams& rope, const AttentionBatch& batch,
                      KvLayer& kv) override {
     const int64_t T = batch.num_tokens(), D = rope.head_dim;
@@ -182,6 +200,19 @@ class CpuBackend final : public Backend {
   }
 
  private:
+  // out[t] = silu(gate[t]) * up[t] over I values; gate and up rows `stride` apart.
+  static void silu_mul_rows(const float* gate, const float* up, int64_t stride, int64_t T, int64_t I, Activations& out) {
+    ThreadPool::global().parallel_for(T, [&](int64_t t0, int64_t t1) {
+      std::vector<float> row(I);
+      for (int64_t t = t0; t < t1; ++t) {
+        const float* g = gate + t * stride;
+        const float* u = up + t * stride;
+        for (int64_t i = 0; i < I; ++i) row[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+        cpu::write_activation_row(row.data(), I, t, out);
+      }
+    });
+  }
+
   bool fast_;
 };
 

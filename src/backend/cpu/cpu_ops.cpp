@@ -79,6 +79,11 @@ void rope(float* x, int64_t T, int64_t heads, const RopeParams& rope, const int3
   });
 }
 
+void copy_columns(const float* x, int64_t T, int64_t stride, int64_t col, int64_t width, float* out) {
+  QS_CHECK(col >= 0 && width >= 0 && col + width <= stride) << "columns [" << col << ", " << col + width << ") of " << stride;
+  for (int64_t t = 0; t < T; ++t) std::memcpy(out + t * width, x + t * stride + col, width * sizeof(float));
+}
+
 void kv_write(const float* k, const float* v, int64_t T, int64_t kv_heads, int64_t head_dim, const AttentionBatch& batch,
               float* k_pages, float* v_pages) {
   const int64_t P = batch.page_size;

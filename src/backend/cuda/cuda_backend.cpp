@@ -200,14 +200,16 @@ class CudaBackend final : public Backend {
     check_f16(up, "silu_mul up");
     const int64_t T = gate.dim(0), I = gate.dim(1);
     QS_CHECK(up.dim(0) == T && up.dim(1) == I && out.tokens() == T && out.dim() == I);
-    if (T == 0) return;
-    if (out.format == ActFormat::kFloat) {
-      check_f16(out.values, "silu_mul out");
-      QS_CUDA_CHECK(cuda::silu_mul_f16(h16(gate), h16(up), h16(out.values), T * I, stream()));
-      return;
-    }
-    QS_CUDA_CHECK(cuda::silu_mul_quant(h16(gate), h16(up), I, static_cast<int>(T), static_cast<int>(I), int8_rows(out),
-                                       stream()));
+    silu_mul_rows(h16(gate), h16(up), I, T, I, out);
+  }
+
+  bool supports_fused_projections() const override { return true; }
+
+  void silu_mul_fused(const Tensor& gate_up, Activations& out) override {
+    check_f16(gate_up, "silu_mul gate_up");
+    const int64_t T = gate_up.dim(0), I = gate_up.dim(1) / 2;
+    QS_CHECK(gate_up.dim(1) == 2 * I && out.tokens() == T && out.dim() == I) << gate_up.describe();
+    silu_mul_rows(h16(gate_up), h16(gate_up) + I, 2 * I, T, I, out);
   }
 
   void quantize(const Tensor& x, Activations& out) override {
@@ -246,6 +248,8 @@ class CudaBackend final : public Backend {
 
   void rope_kv_write(Tensor& q, Tensor& k, const Tensor& v, const RopeParams& rope, const AttentionBatch& batch,
                      KvLayer& kv) override;
+  void rope_kv_write_fused(const Tensor& qkv, Tensor& q_out, const RopeParams& rope, const AttentionBatch& batch,
+                           KvLayer& kv) override;
   void attention(const Tensor& q, const KvLayer& kv, const AttentionBatch& batch, float scale, Tensor& out) override;
 
   bool supports_graphs() const override { return true; }
@@ -311,6 +315,17 @@ class CudaBackend final : public Backend {
     return c;
   }
 
+  // out = silu(gate) * up over [T, I]; gate and up rows `stride` elements apart.
+  void silu_mul_rows(const uint16_t* gate, const uint16_t* up, int64_t stride, int64_t T, int64_t I, Activations& out) {
+    if (T == 0) return;
+    if (out.format == ActFormat::kFloat) {
+      check_f16(out.values, "silu_mul out");
+      QS_CUDA_CHECK(cuda::silu_mul_f16(gate, up, stride, T, I, h16(out.values), stream()));
+      return;
+    }
+    QS_CUDA_CHECK(cuda::silu_mul_quant(gate, up, stride, static_cast<int>(T), static_cast<int>(I), int8_rows(out), stream()));
+  }
+
   Int8Rows int8_rows(Activations& out) {
     QS_CHECK(out.values.dtype() == DType::kI8 && out.scales.dtype() == DType::kF16)
         << "int8 activations with fp16 scales expected, got " << out.values.describe() << " / " << out.scales.describe();
@@ -354,6 +369,9 @@ class CudaBackend final : public Backend {
   }
 
   void ensure_rope_table(const RopeParams& rope, int32_t max_position);
+  // RoPE + paged KV write of the step's tokens from `in` (q_dim = Hq * D), the rotated q to q_out.
+  void rope_kv_launch(const QkvInput& in, int64_t q_dim, uint16_t* q_out, const RopeParams& rope, const StepMeta& m,
+                      const AttentionBatch& batch, KvLayer& kv);
 
   std::shared_ptr<CudaBackendState> state_;
   KvDtype kv_;
@@ -466,27 +484,53 @@ void CudaBackend::rope_kv_write(Tensor& q, Tensor& k, const Tensor& v, const Rop
   check_f16(q, "rope q");
   check_f16(k, "rope k");
   check_f16(v, "rope v");
-  const PagedKvCache cache = cache_of(kv);
-  QS_CHECK(kv.head_dim == D && kv.page_size == batch.page_size && q.numel() % (T * D) == 0 &&
-           k.numel() == T * kv.kv_heads * D && v.numel() == k.numel())
+  QS_CHECK(q.numel() % (T * D) == 0 && k.numel() == T * kv.kv_heads * D && v.numel() == k.numel())
       << "q " << q.describe() << ", k " << k.describe() << ", v " << v.describe() << ", T " << T;
-  ensure_rope_table(rope, m.max_position);
-  AttentionShape shape;
-  shape.num_q_heads = static_cast<int32_t>(q.numel() / (T * D));
-  shape.num_kv_heads = static_cast<int32_t>(kv.kv_heads);
-  shape.head_dim = static_cast<int32_t>(D);
+  const int64_t q_dim = q.numel() / T, kv_dim = kv.kv_heads * D;
   QkvInput in;
   in.q = h16(q);
   in.k = h16(k);
   in.v = h16(v);
-  in.q_stride = shape.num_q_heads * D;
-  in.k_stride = in.v_stride = shape.num_kv_heads * D;
+  in.q_stride = q_dim;
+  in.k_stride = in.v_stride = kv_dim;
+  rope_kv_launch(in, q_dim, h16(q), rope, m, batch, kv);  // q rotated in place
+}
+
+void CudaBackend::rope_kv_write_fused(const Tensor& qkv, Tensor& q_out, const RopeParams& rope,
+                                      const AttentionBatch& batch, KvLayer& kv) {
+  const StepMeta& m = step_for(batch);
+  const int64_t T = m.tokens, D = rope.head_dim;
+  if (T == 0) return;
+  check_f16(qkv, "rope qkv");
+  check_f16(q_out, "rope q_out");
+  const int64_t kv_dim = kv.kv_heads * D, q_dim = q_out.numel() / T, width = q_dim + 2 * kv_dim;
+  QS_CHECK(q_out.numel() == T * q_dim && q_dim % D == 0 && qkv.dim(0) == T && qkv.dim(1) == width)
+      << "qkv " << qkv.describe() << ", q_out " << q_out.describe() << ", T " << T;
+  QkvInput in;  // three column ranges of each qkv row
+  in.q = h16(qkv);
+  in.k = in.q + q_dim;
+  in.v = in.k + kv_dim;
+  in.q_stride = in.k_stride = in.v_stride = width;
+  rope_kv_launch(in, q_dim, h16(q_out), rope, m, batch, kv);
+}
+
+void CudaBackend::rope_kv_launch(const QkvInput& in, int64_t q_dim, uint16_t* q_out, const RopeParams& rope,
+                                 const StepMeta& m, const AttentionBatch& batch, KvLayer& kv) {
+  const int64_t D = rope.head_dim;
+  const PagedKvCache cache = cache_of(kv);
+  QS_CHECK(kv.head_dim == D && kv.page_size == batch.page_size) << "KV layer of head_dim " << kv.head_dim << ", page "
+                                                                 << kv.page_size;
+  ensure_rope_table(rope, m.max_position);
+  AttentionShape shape;
+  shape.num_q_heads = static_cast<int32_t>(q_dim / D);
+  shape.num_kv_heads = static_cast<int32_t>(kv.kv_heads);
+  shape.head_dim = static_cast<int32_t>(D);
   KvWriteBatch wb;
   wb.num_tokens = m.tokens;
   wb.positions = m.positions;
   wb.slot_mapping = m.slots;
   const RopeStyle style = rope.style == RopeParams::Style::kRotateHalf ? RopeStyle::kRotateHalf : RopeStyle::kInterleaved;
-  QS_CUDA_CHECK(cuda::rope_kv_write(in, wb, shape, style, rope_table_.data_as<float>(), h16(q), cache, stream()));
+  QS_CUDA_CHECK(cuda::rope_kv_write(in, wb, shape, style, rope_table_.data_as<float>(), q_out, cache, stream()));
 }
 
 void CudaBackend::attention(const Tensor& q, const KvLayer& kv, const AttentionBatch& batch, float scale, Tensor& out) {

@@ -26,10 +26,13 @@ __global__ void add_bias_kernel(uint16_t* y, const uint16_t* bias, int64_t n, in
     y[i] = f2h(h2f(y[i]) + h2f(bias[i % cols]));
 }
 
-__global__ void silu_mul_kernel(const uint16_t* gate, const uint16_t* up, uint16_t* out, int64_t n) {
+// i = r * cols + c over the [rows, cols] output; gate and up rows `stride` apart.
+__global__ void silu_mul_kernel(const uint16_t* gate, const uint16_t* up, int64_t stride, int64_t cols, uint16_t* out,
+                                int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
-    const float g = h2f(gate[i]);
-    out[i] = f2h(g / (1.0f + expf(-g)) * h2f(up[i]));
+    const int64_t at = i / cols * stride + i % cols;
+    const float g = h2f(gate[at]);
+    out[i] = f2h(g / (1.0f + expf(-g)) * h2f(up[at]));
   }
 }
 
@@ -74,9 +77,12 @@ cudaError_t add_bias_f16(uint16_t* y, const uint16_t* bias, int64_t rows, int64_
   return cudaGetLastError();
 }
 
-cudaError_t silu_mul_f16(const uint16_t* gate, const uint16_t* up, uint16_t* out, int64_t n, cudaStream_t stream) {
+cudaError_t silu_mul_f16(const uint16_t* gate, const uint16_t* up, int64_t stride, int64_t rows, int64_t cols,
+                         uint16_t* out, cudaStream_t stream) {
+  const int64_t n = rows * cols;
   if (n <= 0) return cudaSuccess;
-  silu_mul_kernel<<<blocks_for(n), kThreads, 0, stream>>>(gate, up, out, n);
+  if (stride < cols) return cudaErrorInvalidValue;
+  silu_mul_kernel<<<blocks_for(n), kThreads, 0, stream>>>(gate, up, stride, cols, out, n);
   return cudaGetLastError();
 }
 

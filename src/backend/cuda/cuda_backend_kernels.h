@@ -15,8 +15,11 @@ namespace qserve::cuda {
 cudaError_t add_f16(uint16_t* x, const uint16_t* y, int64_t n, cudaStream_t stream);
 // y[r, c] = fp16(y[r, c] + bias[c]): y [rows, cols], bias [cols].
 cudaError_t add_bias_f16(uint16_t* y, const uint16_t* bias, int64_t rows, int64_t cols, cudaStream_t stream);
-// out[r, c] = fp16(silu(gate[r, c]) * up[r, c]), all [rows, cols] contiguous.
-cudaError_t silu_mul_f16(const uint16_t* gate, const uint16_t* up, uint16_t* out, int64_t n, cudaStream_t stream);
+// out[r, c] = fp16(silu(gate[r * stride + c]) * up[r * stride + c]): out [rows, cols]
+// contiguous, gate and up rows `stride` >= cols apart (cols for separate
+// tensors, 2 * cols for one gate|up GEMM output with up = gate + cols).
+cudaError_t silu_mul_f16(const uint16_t* gate, const uint16_t* up, int64_t stride, int64_t rows, int64_t cols,
+                         uint16_t* out, cudaStream_t stream);
 
 // Zeroes `num_pages` pages (ids in pages[], device) of `num_pools` pools:
 // pool i starts at pools[i] (device array of pointers); pages of page_bytes
