@@ -1,4 +1,7 @@
-// One block per token, one warp per head (q, k, v heads in turn). A lane
+// Blocks (token, group of kWarpsPerBlock heads), one warp per head (q, k, v
+// heads in turn): a decode step's single token spreads over (Hq + 2 Hkv) / 8
+// blocks instead of one block walking every head (Llama-3-8B: 6 blocks, one
+// head per warp, instead of 6 heads in turn per warp). A lane
 // rotates D/64 pairs; for k and v the rotated fp16 head goes through shared
 // memory so that each lane then owns D/32 consecutive elements: min/max by
 // warp shuffles, then the lane packs and stores its codes (coalesced).
@@ -47,7 +50,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) rope_kv_write_kernel(cons
   const KvPageLayout layout = p.cache.layout;
   constexpr int kE = D / 32;  // elements per lane when quantizing
 
-  for (int head = warp; head < hq + 2 * hkv; head += kWarpsPerBlock) {
+  const int first = blockIdx.y * kWarpsPerBlock, end = min(hq + 2 * hkv, first + kWarpsPerBlock);
+  for (int head = first + warp; head < end; head += kWarpsPerBlock) {  // at most once: this block's head of the warp
     const int kind = head < hq ? 0 : head < hq + hkv ? 1 : 2;  // q, k, v
     if (kind != 0 && slot < 0) continue;
     const int hh = kind == 0 ? head : kind == 1 ? head - hq : head - hq - hkv;
@@ -131,7 +135,9 @@ cudaError_t rope_kv_write(const QkvInput& in, const KvWriteBatch& batch, const A
     return cudaErrorInvalidValue;
   const RopeKvParams p{in, batch, shape.num_q_heads, shape.num_kv_heads, style, rope_table,
                        reinterpret_cast<half*>(q_out), cache};
-  const dim3 grid(batch.num_tokens), block(kWarpsPerBlock * 32);
+  const int head_groups = (shape.num_q_heads + 2 * shape.num_kv_heads + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  if (head_groups > 65535) return cudaErrorInvalidValue;
+  const dim3 grid(batch.num_tokens, head_groups), block(kWarpsPerBlock * 32);
   if (shape.head_dim == 64) return launch_kernel(rope_kv_write_kernel<64>, grid, block, 0, stream, p);
   if (shape.head_dim == 128) return launch_kernel(rope_kv_write_kernel<128>, grid, block, 0, stream, p);
   return cudaErrorInvalidValue;
