@@ -346,7 +346,8 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
                  // 4: the first producer-dequantizing tile with split-K 3,
                  // 5: the cluster tile 256 x 32 with 3 splits (a cluster of 3),
                  // 6: the multicast pair of 128 x 256 with split-K 3,
-                 // 7: the decode kernel for m <= 8, 8: for m <= 16
+                 // 7-10: the decode tiles gemv8 (m <= 8), gemv16 (m <= 16), gemv8d
+                 // (m <= 8, two chunks of weights ahead), gemv16d (m <= 16, likewise)
   };
   const bool hopper = cuda::w4a8_wgmma_supported(ctx.info());
   for (const PdlCase c : {PdlCase{false, 5, 0}, PdlCase{true, 5, 0}, PdlCase{false, 64, 0}, PdlCase{true, 300, 0},
@@ -354,7 +355,9 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
                           PdlCase{false, 70, 3}, PdlCase{true, 300, 3}, PdlCase{false, 70, 4},
                           PdlCase{true, 300, 4}, PdlCase{false, 5, 5}, PdlCase{true, 40, 5},
                           PdlCase{false, 300, 6}, PdlCase{true, 129, 6}, PdlCase{false, 5, 7},
-                          PdlCase{true, 8, 7}, PdlCase{false, 16, 8}, PdlCase{true, 11, 8}}) {
+                          PdlCase{true, 8, 7}, PdlCase{false, 16, 8}, PdlCase{true, 11, 8},
+                          PdlCase{false, 1, 9}, PdlCase{true, 6, 9}, PdlCase{false, 13, 10},
+                          PdlCase{true, 16, 10}}) {
     if (c.family >= 2 && !hopper) continue;
     SCOPED_TRACE(std::string(c.g128 ? "g128" : "per-channel") + " m " + std::to_string(c.m) + " family " +
                  std::to_string(c.family));

@@ -20,7 +20,8 @@ namespace qserve::cuda::w4a8::gemv {
 //   registers allow it at two CTAs per SM): faster where the CTAs walk
 //   several tiles each (round 2 of bench/results/2026-12-01-gemm-h200-r16.md:
 //   the 6144 x 4096 layer at m = 16), slower on layers of two tiles per SM;
-//   not planned until timed as its own tile (docs/gemm-hopper.md, tile 48).
+//   timed as its own tile on 2026-12-01, it does not win in context (after a
+//   neighbor kernel, in the engine): not planned (docs/gemm-hopper.md, tile 48).
 enum class Kernel { kGemv8, kGemv16, kGemv8Deep, kGemv16Deep };
 inline constexpr int kKernelCount = 4;
 constexpr int kernel_tokens(Kernel kernel) {
