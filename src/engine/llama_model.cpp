@@ -116,15 +116,15 @@ void make_linears(Backend& b, const LlamaModel::QuantizedLinearSource& linears, 
     return;
   }
   std::vector<const Tensor*> weights, biases;
+  const LinearPart& p0 = parts[0];
   for (const LinearPart& p : parts) {
-    const LinearPart& p0 = parts[0];
     fuse = fuse && p.weight->rank() == 2 && p.weight->dtype() == p0.weight->dtype() && p.weight->dim(1) == p0.weight->dim(1) &&
            p.bias->empty() == p0.bias->empty() && (p.bias->empty() || p.bias->dtype() == p0.bias->dtype());
     weights.push_back(p.weight);
     biases.push_back(p.bias);
   }
   if (fuse) {
-    *fused = b.make_linear(stack_rows(weights), parts[0].bias->empty() ? Tensor() : stack_rows(biases));
+    *fused = b.make_linear(stack_rows(weights), p0.bias->empty() ? Tensor() : stack_rows(biases));
     return;
   }
   for (const LinearPart& p : parts) *p.separate = b.make_linear(*p.weight, *p.bias);
@@ -462,12 +462,13 @@ void LlamaModel::ensure_workspace(int64_t tokens, int64_t capacity) {
   const int64_t H = c.hidden_size, I = c.intermediate_size;
   Workspace& w = *ws_;
   const Layer& L0 = *layers_[0];
-  bool any_qkv = false, any_split_qkv = false, any_gate_up = false, any_split_gate_up = false;
-  for (const auto& L : layers_) {
-    (L->qkv ? any_qkv : any_split_qkv) = true;
-    (L->gate_up ? any_gate_up : any_split_gate_up) = true;
-  }
   if (w.capacity < tokens) {
+    // Which layouts the layers use (fused and separate may mix when parts differ in format).
+    bool any_qkv = false, any_split_qkv = false, any_gate_up = false, any_split_gate_up = false;
+    for (const auto& L : layers_) {
+      (L->qkv ? any_qkv : any_split_qkv) = true;
+      (L->gate_up ? any_gate_up : any_split_gate_up) = true;
+    }
     const int64_t cap = std::max(tokens, capacity);
     const DType f = b.float_dtype();
     w.x = b.alloc(f, {cap, H});

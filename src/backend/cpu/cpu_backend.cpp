@@ -166,17 +166,8 @@ class CpuBackend final : public Backend {
   // The q, k and v columns of each row copied out, then rope_kv_write.
   void rope_kv_write_fused(const Tensor& qkv, Tensor& q_out, const RopeParams& rope, const AttentionBatch& batch,
                            KvLayer& kv) override {
-    check_f32(qkv, "rope qkv");
-    check_f32(q_out, "rope q_out");
-    const int64_t T = batch.num_tokens(), D = rope.head_dim, kv_dim = kv.k.dim(1) * D;
-    const int64_t q_dim = T > 0 ? q_out.numel() / T : 0, width = q_dim + 2 * kv_dim;
-    QS_CHECK(qkv.dim(0) == T && qkv.dim(1) == width && q_out.numel() == T * q_dim)
-        << "qkv " << qkv.describe() << ", q_out " << q_out.describe() << ", T " << T;
-    Tensor k = Tensor::zeros(DType::kF32, {T, kv_dim}), v = Tensor::zeros(DType::kF32, {T, kv_dim});
-    cpu::copy_columns(qkv.data_as<float>(), T, width, 0, q_dim, q_out.data_as<float>());
-    cpu::copy_columns(qkv.data_as<float>(), T, width, q_dim, kv_dim, k.data_as<float>());
-    cpu::copy_columns(qkv.data_as<float>(), T, width, q_dim + kv_dim, kv_dim, v.data_as<float>());
-    rope_kv_write(q_out, k, v, rope, batch, kv);
+    cpu::KvRows rows = cpu::split_qkv(qkv, q_out, batch.num_tokens(), kv.k.dim(1) * rope.head_dim);
+    rope_kv_write(q_out, rows.k, rows.v, rope, batch, kv);
   }
 
   void rope_kv_write(Tensor& q, Tensor& k, const Tensor& v, const RopeParams& rope, const AttentionBatch& batch,

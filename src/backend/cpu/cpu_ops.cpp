@@ -79,9 +79,20 @@ void rope(float* x, int64_t T, int64_t heads, const RopeParams& rope, const int3
   });
 }
 
-void copy_columns(const float* x, int64_t T, int64_t stride, int64_t col, int64_t width, float* out) {
-  QS_CHECK(col >= 0 && width >= 0 && col + width <= stride) << "columns [" << col << ", " << col + width << ") of " << stride;
-  for (int64_t t = 0; t < T; ++t) std::memcpy(out + t * width, x + t * stride + col, width * sizeof(float));
+KvRows split_qkv(const Tensor& qkv, Tensor& q_out, int64_t T, int64_t kv_dim) {
+  const int64_t q_dim = T > 0 ? q_out.numel() / T : 0, width = q_dim + 2 * kv_dim;
+  QS_CHECK(qkv.dtype() == DType::kF32 && q_out.dtype() == DType::kF32 && qkv.rank() == 2 && qkv.dim(0) == T &&
+           qkv.dim(1) == width && q_out.numel() == T * q_dim)
+      << "qkv " << qkv.describe() << ", q_out " << q_out.describe() << ", T " << T << ", kv_dim " << kv_dim;
+  KvRows kv{Tensor::zeros(DType::kF32, {T, kv_dim}), Tensor::zeros(DType::kF32, {T, kv_dim})};
+  const float* x = qkv.data_as<float>();
+  for (int64_t t = 0; t < T; ++t) {
+    const float* row = x + t * width;
+    std::memcpy(q_out.data_as<float>() + t * q_dim, row, q_dim * sizeof(float));
+    std::memcpy(kv.k.data_as<float>() + t * kv_dim, row + q_dim, kv_dim * sizeof(float));
+    std::memcpy(kv.v.data_as<float>() + t * kv_dim, row + q_dim + kv_dim, kv_dim * sizeof(float));
+  }
+  return kv;
 }
 
 void kv_write(const float* k, const float* v, int64_t T, int64_t kv_heads, int64_t head_dim, const AttentionBatch& batch,

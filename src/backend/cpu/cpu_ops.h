@@ -26,9 +26,13 @@ void read_activation_row(const Activations& in, int64_t t, float* out);
 // RoPE in place on x [T, heads, D] at positions [T] (see RopeParams).
 void rope(float* x, int64_t T, int64_t heads, const RopeParams& rope, const int32_t* positions);
 
-// Columns [col, col + width) of x [T, stride] copied to out [T, width] (the
-// q, k and v parts of one fused q|k|v projection's rows).
-void copy_columns(const float* x, int64_t T, int64_t stride, int64_t col, int64_t width, float* out);
+// One fused q|k|v projection's rows split for rope_kv_write: qkv [T, q_dim +
+// 2 kv_dim] F32 (q_dim = q_out.numel() / T); q is copied into q_out [T, q_dim],
+// k and v into the returned [T, kv_dim] tensors. Checks the shapes.
+struct KvRows {
+  Tensor k, v;
+};
+KvRows split_qkv(const Tensor& qkv, Tensor& q_out, int64_t T, int64_t kv_dim);
 
 // K and V rows [T, Hkv, D] stored at batch.slots in the FP32 page layout of KvLayer.
 void kv_write(const float* k, const float* v, int64_t T, int64_t kv_heads, int64_t head_dim, const AttentionBatch& batch,

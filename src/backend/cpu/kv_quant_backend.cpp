@@ -43,15 +43,8 @@ class KvQuantBackend final : public Backend {
   // The q, k and v columns copied out, then this backend's rope_kv_write (which rewrites the slots quantized).
   void rope_kv_write_fused(const Tensor& qkv, Tensor& q_out, const RopeParams& rope, const AttentionBatch& batch,
                            KvLayer& kv) override {
-    const int64_t T = batch.num_tokens(), kv_dim = kv.k.dim(1) * rope.head_dim;
-    const int64_t q_dim = T > 0 ? q_out.numel() / T : 0, width = q_dim + 2 * kv_dim;
-    QS_CHECK(qkv.dtype() == DType::kF32 && qkv.dim(0) == T && qkv.dim(1) == width && q_out.numel() == T * q_dim)
-        << "qkv " << qkv.describe() << ", q_out " << q_out.describe() << ", T " << T;
-    Tensor k = Tensor::zeros(DType::kF32, {T, kv_dim}), v = Tensor::zeros(DType::kF32, {T, kv_dim});
-    copy_columns(qkv.data_as<float>(), T, width, 0, q_dim, q_out.data_as<float>());
-    copy_columns(qkv.data_as<float>(), T, width, q_dim, kv_dim, k.data_as<float>());
-    copy_columns(qkv.data_as<float>(), T, width, q_dim + kv_dim, kv_dim, v.data_as<float>());
-    rope_kv_write(q_out, k, v, rope, batch, kv);
+    KvRows rows = split_qkv(qkv, q_out, batch.num_tokens(), kv.k.dim(1) * rope.head_dim);
+    rope_kv_write(q_out, rows.k, rows.v, rope, batch, kv);
   }
   void quantize(const Tensor& x, Activations& out) override { inner_->quantize(x, out); }
   void add(Tensor& x, const Tensor& y) override { inner_->add(x, y); }
