@@ -250,6 +250,17 @@ class Backend {
   // q [T, Hq, D] (after RoPE), out [T, Hq * D]; softmax(q.k * scale) v.
   virtual void attention(const Tensor& q, const KvLayer& kv, const AttentionBatch& batch, float scale, Tensor& out) = 0;
 
+  // attention, then its output in o_proj's input format: quantize(out, act)
+  // (or a copy for float activations). `out` [T, Hq * D] is working space:
+  // afterwards its contents are unspecified (a backend may write the result
+  // straight into act). Backends fuse what they can (CUDA: the split merge
+  // and the quantization in one kernel; float activations without the copy).
+  virtual void attention_quantize(const Tensor& q, const KvLayer& kv, const AttentionBatch& batch, float scale,
+                                  Tensor& out, Activations& act) {
+    attention(q, kv, batch, scale, out);
+    quantize(out, act);
+  }
+
   // Step graphs (CUDA graphs): the device work between two calls captured
   // once under a key and replayed. Between capture_begin and capture_end the
   // ops must not allocate nor copy from the host (the caller warms a key up

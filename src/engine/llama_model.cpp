@@ -168,6 +168,8 @@ std::unique_ptr<LlamaModel> LlamaModel::create(const ModelConfig& config, const 
   // QSERVE_FUSE_PROJECTIONS=0 keeps the seven linears per layer (A/B measurements of the engine).
   const char* fuse_env = std::getenv("QSERVE_FUSE_PROJECTIONS");
   const bool fuse = options.fuse_projections && b.supports_fused_projections() && !(fuse_env && std::string(fuse_env) == "0");
+  const char* fuse_aq_env = std::getenv("QSERVE_FUSE_ATTENTION_QUANT");
+  m->fuse_attention_quantize_ = options.fuse_attention_quantize && !(fuse_aq_env && std::string(fuse_aq_env) == "0");
   m->embed_ = b.upload(w.embed_tokens);
   m->final_norm_ = b.upload(w.final_norm);
   // The making order (lm_head, then q, k, v, o, gate, up, down per layer) tells
@@ -512,8 +514,12 @@ void LlamaModel::run_layers(Tensor& x, const AttentionBatch& ab, StepBuffers& s)
       L.v->forward(s.attn_in, s.v);
       b.rope_kv_write(s.q, s.k, s.v, rope_, ab, kv_[l]);
     }
-    b.attention(s.q, kv_[l], ab, scale, s.attn);
-    b.quantize(s.attn, s.o_in);
+    if (fuse_attention_quantize_) {
+      b.attention_quantize(s.q, kv_[l], ab, scale, s.attn, s.o_in);
+    } else {
+      b.attention(s.q, kv_[l], ab, scale, s.attn);
+      b.quantize(s.attn, s.o_in);
+    }
     L.o->forward(s.o_in, s.o_out);
     // x += attention output; MLP input = norm(x)
     b.add_rms_norm(x, s.o_out, L.post_norm, eps, s.mlp_in);

@@ -85,6 +85,11 @@ struct LlamaModelOptions {
   // separate). false, or QSERVE_FUSE_PROJECTIONS=0 in the environment: seven
   // linears per layer (tests and measurements compare the two).
   bool fuse_projections = true;
+  // The attention and the quantization of o_proj's input as one backend op
+  // (Backend::attention_quantize: on CUDA the split merge quantizes, and
+  // float activations skip a copy). false, or QSERVE_FUSE_ATTENTION_QUANT=0:
+  // attention, then quantize (tests and measurements compare the two).
+  bool fuse_attention_quantize = true;
 };
 
 class LlamaModel {
@@ -176,6 +181,7 @@ class LlamaModel {
   std::unique_ptr<Backend> backend_;
   LlamaModelOptions options_;
   RopeParams rope_;
+  bool fuse_attention_quantize_ = true;  // options_ and the environment (create)
 
   Tensor embed_;       // [V, H] float
   Tensor final_norm_;  // [H]

@@ -262,6 +262,79 @@ TEST(DecodeAttentionCuda, SplitsMergeExactly) {
   check_decode({32, 8, 128}, KvDtype::kInt4, 64, {4097}, seed++);  // automatic split at batch 1
 }
 
+// DecodeArgs::quant: the output rows quantized per token as o_proj's input,
+// with splits by the merge kernel that quantizes (a cluster of blocks per
+// token; head counts that split into 8, 7, 5, 3 and 1 blocks), without by
+// quantize_int8 after the kernel. The fp16 output must be the bytes of the
+// plain launch, the codes, scales and sums those of quantize_int8 on it and
+// of the CPU's quantization (all exact), every output poisoned first.
+void check_decode_quantized(AttentionShape shape, KvDtype dtype, std::vector<int32_t> ctx, int force_splits,
+                            bool with_sum, uint32_t seed) {
+  SCOPED_TRACE(describe(shape, dtype, 16, ctx) + ", splits " + std::to_string(force_splits) +
+               (with_sum ? ", with sums" : ", no sums"));
+  std::mt19937 rng(seed);
+  AttentionScenario s = make_scenario(shape, dtype, 16, RopeStyle::kRotateHalf, ctx, rng);
+  const int B = static_cast<int>(ctx.size()), cols = shape.num_q_heads * shape.head_dim;
+  const DecodeStep step = decode_step(s, shape, ctx);
+  DeviceBuffer<uint8_t> dk(s.k_pool), dv(s.v_pool);
+  DeviceBuffer<uint16_t> dq(step.q), plain_out(step.q.size()), fused_out(step.q.size());
+  DeviceBuffer<int32_t> dctx(ctx), dpt(s.page_table);
+  const int max_ctx = *std::max_element(ctx.begin(), ctx.end());
+  const cuda::DecodePlan plan = cuda::plan_decode_attention(shape, dtype, B, max_ctx, num_sms(), force_splits);
+  if (force_splits > 1) EXPECT_GT(plan.num_splits, 1);
+  DeviceBuffer<uint8_t> ws(plan.workspace_bytes);
+  const PagedKvCache cache{dk.get(), dv.get(), s.num_pages, s.layout};
+  cuda::DecodeArgs args{dq.get(), plain_out.get(), dctx.get(), dpt.get(), s.stride, B, step.scale};
+  QS_CUDA_OK(cuda::decode_attention(args, shape, cache, plan, ws.get(), nullptr));
+  // the reference: quantize_int8 on the plain output
+  DeviceBuffer<int8_t> ref_q(static_cast<size_t>(B) * cols), got_q(static_cast<size_t>(B) * cols);
+  DeviceBuffer<uint16_t> ref_scale(B), ref_sum(B), got_scale(B), got_sum(B);
+  const Int8Rows ref{ref_q.get(), ref_scale.get(), with_sum ? ref_sum.get() : nullptr};
+  QS_CUDA_OK(cuda::quantize_int8(plain_out.get(), B, cols, ref, nullptr));
+  args.out = fused_out.get();
+  args.quant = {got_q.get(), got_scale.get(), with_sum ? got_sum.get() : nullptr};
+  QS_CUDA_OK(cuda::decode_attention(args, shape, cache, plan, ws.get(), nullptr));
+  QS_CUDA_OK(cudaDeviceSynchronize());
+  const std::vector<uint16_t> plain = plain_out.download(), fused = fused_out.download();
+  EXPECT_EQ(plain, fused) << "the fp16 output differs from the plain launch's";
+  const Fp16Diff diff = compare_half(plain, step.want, 2e-2, 2e-2);
+  EXPECT_EQ(diff.nan, 0);
+  EXPECT_EQ(diff.bad, 0) << "max abs error " << diff.max_abs;
+  EXPECT_EQ(got_q.download(), ref_q.download()) << "codes";
+  EXPECT_EQ(got_scale.download(), ref_scale.download()) << "scales";
+  if (with_sum) EXPECT_EQ(got_sum.download(), ref_sum.download()) << "sums";
+  else EXPECT_EQ(got_sum.download(), std::vector<uint16_t>(B, 0xFFFF)) << "sums written though not asked for";
+  // and the CPU's quantization of the same fp16 rows
+  std::vector<int8_t> cpu_q(static_cast<size_t>(B) * cols);
+  std::vector<uint16_t> cpu_scale(B), cpu_sum(B);
+  quantize_int8_cpu(plain.data(), B, cols, {cpu_q.data(), cpu_scale.data(), cpu_sum.data()});
+  EXPECT_EQ(got_q.download(), cpu_q) << "codes against the CPU";
+  EXPECT_EQ(got_scale.download(), cpu_scale) << "scales against the CPU";
+  if (with_sum) EXPECT_EQ(got_sum.download(), cpu_sum) << "sums against the CPU";
+}
+
+TEST(DecodeAttentionCuda, QuantizedOutputMatchesQuantizeInt8) {
+  QS_SKIP_WITHOUT_CUDA();
+  uint32_t seed = 700;
+  // (Hq, Hkv, D): clusters of 8 (4 heads a block), 7 (4 and 2 heads), 8 (5),
+  // 8 (8 heads, 70B), 3 (1 head), 1 (11 heads, group 1)
+  const AttentionShape shapes[] = {{32, 8, 128}, {28, 4, 128}, {14, 2, 64}, {40, 8, 128}, {64, 8, 128}, {3, 1, 64}, {11, 11, 128}};
+  for (const AttentionShape& shape : shapes)
+    for (int splits : {0, 1, 3, 40}) {
+      check_decode_quantized(shape, KvDtype::kInt4, {1 + static_cast<int>(seed % 500), 1000, 37}, splits, seed % 2 == 0,
+                             seed);
+      ++seed;
+    }
+  for (KvDtype dtype : {KvDtype::kInt8, KvDtype::kFp16}) {
+    check_decode_quantized({32, 8, 128}, dtype, {300}, 0, true, seed++);
+    check_decode_quantized({16, 4, 64}, dtype, {65, 1, 64}, 5, false, seed++);
+  }
+  std::vector<int32_t> ctx17;
+  for (int i = 0; i < 17; ++i) ctx17.push_back(1 + (i * 131) % 700);
+  check_decode_quantized({32, 8, 128}, KvDtype::kInt4, ctx17, 0, true, seed++);
+  check_decode_quantized({32, 8, 128}, KvDtype::kInt4, ctx17, 6, true, seed++);
+}
+
 // The persistent grid: blocks serve several (sequence, KV head, split) units
 // in turn (num_sms 1-3: up to kMaxUnits units per block), staging the next
 // unit's first keys during the current one; empty splits among

@@ -317,6 +317,32 @@ TEST_P(CudaModelTest, FusedProjectionsMatchSeparateOnes) {
   EXPECT_LE(a.rel_l2(), 5e-3);
 }
 
+// Backend::attention_quantize (the split merge quantizing o_proj's input in
+// one kernel, float activations written without a copy) against attention
+// then quantize: the same bytes by construction, so the same logits exactly.
+TEST_P(CudaModelTest, FusedAttentionQuantizeMatchesSeparateOps) {
+  if (!has_device()) GTEST_SKIP() << "skipped: no CUDA device";
+  const Shape& shape = kShapes[std::get<0>(GetParam())];
+  const Precision& prec = kPrecisions[std::get<1>(GetParam())];
+  const ModelConfig config = make_config(shape);
+  const LlamaWeights w = random_weights(config, 5321 + std::get<0>(GetParam()));
+  std::unique_ptr<QuantizedLayers> q;
+  if (prec.p != quant::Precision::kFP16) q = std::make_unique<QuantizedLayers>(w, quant::weight_format_for(prec.p, prec.group));
+  auto make = [&](bool fuse) {
+    LlamaModelOptions o;
+    o.fuse_attention_quantize = fuse;
+    std::unique_ptr<Backend> backend = make_backend("cuda", kv_of(prec.p));
+    return q ? LlamaModel::create(config, w, std::move(backend), o, q->factory())
+             : LlamaModel::create(config, w, std::move(backend), o);
+  };
+  auto fused = make(true), separate = make(false);
+  const auto rows = run_scenario({fused.get(), separate.get()}, config.vocab_size, 19);
+  const Agreement a(rows[0], rows[1], config.vocab_size, 3e-2);
+  std::printf("  %s %s fused attention+quantize vs separate: %s\n", shape.name, prec.name, a.summary().c_str());
+  EXPECT_EQ(a.hard_misses, 0);
+  EXPECT_EQ(a.rel_l2(), 0.0);
+}
+
 // Sampling on the device: the tokens of forward_paged_sampled equal the host
 // rules (sample_token_cpu) applied to the logits of the same step, for
 // greedy, top-k, top-p and plain draws with per-request seeds and steps.

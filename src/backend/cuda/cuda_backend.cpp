@@ -250,7 +250,11 @@ class CudaBackend final : public Backend {
                      KvLayer& kv) override;
   void rope_kv_write_fused(const Tensor& qkv, Tensor& q_out, const RopeParams& rope, const AttentionBatch& batch,
                            KvLayer& kv) override;
-  void attention(const Tensor& q, const KvLayer& kv, const AttentionBatch& batch, float scale, Tensor& out) override;
+  void attention(const Tensor& q, const KvLayer& kv, const AttentionBatch& batch, float scale, Tensor& out) override {
+    run_attention(q, kv, batch, scale, out, nullptr);
+  }
+  void attention_quantize(const Tensor& q, const KvLayer& kv, const AttentionBatch& batch, float scale, Tensor& out,
+                          Activations& act) override;
 
   bool supports_graphs() const override { return true; }
   void capture_begin() override {
@@ -369,6 +373,10 @@ class CudaBackend final : public Backend {
   }
 
   void ensure_rope_table(const RopeParams& rope, int32_t max_position);
+  // The attention of a step; with `quant`, a decode step also quantizes its
+  // output rows into it (returns true then; false: the caller quantizes).
+  bool run_attention(const Tensor& q, const KvLayer& kv, const AttentionBatch& batch, float scale, Tensor& out,
+                     const Int8Rows* quant);
   // RoPE + paged KV write of the step's tokens from `in` (q_dim = Hq * D), the rotated q to q_out.
   void rope_kv_launch(const QkvInput& in, int64_t q_dim, uint16_t* q_out, const RopeParams& rope, const StepMeta& m,
                       const AttentionBatch& batch, KvLayer& kv);
@@ -533,10 +541,23 @@ void CudaBackend::rope_kv_launch(const QkvInput& in, int64_t q_dim, uint16_t* q_
   QS_CUDA_CHECK(cuda::rope_kv_write(in, wb, shape, style, rope_table_.data_as<float>(), q_out, cache, stream()));
 }
 
-void CudaBackend::attention(const Tensor& q, const KvLayer& kv, const AttentionBatch& batch, float scale, Tensor& out) {
+void CudaBackend::attention_quantize(const Tensor& q, const KvLayer& kv, const AttentionBatch& batch, float scale,
+                                     Tensor& out, Activations& act) {
+  if (act.format == ActFormat::kFloat) {  // fp16 rows for o_proj: the attention writes them there, no copy
+    run_attention(q, kv, batch, scale, act.values, nullptr);
+    return;
+  }
+  QS_CHECK(out.dim(0) == act.tokens() && out.dim(1) == act.dim()) << out.describe() << " -> " << act.values.describe();
+  const Int8Rows rows = int8_rows(act);
+  // a decode step quantizes in the attention's last kernel; other steps after it
+  if (!run_attention(q, kv, batch, scale, out, &rows)) quantize(out, act);
+}
+
+bool CudaBackend::run_attention(const Tensor& q, const KvLayer& kv, const AttentionBatch& batch, float scale,
+                                Tensor& out, const Int8Rows* quant) {
   const StepMeta& m0 = step_for(batch);
   const int64_t T = m0.tokens, D = kv.head_dim;
-  if (T == 0) return;
+  if (T == 0) return false;
   check_f16(q, "attention q");
   check_f16(out, "attention out");
   const PagedKvCache cache = cache_of(kv);
@@ -565,8 +586,9 @@ void CudaBackend::attention(const Tensor& q, const KvLayer& kv, const AttentionB
     a.page_table_stride = m0.stride;
     a.batch = decode_seqs;
     a.softmax_scale = scale;
+    if (m0.decode && quant != nullptr) a.quant = *quant;  // every row is a decode row
     QS_CUDA_CHECK(cuda::decode_attention(a, shape, cache, step_.plan, decode_workspace_.data(), stream()));
-    if (m0.decode) return;
+    if (m0.decode) return a.quant.q != nullptr;
   }
   // Prefill kernel over the other sequences; q_starts hold absolute rows of q.
   cuda::PrefillArgs a;
@@ -580,6 +602,7 @@ void CudaBackend::attention(const Tensor& q, const KvLayer& kv, const AttentionB
   a.max_new_tokens = m0.prefill_max_new;
   a.softmax_scale = scale;
   QS_CUDA_CHECK(cuda::prefill_attention(a, shape, cache, stream()));
+  return false;
 }
 
 void CudaBackend::sample(const Tensor& logits, std::span<const SamplingParams> params, std::span<const uint64_t> steps,

@@ -35,4 +35,14 @@ void set_programmatic_launch(bool on) { g_programmatic.store(on, std::memory_ord
 
 bool programmatic_launch() { return g_programmatic.load(std::memory_order_relaxed) && device_major() >= 9; }
 
+bool cluster_launch_supported(const void* kernel) {
+  int dev = 0, attr = 0;
+  cudaFuncAttributes fa{};
+  const bool ok = cudaGetDevice(&dev) == cudaSuccess &&
+                  cudaDeviceGetAttribute(&attr, cudaDevAttrClusterLaunch, dev) == cudaSuccess && attr != 0 &&
+                  cudaFuncGetAttributes(&fa, kernel) == cudaSuccess && fa.ptxVersion >= 90;
+  (void)cudaGetLastError();
+  return ok;
+}
+
 }  // namespace qserve::cuda

@@ -23,4 +23,10 @@ void set_programmatic_launch(bool on);
 // Whether launches issued now use the attribute (switch on and device >= sm_90).
 bool programmatic_launch();
 
+// Whether `kernel` (a __global__ function) may be launched in thread block
+// clusters here: the device supports cluster launch and the kernel's code was
+// built for sm_90 or later (an sm_80 build run on Hopper from PTX must not
+// take a cluster path). Not cached: callers keep the answer per kernel.
+bool cluster_launch_supported(const void* kernel);
+
 }  // namespace qserve::cuda

@@ -1,5 +1,6 @@
 // Decode attention: the split heuristic, the launch of one of the kernels,
-// and the exact merge of the splits (flash-decoding).
+// the exact merge of the splits (flash-decoding, merge_splits.h) and the
+// per-token quantization of the output when asked.
 //  - kMma (decode_mma_kernel.cuh): tensor cores with the keys in M and the
 //    group's heads in N, every group 1..8;
 //  - kSimt (decode_simt_kernel.cuh): CUDA cores, groups 1-2;
@@ -15,6 +16,8 @@
 
 #include "backend/cuda/attention/decode_mma_kernel.cuh"
 #include "backend/cuda/attention/decode_simt_kernel.cuh"
+#include "backend/cuda/attention/merge_splits.h"
+#include "backend/cuda/kernels/fused_ops.h"
 #include "backend/cuda/launch_pdl.cuh"
 #include "backend/cuda/attention/paged_attention_kernel.cuh"
 
@@ -23,30 +26,6 @@ namespace qserve::cuda {
 namespace {
 
 using attn::kChunk;
-
-// out[row] = sum_s 2^(m_s - M) o_s / sum_s 2^(m_s - M) l_s: the exact merge of
-// the splits' partial softmax states. One block per (sequence, query head).
-__global__ void merge_splits_kernel(const float* part_o, const float* part_ml, int num_splits, int head_dim,
-                                    half* out) {
-  pdl_wait_and_trigger();  // launch.h
-  const int64_t row = blockIdx.x;
-  const float* ml = part_ml + row * num_splits * 2;
-  float m_max = -INFINITY;
-  for (int s = 0; s < num_splits; ++s)
-    if (ml[2 * s + 1] > 0.f) m_max = fmaxf(m_max, ml[2 * s]);
-  for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
-    float num = 0.f, den = 0.f;
-    for (int s = 0; s < num_splits; ++s) {
-      const float l = ml[2 * s + 1];
-      if (l > 0.f) {
-        const float w = exp2f(ml[2 * s] - m_max);
-        num += w * part_o[(row * num_splits + s) * head_dim + d];
-        den += w * l;
-      }
-    }
-    out[row * head_dim + d] = __float2half_rn(den > 0.f ? num / den : 0.f);
-  }
-}
 
 template <KvDtype DT, int D, int GP>
 cudaError_t launch_decode(const attn::Params& p, int batch, cudaStream_t stream) {
@@ -186,6 +165,8 @@ cudaError_t decode_attention(const DecodeArgs& args, const AttentionShape& shape
       cache.layout.head_dim != shape.head_dim || cache.layout.num_kv_heads != shape.num_kv_heads ||
       plan.split_tokens % kChunk != 0 || plan.split_tokens <= 0 || (plan.num_splits > 1 && workspace == nullptr))
     return cudaErrorInvalidValue;
+  if (args.quant.q != nullptr && (reinterpret_cast<uintptr_t>(args.out) % 16 != 0 || args.quant.scale == nullptr))
+    return cudaErrorInvalidValue;  // quantized rows are read and written in 16-byte words
   attn::Params p = attn::make_params(args.q, args.out, cache, args.context_lens, args.page_table,
                                      args.page_table_stride, shape.num_q_heads, args.softmax_scale);
   p.split_tokens = plan.split_tokens;
@@ -203,9 +184,20 @@ cudaError_t decode_attention(const DecodeArgs& args, const AttentionShape& shape
     case KvDtype::kFp16: st = dispatch_head_dim<KvDtype::kFp16>(p, shape.head_dim, args.batch, plan, stream); break;
     default: return cudaErrorInvalidValue;
   }
-  if (st != cudaSuccess || plan.num_splits == 1) return st;
-  return launch_kernel(merge_splits_kernel, dim3(args.batch * shape.num_q_heads), dim3(shape.head_dim), 0, stream,
-                       p.part_o, p.part_ml, plan.num_splits, shape.head_dim, p.out);
+  if (st != cudaSuccess) return st;
+  const bool quantize = args.quant.q != nullptr;
+  if (plan.num_splits > 1) {
+    const SplitPartials parts{p.part_o, p.part_ml, args.batch, shape.num_q_heads, shape.head_dim, plan.num_splits};
+    if (quantize) {
+      // one launch: merge and quantize (or, where it is not supported, the two below)
+      st = merge_splits_quantize(parts, args.out, args.quant, stream);
+      if (st != cudaErrorNotSupported) return st;
+    }
+    st = merge_splits(parts, args.out, stream);
+    if (st != cudaSuccess) return st;
+  }
+  if (!quantize) return cudaSuccess;
+  return quantize_int8(args.out, args.batch, shape.num_q_heads * shape.head_dim, args.quant, stream);
 }
 
 }  // namespace qserve::cuda

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backend/cpu/fused_ops.h"        // Int8Rows
 #include "backend/cpu/paged_attention.h"  // AttentionShape
 #include "quant/kv_format.h"
 
@@ -77,6 +78,11 @@ struct DecodeArgs {
   int32_t page_table_stride = 0;
   int32_t batch = 0;
   float softmax_scale = 0.f;
+  // When quant.q is set, each token's output row (Hq * D values) is also
+  // quantized per token into it, with the bytes of quantize_int8(out)
+  // (kernels/fused_ops.h: o_proj's input); out must then be 16-byte aligned.
+  // With splits the merge and the quantization are one kernel (merge_splits.h).
+  Int8Rows quant{};
 };
 
 // Returns cudaErrorInvalidValue for an unsupported shape (head_dim other than

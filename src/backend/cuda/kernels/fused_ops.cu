@@ -8,9 +8,13 @@
 // (launch_pdl.h).
 #include "backend/cuda/kernels/fused_ops.h"
 
+#include <cooperative_groups.h>
 #include <cuda_fp16.h>
 
+#include <utility>
+
 #include "backend/cuda/attention/cuda_utils.cuh"
+#include "backend/cuda/kernels/row_quant.cuh"
 #include "backend/cuda/launch_pdl.cuh"
 #include "quant/activation_quant.h"
 
@@ -57,24 +61,6 @@ __device__ float block_max(float v, float* red) {
   return r;
 }
 
-__device__ __forceinline__ void unpack8(const uint4& u, float (&f)[8]) {
-  const uint32_t w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    const float2 v = __half22float2(as_half2(w[k]));
-    f[2 * k] = v.x;
-    f[2 * k + 1] = v.y;
-  }
-}
-__device__ __forceinline__ uint4 pack8(const float (&f)[8]) {
-  uint4 u;
-  u.x = as_u32(__floats2half2_rn(f[0], f[1]));
-  u.y = as_u32(__floats2half2_rn(f[2], f[3]));
-  u.z = as_u32(__floats2half2_rn(f[4], f[5]));
-  u.w = as_u32(__floats2half2_rn(f[6], f[7]));
-  return u;
-}
-
 // SiLU(g) * u with the fast exp and divide (__expf, __fdividef: a few ulp
 // from the reference's expf and IEEE division; g / inf = 0 for g << 0).
 __device__ __forceinline__ float silu_mul(float g, float u) { return __fdividef(g, 1.f + __expf(-g)) * u; }
@@ -89,87 +75,27 @@ __device__ __forceinline__ int quantize_by_reciprocal(float y, float inv_s) {
   return max(-127, min(127, __float2int_rn(y * inv_s)));
 }
 
-// Per-row INT8 quantization without a division per element, bit-exact with
-// act_quantize_value (IEEE y / s, round half to even, clamp):
-//  - the code comes from fma(y, 1/s, 1.5 * 2^23): the float adder rounds the
-//    product to the nearest integer, which lands in the low mantissa bits (the
-//    code's byte is the low byte of the bit pattern; the pattern minus
-//    0x4B400000 is the code), no conversion instruction;
-//  - y (1/s) is within 2^-17 of y / s (|y / s| <= 127.07), and the IEEE
-//    quotient within 2^-18 of y / s: where the product lies more than 2^-14
-//    from a rounding tie both round alike. Within 2^-14 of a tie (about 1 code
-//    in 8,000 on random data, and exact ties such as y = 1.5 s) the chunk is
-//    recomputed with act_quantize_value;
-//  - no clamp on the fast path: a normal fp16 scale is amax / 127 within
-//    2^-11, so |y / s| < 127.07 rounds to at most 127. Rows whose scale is 0,
-//    subnormal or not finite take act_quantize_value for every element.
-struct RowQuant {
-  float s, inv_s;
-  bool fast;
-};
-__device__ __forceinline__ RowQuant row_quant(float s) {
-  // normal fp16 scales only (2^-14 .. 65504)
-  const bool fast = s >= 6.103515625e-05f && s <= 65504.f;
-  return {s, fast ? 1.f / s : 0.f, fast};
-}
-constexpr uint32_t kRoundMagicBits = 0x4B400000u;  // 1.5 * 2^23
-__device__ __forceinline__ uint32_t pack_low_bytes(uint32_t b0, uint32_t b1, uint32_t b2, uint32_t b3) {
-  return __byte_perm(__byte_perm(b0, b1, 0x0040), __byte_perm(b2, b3, 0x0040), 0x5410);
-}
-struct ExactChunk {
-  uint2 packed;
-  int sum;
-};
-// The rare path, out of line (keeps the unrolled hot loops small): eight
-// codes by act_quantize_value.
-__device__ __noinline__ ExactChunk quantize8_exact(float4 lo, float4 hi, float s) {
-  const float y[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-  uint32_t b[8];
-  int sum = 0;
-#pragma unroll
-  for (int k = 0; k < 8; ++k) {
-    const int v = act_quantize_value(y[k], s);
-    sum += v;
-    b[k] = static_cast<uint32_t>(v);
-  }
-  return {make_uint2(pack_low_bytes(b[0], b[1], b[2], b[3]), pack_low_bytes(b[4], b[5], b[6], b[7])), sum};
-}
-// Eight values -> eight INT8 codes (packed, element k in byte k % 4 of word
-// k / 4); `acc` accumulates the codes' bit patterns (wrapping; quant_sum
-// below subtracts kRoundMagicBits per code).
-__device__ __forceinline__ uint2 quantize8(const float (&y)[8], const RowQuant& rq, uint32_t& acc) {
-  uint32_t b[8];
-  bool near_tie = !rq.fast;
-  if (rq.fast) {
-    const float magic = __uint_as_float(kRoundMagicBits);
-#pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      const float r = __fmaf_rn(y[k], rq.inv_s, magic);
-      b[k] = __float_as_uint(r);
-      const float frac = __fmaf_rn(y[k], rq.inv_s, -__fsub_rn(r, magic));  // |frac| <= 0.5
-      near_tie |= fabsf(frac) > 0.5f - 1.f / 16384.f;
-    }
-  }
-  if (near_tie) {  // rare: exact IEEE division for this chunk
-    const ExactChunk e = quantize8_exact(make_float4(y[0], y[1], y[2], y[3]), make_float4(y[4], y[5], y[6], y[7]), rq.s);
-    acc += static_cast<uint32_t>(e.sum) + 8u * kRoundMagicBits;
-    return e.packed;
-  }
-#pragma unroll
-  for (int k = 0; k < 8; ++k) acc += b[k];
-  return make_uint2(pack_low_bytes(b[0], b[1], b[2], b[3]), pack_low_bytes(b[4], b[5], b[6], b[7]));
-}
-// The sum of `codes` codes whose bit patterns added up to `acc`.
-__device__ __forceinline__ int quant_sum(uint32_t acc, int codes) {
-  return static_cast<int>(acc - static_cast<uint32_t>(codes) * kRoundMagicBits);
-}
-
 template <RowOp OP, int THREADS, int ITERS>
 __global__ void __launch_bounds__(THREADS) row_kernel(const RowParams p) {
-  pdl_wait_and_trigger();  // launch.h
   __shared__ float red[THREADS / 32];
   const int64_t row = blockIdx.x;
   const int chunks = p.cols / 8;
+  // The norm's gamma is a weight (no kernel of the stream writes it): its
+  // loads go out before the dependency wait, so they are not one more memory
+  // round trip after the row's reduction (a decode step runs this kernel on
+  // one row per sequence, where such round trips are most of its time).
+  // Not in the 1024-thread blocks (rows over 16384 columns), whose 64
+  // registers a thread would then spill.
+  constexpr bool kGammaEarly = OP == RowOp::kRmsNorm && THREADS <= 256;
+  uint4 graw[kGammaEarly ? ITERS : 1];
+  if constexpr (kGammaEarly) {
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+      const int c = it * THREADS + threadIdx.x;
+      if (c < chunks) graw[it] = *reinterpret_cast<const uint4*>(p.gamma + c * 8);
+    }
+  }
+  pdl_wait_and_trigger();  // launch.h
   float y[ITERS][8];
   float ss = 0.f, amax = 0.f;
   // every load of the row first: 2 x ITERS 16-byte loads in flight per thread
@@ -215,7 +141,8 @@ __global__ void __launch_bounds__(THREADS) row_kernel(const RowParams p) {
       const int c = it * THREADS + threadIdx.x;
       if (c >= chunks) continue;
       float g[8];
-      unpack8(*reinterpret_cast<const uint4*>(p.gamma + c * 8), g);
+      if constexpr (kGammaEarly) unpack8(graw[it], g);
+      else unpack8(*reinterpret_cast<const uint4*>(p.gamma + c * 8), g);
 #pragma unroll
       for (int k = 0; k < 8; ++k) y[it][k] = __fmul_rn(__fmul_rn(y[it][k], inv), g[k]);
     }
@@ -330,6 +257,99 @@ __global__ void __launch_bounds__(kWideThreads) silu_mul_quant_wide_kernel(const
   }
 }
 
+// SiLU(gate) * up + per-row INT8 quantization (+ sum) of few wide rows (a
+// decode step: one row per sequence). A cluster of kSiluCluster blocks per
+// row, block `rank` taking chunks [rank * per_block, + per_block) of 8
+// columns, one chunk per thread, so every load of the row is in flight at
+// once on 8 SMs; the row's absmax and code sum meet through distributed
+// shared memory (each block pushes its maximum into every block's
+// amax_of[rank], its sum into rank 0's sum_of[rank]; a block arrives on the
+// cluster barrier when it starts and waits on it before its first remote
+// store). The arithmetic of silu_mul_quant_wide_kernel (the same SiLU
+// values, absmax, reciprocal and codes), so the same bytes. The one-block-per-
+// row kernels walk a 14336-column row in a chain of dependent loads on one SM
+// while the others idle (5.6 us a row at one sequence on the H200).
+constexpr int kSiluCluster = 8;
+constexpr int kSiluClusterMaxRows = 32;  // more rows fill the GPU with one block each
+
+__global__ void silu_mul_quant_cluster_kernel(const RowParams p, int per_block) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  __shared__ float amax_of[kSiluCluster];
+  __shared__ int sum_of[kSiluCluster];
+  __shared__ float warp_amax[32];
+  __shared__ int warp_isum[32];
+  cg::cluster_group cluster = cg::this_cluster();
+  auto started = cluster.barrier_arrive();
+  pdl_wait_and_trigger();  // launch.h
+  const int C = static_cast<int>(cluster.num_blocks()), rank = static_cast<int>(cluster.block_rank());
+  const int64_t row = blockIdx.x / C;
+  const int t = threadIdx.x, lane = t % 32, warp = t / 32, warps = blockDim.x / 32;
+  const int c = rank * per_block + t;
+  const bool active = t < per_block && c < p.cols / 8;
+  float y[8];
+  float amax = 0.f;
+  if (active) {
+    const int64_t off = row * p.stride + static_cast<int64_t>(c) * 8;
+    float u[8];
+    unpack8(*reinterpret_cast<const uint4*>(p.a + off), y);
+    unpack8(*reinterpret_cast<const uint4*>(p.b + off), u);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      y[k] = silu_mul(y[k], u[k]);
+      amax = fmaxf(amax, fabsf(y[k]));
+    }
+  }
+  amax = warp_max(amax);
+  if (lane == 0) warp_amax[warp] = amax;
+  __syncthreads();
+  cluster.barrier_wait(std::move(started));
+  if (t < C) {
+    float bm = warp_amax[0];
+    for (int w = 1; w < warps; ++w) bm = fmaxf(bm, warp_amax[w]);
+    cluster.map_shared_rank(amax_of, t)[rank] = bm;
+  }
+  cluster.sync();
+  float m = amax_of[0];
+  for (int j = 1; j < C; ++j) m = fmaxf(m, amax_of[j]);
+  const half s_h = __float2half_rn(act_raw_scale(m));
+  const float s = __half2float(s_h);
+  const float inv_s = s == 0.f ? 0.f : 1.f / s;
+  int isum = 0;  // |sum| <= 127 x cols
+  if (active) {
+    uint32_t v[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const int code = quantize_by_reciprocal(y[k], inv_s);
+      isum += code;
+      v[k] = static_cast<uint32_t>(code);
+    }
+    *reinterpret_cast<uint2*>(p.q + row * p.cols + static_cast<int64_t>(c) * 8) =
+        make_uint2(pack_low_bytes(v[0], v[1], v[2], v[3]), pack_low_bytes(v[4], v[5], v[6], v[7]));
+  }
+  if (p.sum != nullptr) {
+#pragma unroll
+    for (int o = 16; o >= 1; o >>= 1) isum += __shfl_xor_sync(0xffffffffu, isum, o);
+    if (lane == 0) warp_isum[warp] = isum;
+    __syncthreads();
+    if (t == 0) {
+      int bs = 0;
+      for (int w = 0; w < warps; ++w) bs += warp_isum[w];
+      cluster.map_shared_rank(sum_of, 0)[rank] = bs;
+    }
+    cluster.sync();
+    if (rank == 0 && t == 0) {
+      int total = 0;  // exact in f32: |total| < 2^24
+      for (int j = 0; j < C; ++j) total += sum_of[j];
+      p.sum[row] = __float2half_rn(__fmul_rn(s, static_cast<float>(total)));
+    }
+  }
+  if (rank == 0 && t == 0) p.scale[row] = s_h;
+#else
+  __trap();  // launched only where the host found sm_90 code (silu_mul_quant)
+#endif
+}
+
 // Plain quantization (+ sum) of rows up to 4096 columns (the o_proj input),
 // one warp per row: lane l owns chunks l, l + 32, ... of 8 fp16 values (16-byte
 // loads, all issued before the first use, kept as raw fp16 in registers), the
@@ -357,11 +377,8 @@ __global__ void __launch_bounds__(kQuantWarps * 32) quantize_warp_kernel(const h
   // |x| as fp16 bit patterns (sign cleared) orders like unsigned integers
   uint32_t m2 = 0;
 #pragma unroll
-  for (int it = 0; it < ITERS; ++it) {
-    m2 = __vmaxu2(m2, __vmaxu2(raw[it].x & 0x7fff7fffu, raw[it].y & 0x7fff7fffu));
-    m2 = __vmaxu2(m2, __vmaxu2(raw[it].z & 0x7fff7fffu, raw[it].w & 0x7fff7fffu));
-  }
-  uint32_t mh = max(m2 & 0xffffu, m2 >> 16);
+  for (int it = 0; it < ITERS; ++it) m2 = absmax_bits(m2, raw[it]);
+  uint32_t mh = halves_max(m2);
 #pragma unroll
   for (int o = 16; o >= 1; o >>= 1) mh = max(mh, __shfl_xor_sync(0xffffffffu, mh, o));
   const float amax = __half2float(__ushort_as_half(static_cast<unsigned short>(mh)));
@@ -477,6 +494,20 @@ cudaError_t silu_mul_quant(const uint16_t* gate, const uint16_t* up, int64_t str
   p.b = reinterpret_cast<const half*>(up);
   p.stride = stride;
   p.cols = cols;
+  if (rows > 0 && rows <= kSiluClusterMaxRows && cols >= 2048 && cols % 8 == 0 && stride % 8 == 0) {
+    static const bool clusters = cluster_launch_supported(reinterpret_cast<const void*>(silu_mul_quant_cluster_kernel));
+    const int per_block = (cols / 8 + kSiluCluster - 1) / kSiluCluster;
+    const int threads = (per_block + 31) / 32 * 32;
+    if (clusters && threads <= 1024) {
+      const dim3 grid(static_cast<unsigned>(rows) * kSiluCluster), block(threads);
+      if (programmatic_launch() &&
+          detail::launch_ex(silu_mul_quant_cluster_kernel, grid, block, 0, stream, true, kSiluCluster, p, per_block) ==
+              cudaSuccess)
+        return cudaSuccess;
+      (void)cudaGetLastError();  // a launch-configuration error: not sticky
+      return detail::launch_ex(silu_mul_quant_cluster_kernel, grid, block, 0, stream, false, kSiluCluster, p, per_block);
+    }
+  }
   const size_t smem = static_cast<size_t>(cols) * sizeof(float);
   const bool wide = cols >= 8192 && cols % 8 == 0 && stride % 8 == 0 && smem <= kWideMaxSmem;
   if (!wide || rows <= 0) return launch_row<RowOp::kSiluMul>(p, rows, stream);

@@ -18,6 +18,8 @@ namespace qserve::cuda {
 
 // if residual: h = fp16(x + residual), residual = h; else h = x.
 // y = h * rsqrt(mean(h^2) + eps) * gamma, quantized per row into `out`.
+// Under programmatic dependent launch gamma (a weight) is read before the
+// wait for the previous kernel of the stream: that kernel must not write it.
 cudaError_t rmsnorm_quant(const uint16_t* x, uint16_t* residual, const uint16_t* gamma, int rows, int cols, float eps,
                           const Int8Rows& out, cudaStream_t stream);
 // The same norm with an fp16 output (final norm).
