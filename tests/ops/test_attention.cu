@@ -110,6 +110,7 @@ struct DecodeVariant {
   int num_sms = 0;  // > 0: instead of the device's
   bool stage_before_wait = true;
   bool subnormal_values = true;
+  bool tma = true;  // DecodePlan::tma
   int misalign = 0;  // q and out passed this many elements past an aligned address
 };
 
@@ -139,7 +140,7 @@ void check_decode(AttentionShape shape, KvDtype dtype, int page_size, std::vecto
                   int force_splits = 0, cuda::DecodeKernel kernel = cuda::DecodeKernel::kAuto, DecodeVariant var = {}) {
   SCOPED_TRACE(describe(shape, dtype, page_size, ctx) + ", splits " + std::to_string(force_splits) + ", kernel " +
                cuda::decode_kernel_name(kernel) + (var.persistent ? ", persistent on " + std::to_string(var.num_sms) + " SMs" : "") +
-               (var.stage_before_wait ? "" : ", late staging") + (var.subnormal_values ? "" : ", biased values"));
+               (var.stage_before_wait ? "" : ", late staging") + (var.subnormal_values ? "" : ", biased values") + (var.tma ? "" : ", cp.async staging"));
   std::mt19937 rng(seed);
   const RopeStyle style = seed % 2 ? RopeStyle::kInterleaved : RopeStyle::kRotateHalf;
   AttentionScenario s = make_scenario(shape, dtype, page_size, style, ctx, rng);
@@ -160,6 +161,7 @@ void check_decode(AttentionShape shape, KvDtype dtype, int page_size, std::vecto
   plan.persistent = var.persistent;
   plan.stage_before_wait = var.stage_before_wait;
   plan.subnormal_values = var.subnormal_values;
+  plan.tma = var.tma;
   if (var.num_sms > 0) plan.num_sms = var.num_sms;
   DeviceBuffer<uint8_t> ws(plan.workspace_bytes);
   const PagedKvCache cache{dk.get(), dv.get(), s.num_pages, s.layout};
@@ -241,6 +243,32 @@ TEST(DecodeAttentionCuda, BiasedValueCodes) {
       check_decode({16, 4, d}, dtype, 64, {1000, 130, 1, 4100}, seed++, 0, cuda::DecodeKernel::kAuto, biased);
       check_decode({8, 2, d}, dtype, 16, {63, 64, 65, 3000}, seed++, 3, cuda::DecodeKernel::kAuto, biased);
     }
+}
+
+// KV4 at head_dim 128 on pages of a multiple of 32 tokens stages by TMA
+// (DecodePlan::tma, on sm_90); the same cases by cp.async from every lane, and
+// by TMA again with contexts that end inside a warp-chunk, so that its keys
+// past the end (the pools' random bytes: NaN and infinite scales among them)
+// are masked, in the plain and the persistent grid and with staging after
+// the wait.
+TEST(DecodeAttentionCuda, TmaAndCpAsyncStaging) {
+  QS_SKIP_WITHOUT_CUDA();
+  uint32_t seed = 360;
+  for (bool tma : {true, false}) {
+    DecodeVariant var;
+    var.tma = tma;
+    for (int page : {32, 64, 96}) {
+      check_decode({32, 8, 128}, KvDtype::kInt4, page, {1, 31, 33, 95, 1000, 2050}, seed++, 0, cuda::DecodeKernel::kAuto, var);
+      check_decode({12, 12, 128}, KvDtype::kInt4, page, {300, 7, 64}, seed++, 3, cuda::DecodeKernel::kAuto, var);
+    }
+    var.persistent = true;
+    var.num_sms = 2;
+    check_decode({32, 8, 128}, KvDtype::kInt4, 64, {129, 1000, 5, 64, 77}, seed++, 0, cuda::DecodeKernel::kAuto, var);
+    var.persistent = false;
+    var.num_sms = 0;
+    var.stage_before_wait = false;
+    check_decode({16, 4, 128}, KvDtype::kInt4, 64, {4100, 63}, seed++, 1, cuda::DecodeKernel::kAuto, var);
+  }
 }
 
 // Long contexts with the default (subnormal) value codes: f32 sums over

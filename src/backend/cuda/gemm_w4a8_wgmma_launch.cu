@@ -3,10 +3,8 @@
 // (nvcc's host pass does not compile fmt's consteval code).
 #include "backend/cuda/gemm_w4a8_wgmma_launch.h"
 
-#include <cuda.h>
-#include <cudaTypedefs.h>
-
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/tensor_map.h"
 
 namespace qserve::cuda::w4a8::wgmma {
 
@@ -32,19 +30,6 @@ void launch_kind_s8(int tile, const CUtensorMap& x_map, const CUtensorMap& w_map
 
 namespace {
 
-// cuTensorMapEncodeTiled from the driver, found once through the runtime (no
-// link against libcuda).
-PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
-  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult result{};
-    QS_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &result));
-    if (result != cudaDriverEntryPointSuccess || !f) QS_CUDA_CHECK(cudaErrorSymbolNotFound);
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
-  }();
-  return fn;
-}
-
 // X [m, k] int8 row-major as a 2-D tensor (k innermost); box [bm rows][128 B]
 // in the 128-byte swizzle that the wgmma B descriptor reads; rows >= m and
 // columns >= k are filled with zeros. The INT8 weights [n, k] (s8 tiles) are
@@ -55,7 +40,7 @@ CUtensorMap make_x_map(const int8_t* x, int m, int k, int bm) {
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(k)};  // bytes, dims 1..
   const cuuint32_t box[2] = {128, static_cast<cuuint32_t>(bm)};
   const cuuint32_t elem_strides[2] = {1, 1};
-  const CUresult r = encode_fn()(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<int8_t*>(x), dims, strides, box,
+  const CUresult r = tensor_map_encode_fn()(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<int8_t*>(x), dims, strides, box,
                                  elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) QS_CUDA_CHECK(cudaErrorInvalidValue);  // bad shape or alignment (checked by the caller)
@@ -71,7 +56,7 @@ CUtensorMap make_y_map(const __half* y, int m, int n, int rows) {
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(n) * 2};
   const cuuint32_t box[2] = {64, static_cast<cuuint32_t>(rows)};
   const cuuint32_t elem_strides[2] = {1, 1};
-  const CUresult r = encode_fn()(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<__half*>(y), dims, strides, box,
+  const CUresult r = tensor_map_encode_fn()(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<__half*>(y), dims, strides, box,
                                  elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                  CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) QS_CUDA_CHECK(cudaErrorInvalidValue);

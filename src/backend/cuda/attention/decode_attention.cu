@@ -20,6 +20,7 @@
 #include "backend/cuda/kernels/fused_ops.h"
 #include "backend/cuda/launch_pdl.cuh"
 #include "backend/cuda/attention/paged_attention_kernel.cuh"
+#include "backend/cuda/tensor_map.h"
 
 namespace qserve::cuda {
 
@@ -51,11 +52,11 @@ cudaError_t launch_simt(const attn::Params& p, int batch, cudaStream_t stream) {
 
 // Resident blocks per SM of the keys-in-M kernel (its shared memory set up
 // first; 0 if the attribute or the query fails).
-template <KvDtype DT, int D, bool kSubV>
+template <KvDtype DT, int D, bool kSubV, bool kTma = false>
 int mma_blocks_per_sm() {
   static const int n = [] {
-    constexpr int kSmem = mmat::smem_bytes<DT, D>();
-    auto kernel = mmat::decode_mma_kernel<DT, D, kSubV>;
+    constexpr int kSmem = mmat::smem_bytes<DT, D, kTma>();
+    auto kernel = mmat::decode_mma_kernel<DT, D, kSubV, kTma>;
     int blocks = 0;
     if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem) != cudaSuccess ||
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, attn::kThreads, kSmem) != cudaSuccess) {
@@ -67,11 +68,54 @@ int mma_blocks_per_sm() {
   return n;
 }
 
-template <KvDtype DT, int D, bool kSubV>
-cudaError_t launch_mma(const attn::Params& p, int batch, int num_sms, bool persistent, cudaStream_t stream) {
-  constexpr int kSmem = mmat::smem_bytes<DT, D>();
-  auto kernel = mmat::decode_mma_kernel<DT, D, kSubV>;
-  const int per_sm = mma_blocks_per_sm<DT, D, kSubV>();
+// The K and V pools of a KV4, D = 128 cache as the decode kernel's TMA reads
+// them (kTma): 2-D tensors of 64-byte rows (a token's codes of one head),
+// box [kWK rows][64 B] in the 64-byte swizzle. false where the cache does not
+// fit that form (pages of a multiple of kWK tokens, every region on a 64-byte
+// row, rows countable in int32), the device is not sm_90, or the driver
+// refuses: the caller then stages by cp.async.
+struct KvMaps {
+  CUtensorMap k{}, v{};
+};
+bool sm90_device() {
+  static const bool yes = [] {
+    int dev = 0, major = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    return major == 9;
+  }();
+  return yes;
+}
+bool make_kv4_maps(const PagedKvCache& cache, KvMaps& maps) {
+  using T = mmat::MmaTraits<KvDtype::kInt4, 128>;
+  const KvPageLayout& L = cache.layout;
+  if (L.dtype != KvDtype::kInt4 || L.head_dim != 128 || L.page_size % T::kWK != 0 || L.page_bytes() % 64 != 0 ||
+      L.head_block_bytes() % 64 != 0 || L.values_region_bytes() % 16 != 0 || cache.num_pages <= 0 || !sm90_device())
+    return false;
+  const int64_t rows = static_cast<int64_t>(cache.num_pages) * L.page_bytes() / 64;
+  if (rows >= (int64_t{1} << 31) || reinterpret_cast<uintptr_t>(cache.k_pages) % 16 != 0 ||
+      reinterpret_cast<uintptr_t>(cache.v_pages) % 16 != 0)
+    return false;
+  const cuuint64_t dims[2] = {64, static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {64};
+  const cuuint32_t box[2] = {64, static_cast<cuuint32_t>(T::kWK)};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  auto encode = [&](CUtensorMap& map, uint8_t* base) {
+    return tensor_map_encode_fn()(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, base, dims, strides, box, elem_strides,
+                                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_64B,
+                                  CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  };
+  return encode(maps.k, cache.k_pages) && encode(maps.v, cache.v_pages);
+}
+
+template <KvDtype DT, int D, bool kSubV, bool kTma = false>
+cudaError_t launch_mma(const attn::Params& p, int batch, int num_sms, bool persistent, cudaStream_t stream,
+                       const KvMaps& maps = {}) {
+  constexpr int kSmem = mmat::smem_bytes<DT, D, kTma>();
+  auto kernel = mmat::decode_mma_kernel<DT, D, kSubV, kTma>;
+  const int per_sm = mma_blocks_per_sm<DT, D, kSubV, kTma>();
   if (per_sm == 0) return cudaErrorInvalidValue;
   // one block per unit (sequence, KV head, split), or a persistent grid of the
   // resident blocks (at most kMaxUnits units each; the merge of a block's
@@ -89,7 +133,8 @@ cudaError_t launch_mma(const attn::Params& p, int batch, int num_sms, bool persi
   if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
   // programmatic dependent launch (launch_pdl.h): the kernel waits before it
   // reads what the previous kernel may write
-  return launch_kernel(kernel, dim3(static_cast<unsigned>(blocks)), dim3(attn::kThreads), kSmem, stream, p);
+  return launch_kernel(kernel, dim3(static_cast<unsigned>(blocks)), dim3(attn::kThreads), kSmem, stream, p, maps.k,
+                       maps.v);
 }
 
 // kAuto: the keys-in-M tensor-core kernel for every group.
@@ -100,7 +145,8 @@ DecodeKernel choose_kernel(DecodeKernel asked, int group) {
 }
 
 template <KvDtype DT, int D>
-cudaError_t dispatch_group(const attn::Params& p, int batch, const DecodePlan& plan, cudaStream_t stream) {
+cudaError_t dispatch_group(const attn::Params& p, int batch, const DecodePlan& plan, const PagedKvCache& cache,
+                           cudaStream_t stream) {
   const DecodeKernel kernel = plan.kernel;
   if (p.group < 1 || p.group > 8) return cudaErrorInvalidValue;
   switch (choose_kernel(kernel, p.group)) {
@@ -109,6 +155,11 @@ cudaError_t dispatch_group(const attn::Params& p, int batch, const DecodePlan& p
     case DecodeKernel::kMmaRows:
       return p.group <= 4 ? launch_decode<DT, D, 4>(p, batch, stream) : launch_decode<DT, D, 8>(p, batch, stream);
     default:
+      if constexpr (mmat::MmaTraits<DT, D>::kTmaOk) {
+        KvMaps maps;
+        if (plan.tma && plan.subnormal_values && make_kv4_maps(cache, maps))
+          return launch_mma<DT, D, true, true>(p, batch, plan.num_sms, plan.persistent, stream, maps);
+      }
       if constexpr (kv_has_params(DT)) {
         if (plan.subnormal_values) return launch_mma<DT, D, true>(p, batch, plan.num_sms, plan.persistent, stream);
       }
@@ -118,9 +169,9 @@ cudaError_t dispatch_group(const attn::Params& p, int batch, const DecodePlan& p
 
 template <KvDtype DT>
 cudaError_t dispatch_head_dim(const attn::Params& p, int head_dim, int batch, const DecodePlan& plan,
-                              cudaStream_t stream) {
-  if (head_dim == 64) return dispatch_group<DT, 64>(p, batch, plan, stream);
-  if (head_dim == 128) return dispatch_group<DT, 128>(p, batch, plan, stream);
+                              const PagedKvCache& cache, cudaStream_t stream) {
+  if (head_dim == 64) return dispatch_group<DT, 64>(p, batch, plan, cache, stream);
+  if (head_dim == 128) return dispatch_group<DT, 128>(p, batch, plan, cache, stream);
   return cudaErrorInvalidValue;
 }
 
@@ -179,9 +230,9 @@ cudaError_t decode_attention(const DecodeArgs& args, const AttentionShape& shape
   }
   cudaError_t st;
   switch (cache.layout.dtype) {
-    case KvDtype::kInt4: st = dispatch_head_dim<KvDtype::kInt4>(p, shape.head_dim, args.batch, plan, stream); break;
-    case KvDtype::kInt8: st = dispatch_head_dim<KvDtype::kInt8>(p, shape.head_dim, args.batch, plan, stream); break;
-    case KvDtype::kFp16: st = dispatch_head_dim<KvDtype::kFp16>(p, shape.head_dim, args.batch, plan, stream); break;
+    case KvDtype::kInt4: st = dispatch_head_dim<KvDtype::kInt4>(p, shape.head_dim, args.batch, plan, cache, stream); break;
+    case KvDtype::kInt8: st = dispatch_head_dim<KvDtype::kInt8>(p, shape.head_dim, args.batch, plan, cache, stream); break;
+    case KvDtype::kFp16: st = dispatch_head_dim<KvDtype::kFp16>(p, shape.head_dim, args.batch, plan, cache, stream); break;
     default: return cudaErrorInvalidValue;
   }
   if (st != cudaSuccess) return st;

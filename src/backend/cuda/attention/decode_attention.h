@@ -57,6 +57,11 @@ struct DecodePlan {
   // (t 2^-24: one mask per two codes, no subtraction), the output rescaled
   // once; false: 1024 + t with 1024 subtracted per two codes (comparisons).
   bool subnormal_values = true;
+  // kMma, KV4, head_dim 128, pages of a multiple of 32 tokens, sm_90: each
+  // warp-chunk staged by one lane with TMA on an mbarrier (decode_mma_kernel.cuh,
+  // kTma) instead of cp.async from every lane; false for comparisons (the
+  // other formats and page sizes always take cp.async).
+  bool tma = true;
   int32_t num_sms = 0;  // from plan_decode_attention
 };
 

@@ -54,7 +54,37 @@ struct MmaTraits {
   static constexpr int kPieceIters = kWK * kPiecesPerKey / 32;
   static_assert(kStageBytes % 16 == 0 && kWarpRing % 16 == 0 && kPBytes % 16 == 0);
   static_assert(kWK * kPiecesPerKey % 32 == 0 && kKB >= 8 && kVT >= 4);
+
+  // TMA staging (KV4, D = 128, pages of a multiple of kWK tokens; the kernel's
+  // kTma): one lane of a warp stages a warp-chunk with two tensor copies (the
+  // K and the V values, kWK rows of 64 bytes each, in the TMA's 64-byte
+  // swizzle: 16-byte piece i of row r at i ^ ((r >> 1) & 3)) and two bulk
+  // copies (the K and the V {scale, zero} of its keys), all completing on the
+  // stage's mbarrier. Layout: [kWarps][kStages] {K box, V box} (each box
+  // 512-byte aligned, so the swizzle is a function of the row alone), then
+  // [kWarps][kStages] {K params, V params}, then the warps' P buffers; the
+  // pipe area has the size of the cp.async layout's, the mbarriers
+  // [kWarps][kStages] follow the tail.
+  static constexpr bool kTmaOk = DT == KvDtype::kInt4 && D == 128;
+  static constexpr int kBoxBytes = kWK * kVB;
+  static constexpr int kTmaKvStage = 2 * kBoxBytes;
+  static constexpr int kTmaParBase = kWarps * kStages * kTmaKvStage;
+  static constexpr int kTmaParStage = 2 * kWK * 4;
+  static constexpr int kTmaPBase = kTmaParBase + kWarps * kStages * kTmaParStage;
+  static constexpr int kBarOff = (kTailBytes + 7) / 8 * 8;
+  static constexpr int kTmaTailBytes = kBarOff + kWarps * kStages * 8;
+  static constexpr int kTmaSmemBytes = kTmaTailBytes > kMergeBytes ? kTmaTailBytes : kMergeBytes;
+  static_assert(!kTmaOk || (kTmaPBase + kWarps * kPBytes == kPipeBytes && kBoxBytes % 512 == 0 && kVB == 64));
 };
+
+// The TMA layout's 64-byte swizzle for the rows a thread reads (kTma):
+// keys: rows 16 t + g8 (+ 8) -> (g8 >> 1) & 3; values: row
+// 16 ks + kTmaValueRow[x] + (c & 1) + 4 (c >> 1) -> (x & 1) | 2 (c >> 1).
+// That value row order puts the four rows of an access phase (c = 0..3) in
+// distinct quarters of the 128 banks' bytes: free of bank conflicts.
+__device__ __forceinline__ int tma_key_swizzle(int g8) { return (g8 >> 1) & 3; }
+__device__ __forceinline__ int tma_value_row(int x, int c) { return 2 * (x & 1) + 8 * (x >> 1) + (c & 1) + 4 * (c >> 1); }
+__device__ __forceinline__ int tma_value_swizzle(int x, int c) { return (x & 1) | (2 * (c >> 1)); }
 
 // XOR of the 16-byte piece index of key row `r` in shared memory. Values: a
 // thread reads kVT bytes at slice g8 of rows c + 4x (x = 0..3), so the rows of

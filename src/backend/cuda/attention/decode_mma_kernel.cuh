@@ -42,6 +42,7 @@
 // are free of bank conflicts (kv_swizzle in decode_mma_fragments.cuh).
 #pragma once
 
+#include <cuda.h>  // CUtensorMap
 #include <cuda_fp16.h>
 
 #include <cstdint>
@@ -50,17 +51,29 @@
 #include "backend/cuda/launch_pdl.cuh"
 #include "backend/cuda/attention/decode_mma_fragments.cuh"  // MmaTraits, swizzle, fragment helpers
 #include "backend/cuda/attention/paged_attention_kernel.cuh"  // attn::Params, mma_16816, kv_pair_element
+#include "backend/cuda/kernels/gemm_hopper_primitives.cuh"     // mbarriers, TMA (kTma)
 
 namespace qserve::cuda::mmat {
 
 // kSubV (KV4 / KV8 only): value codes enter the tensor cores as fp16
 // subnormals (dequant_value_pair); DecodePlan::subnormal_values.
-template <KvDtype DT, int D, bool kSubV>
-__global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode_mma_kernel(const attn::Params p) {
+// kTma (KV4, D = 128, sm_90a, page_size a multiple of kWK; DecodePlan::tma):
+// a warp-chunk is staged by one lane with TMA (k_map / v_map: the K and V
+// pools as rows of 64 bytes, box kWK rows, 64-byte swizzle) and two bulk
+// copies of its {scale, zero}, on one mbarrier per stage, instead of ten
+// cp.async per lane (MmaTraits: the layout); the maps are unused otherwise.
+template <KvDtype DT, int D, bool kSubV, bool kTma>
+__global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2)
+    decode_mma_kernel(const attn::Params p, const __grid_constant__ CUtensorMap k_map,
+                      const __grid_constant__ CUtensorMap v_map) {
   using T = MmaTraits<DT, D>;
   static_assert(!kSubV || T::kParams);
+  static_assert(!kTma || T::kTmaOk);
+#if !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  if constexpr (kTma) __trap();  // (the host launches kTma on sm_90a builds and devices only)
+#endif
   constexpr int kKSteps = D / 16;  // k-steps of S^T, m-tiles of O^T
-  extern __shared__ __align__(16) uint8_t smem[];
+  extern __shared__ __align__(1024) uint8_t smem[];
 
   // (bit operations: the compiler rematerializes these in the loop, and a
   // signed % costs four instructions there)
@@ -91,10 +104,18 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
     const int u = blockIdx.x + tid * gridDim.x, r = u / p.num_kv_heads;
     s_unit[tid] = make_int4(r % p.batch, u % p.num_kv_heads, r / p.batch, p.context_lens[r % p.batch]);
   }
+  // kTma: this warp's stage mbarriers (one arrival: the issuing lane's, with
+  // the stage's bytes), initialized before the unit table's barrier.
+  // (recomputed where used: no register held through the loop)
+  auto stage_bar = [&](int st) { return reinterpret_cast<uint64_t*>(smem + T::kBarOff) + warp * T::kStages + st; };
+  if constexpr (kTma) {
+    if (lane < T::kStages) ptx::mbar_init(stage_bar(lane), 1);
+    ptx::fence_mbar_init();
+  }
   // A warp-chunk inside one page (page_size a multiple of kWK; chunks start at
   // multiples of kWK): its values are one contiguous run, no per-key offsets,
   // and its page-table entry is one (the same address in every lane).
-  const bool contiguous = p.page_size % T::kWK == 0;
+  const bool contiguous = kTma || p.page_size % T::kWK == 0;
   int first_page, first_pos;
   {
     const int r = blockIdx.x / p.num_kv_heads;
@@ -116,7 +137,18 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
 
   // ---- this warp's ring and P buffer -----------------------------------------
   uint8_t* ring = smem + warp * (T::kWarpRing + T::kPBytes);
-  half* s_p = reinterpret_cast<half*>(ring + T::kWarpRing);  // [kWK keys][8 heads]
+  half* s_p = reinterpret_cast<half*>(kTma ? smem + T::kTmaPBase + warp * T::kPBytes
+                                           : ring + T::kWarpRing);  // [kWK keys][8 heads]
+  // stage s: its K values (the V values kVOff = kBoxBytes after), its
+  // {scale, zero} (cp.async: K and V side by side per key; kTma: the K ones,
+  // then the V ones)
+  auto kv_stage = [&](int st) -> uint8_t* {
+    return kTma ? smem + (warp * T::kStages + st) * T::kTmaKvStage : ring + st * T::kStageBytes;
+  };
+  auto par_stage = [&](int st) -> uint8_t* {
+    return kTma ? smem + T::kTmaParBase + (warp * T::kStages + st) * T::kTmaParStage
+                : ring + st * T::kStageBytes + T::kParOff;
+  };
 
   // The staging cursor walks this warp's warp-chunks of unit 0, then of unit
   // 1, ... (local chunk iit of unit iu; iu == nu: done), kStages - 1 chunks
@@ -175,8 +207,27 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
       }
     }
   };
-  auto issue = [&](uint8_t* st, KeyLoc loc) {
+  auto issue = [&](int stage, KeyLoc loc) {
+    uint8_t* st = kv_stage(stage);
     const int64_t head_off = static_cast<int64_t>(ikvh) * p.head_block_bytes;
+    if constexpr (kTma) {
+      // the chunk's kWK keys lie in one page (valid or not: the kernel masks
+      // the keys past the end, their values and parameters included); the
+      // maps' rows are the pools' 64-byte rows
+      if (lane == 0) {
+        const int64_t vals = static_cast<int64_t>(loc.page) * p.page_bytes + head_off;
+        const int row = static_cast<int>((vals >> 6) + loc.slot);
+        const int64_t poff = vals + p.values_region_bytes + loc.slot * 4;
+        uint64_t* bar = stage_bar(stage);
+        uint8_t* ps = par_stage(stage);
+        ptx::mbar_arrive_expect_tx(bar, T::kTmaKvStage + T::kTmaParStage);
+        ptx::tma_load_2d(st, &k_map, 0, row, bar);
+        ptx::tma_load_2d(st + T::kBoxBytes, &v_map, 0, row, bar);
+        ptx::tma_load_1d(ps, p.k_pages + poff, T::kWK * 4, bar);
+        ptx::tma_load_1d(ps + T::kWK * 4, p.v_pages + poff, T::kWK * 4, bar);
+      }
+      return;
+    }
     if (contiguous) {
       // loc: the chunk's page and first slot; every key of the chunk lies in
       // that page (valid or not): addresses in bounds
@@ -233,8 +284,8 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
     }
     issue_params(st, base, loc.slot);
   };
-  // stages the chunk at the cursor (if any) and moves the cursor on
-  auto issue_next = [&](uint8_t* st) {
+  // stages the chunk at the cursor (if any) into stage `st` and moves the cursor on
+  auto issue_next = [&](int st) {
     if (iu < nu) {
       issue(st, next);
       ++iit;
@@ -254,20 +305,27 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
   auto prologue_stages = [&] {
 #pragma unroll
     for (int s = 0; s < T::kStages - 1; ++s) {
-      issue_next(ring + s * T::kStageBytes);
-      cp_async_commit();
+      issue_next(s);
+      if constexpr (!kTma) cp_async_commit();
     }
   };
   if (early) prologue_stages();
   pdl_wait_and_trigger();  // launch_pdl.cuh: the previous kernel's writes are visible from here
   if (!early) prologue_stages();
-  int read_stage = 0, write_stage = T::kStages - 1;  // it % kStages, (it + kStages - 1) % kStages
+  // it % kStages; the stage written at step it, (it + kStages - 1) % kStages,
+  // is the one read at step it - 1
+  int read_stage = 0;
+  uint32_t read_phase = 0;  // kTma: the parity of read_stage's current use
   // ldmatrix row of this lane: matrix l / 8 = (k-step, half), its row i = l % 8
   // is k index 8 half + i of the mma, i.e. key 16 k-step + 8 half + i / 2 +
   // 4 (i % 2): the key order of the value fragments (keys c, c + 4 | c + 8,
   // c + 12 in dequant_value_pair)
   // (.x2 when a warp-chunk is one k-step: lanes 16-31 give no address)
-  const int prow = 8 * ((lane >> 3) & (2 * T::kTiles - 1)) + ((lane & 7) >> 1) + 4 * (lane & 1);
+  // (kTma: the value rows of tma_value_row, k index 2 c + x % 2 (+ 8) of
+  // the mma at row 2 (x % 2) + 8 (x / 2) + (c & 1) + 4 (c >> 1))
+  const int prow = 8 * ((lane >> 3) & (2 * T::kTiles - 1)) +
+                   (kTma ? 2 * (lane & 1) + ((lane >> 1) & 1) + 4 * ((lane >> 2) & 1)
+                         : ((lane & 7) >> 1) + 4 * (lane & 1));
 
   for (int ui = 0; ui < nu; ++ui) {
     int b, kvh, split, begin, end, n_mine;
@@ -378,13 +436,18 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
     for (int e = 0; e < kKSteps; ++e) o[e][0] = o[e][1] = o[e][2] = o[e][3] = 0.f;
 
     for (int it = 0; it < n_mine; ++it) {
-      cp_async_wait<T::kStages - 2>();
-      __syncwarp();
-      issue_next(ring + write_stage * T::kStageBytes);
-      cp_async_commit();
-      const uint8_t* kst = ring + read_stage * T::kStageBytes;
+      if constexpr (kTma) {
+        ptx::mbar_wait(stage_bar(read_stage), read_phase);
+        if (read_stage == T::kStages - 1) read_phase ^= 1u;
+      } else {
+        cp_async_wait<T::kStages - 2>();
+      }
+      __syncwarp();  // (also: every lane is done with the stage read last step)
+      issue_next(read_stage == 0 ? T::kStages - 1 : read_stage - 1);
+      if constexpr (!kTma) cp_async_commit();
+      const uint8_t* kst = kv_stage(read_stage);
+      const uint8_t* pst = par_stage(read_stage);
       read_stage = read_stage == T::kStages - 1 ? 0 : read_stage + 1;
-      write_stage = write_stage == T::kStages - 1 ? 0 : write_stage + 1;
       const uint8_t* vst = kst + T::kVOff;
       const int c0 = begin + (warp + it * kWarps) * T::kWK;
 
@@ -397,7 +460,14 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
           if constexpr (T::kParams) {
-            const uint2 kv = *reinterpret_cast<const uint2*>(kst + T::kParOff + (16 * t + g8 + 8 * r) * 8);
+            const int key = 16 * t + g8 + 8 * r;
+            uint2 kv;
+            if constexpr (kTma) {
+              kv.x = *reinterpret_cast<const uint32_t*>(pst + key * 4);
+              kv.y = *reinterpret_cast<const uint32_t*>(pst + (T::kWK + key) * 4);
+            } else {
+              kv = *reinterpret_cast<const uint2*>(pst + key * 8);
+            }
             const half2 ksz = as_half2(kv.x);
             vsz[t][r] = kv.y;
             sc[r] = __low2float(ksz);
@@ -412,8 +482,8 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
         {
           const int r0 = 16 * t + g8, r1 = r0 + 8;
           uint32_t w0[T::kKB / 4], w1[T::kKB / 4];
-          read_slice<T::kKB>(kst + r0 * T::kVB, c, kv_swizzle<T::kKB, false>(r0), w0);
-          read_slice<T::kKB>(kst + r1 * T::kVB, c, kv_swizzle<T::kKB, false>(r1), w1);
+          read_slice<T::kKB>(kst + r0 * T::kVB, c, kTma ? tma_key_swizzle(g8) : kv_swizzle<T::kKB, false>(r0), w0);
+          read_slice<T::kKB>(kst + r1 * T::kVB, c, kTma ? tma_key_swizzle(g8) : kv_swizzle<T::kKB, false>(r1), w1);
           dequant_key<DT, T::kKB / 4>(w0, klo);
           dequant_key<DT, T::kKB / 4>(w1, khi);
         }
@@ -435,7 +505,10 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
         for (int t = 0; t < T::kTiles; ++t)
 #pragma unroll
           for (int r = 0; r < 2; ++r)
-            if (c0 + 16 * t + g8 + 8 * r >= end) s[t][2 * r] = s[t][2 * r + 1] = -INFINITY;
+            if (c0 + 16 * t + g8 + 8 * r >= end) {
+              s[t][2 * r] = s[t][2 * r + 1] = -INFINITY;
+              if constexpr (kTma) vsz[t][r] = 0u;  // (TMA staged the stale {scale, zero} of the page there)
+            }
       }
       // 2. online softmax per head (column). The column max is needed only
       // when the running max m grows, i.e. when some thread's own max exceeds
@@ -510,8 +583,13 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
           uint32_t w[4][T::kVT / 4];
 #pragma unroll
           for (int x = 0; x < 4; ++x) {
-            const int r = 16 * ks + c + 4 * x;
-            read_slice<T::kVT>(vst + r * T::kVB, g8, kv_swizzle<T::kVT, true>(r), w[x]);
+            if constexpr (kTma) {
+              const int r = 16 * ks + tma_value_row(x, c);
+              read_slice<T::kVT>(vst + r * T::kVB, g8, tma_value_swizzle(x, c), w[x]);
+            } else {
+              const int r = 16 * ks + c + 4 * x;
+              read_slice<T::kVT>(vst + r * T::kVB, g8, kv_swizzle<T::kVT, true>(r), w[x]);
+            }
           }
           dequant_value_pair<DT, T::kVT / 4, kSubV>(w[0], w[1], va);  // keys c, c + 4
           dequant_value_pair<DT, T::kVT / 4, kSubV>(w[2], w[3], vc);  // keys c + 8, c + 12
@@ -698,8 +776,9 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2) decode
   }
 }
 
-template <KvDtype DT, int D>
+template <KvDtype DT, int D, bool kTma = false>
 constexpr int smem_bytes() {  // either value variant
+  if constexpr (kTma) return MmaTraits<DT, D>::kTmaSmemBytes;
   return MmaTraits<DT, D>::kSmemBytes;
 }
 
