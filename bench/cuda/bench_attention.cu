@@ -75,7 +75,7 @@ struct Model {
 struct DecodeGrid {
   std::vector<int> batches, contexts;  // empty: the default grid
   std::string model;                   // empty: every model
-  bool persistent = false, late_staging = false, biased_values = false, no_tma = false;
+  bool persistent = false, late_staging = false, biased_values = false, tma = false;
   int splits = 0;  // > 0: forced
 };
 
@@ -94,7 +94,7 @@ void bench_decode(bool quick, cuda::DecodeKernel kernel, const DecodeGrid& grid,
   if (grid.persistent) variant += "+persistent";
   if (grid.late_staging) variant += "+late-staging";
   if (grid.biased_values) variant += "+biased-values";
-  if (grid.no_tma) variant += "+no-tma";
+  if (grid.tma) variant += "+tma";
   if (grid.splits > 0) variant += "+splits" + std::to_string(grid.splits);
   std::printf("\n## Decode attention (page size %d, fp16 out, kernel %s, PDL %s)\n\n", page_size, variant.c_str(),
               cuda::programmatic_launch() ? "on" : "off");
@@ -133,7 +133,7 @@ void bench_decode(bool quick, cuda::DecodeKernel kernel, const DecodeGrid& grid,
           plan.persistent = grid.persistent;
           plan.stage_before_wait = !grid.late_staging;
           plan.subnormal_values = !grid.biased_values;
-          plan.tma = !grid.no_tma;
+          plan.tma = grid.tma;
           bench::DeviceMem ws(plan.workspace_bytes);
           const PagedKvCache cache{k.as<uint8_t>(), v.as<uint8_t>(), static_cast<int32_t>(num_pages), layout};
           int iter = 0;
@@ -245,7 +245,7 @@ int main(int argc, char** argv) {
     else if (a == "--persistent") grid.persistent = true;
     else if (a == "--late-staging") grid.late_staging = true;
     else if (a == "--biased-values") grid.biased_values = true;
-    else if (a == "--no-tma") grid.no_tma = true;
+    else if (a == "--tma") grid.tma = true;
     else if (a == "--splits" && i + 1 < argc) grid.splits = std::atoi(argv[++i]);
     else if (a == "--batches" && i + 1 < argc) grid.batches = bench::parse_list<int>(argv[++i]);
     else if (a == "--contexts" && i + 1 < argc) grid.contexts = bench::parse_list<int>(argv[++i]);
@@ -257,7 +257,7 @@ int main(int argc, char** argv) {
              : k == "mma-rows" ? cuda::DecodeKernel::kMmaRows : cuda::DecodeKernel::kAuto;
     }
     else {
-      std::fprintf(stderr, "usage: %s [--decode] [--prefill] [--fused] [--chain] [--quick] [--kernel auto|mma|simt|mma-rows] [--no-pdl] [--persistent] [--late-staging] [--biased-values] [--no-tma] [--splits N] [--batches L] [--contexts L] [--model NAME] [--json FILE]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--decode] [--prefill] [--fused] [--chain] [--quick] [--kernel auto|mma|simt|mma-rows] [--no-pdl] [--persistent] [--late-staging] [--biased-values] [--tma] [--splits N] [--batches L] [--contexts L] [--model NAME] [--json FILE]\n", argv[0]);
       return 2;
     }
   }
@@ -399,7 +399,7 @@ void bench_chain(const DecodeGrid& grid, bench::Report& report) {
           bench::fill_random_half(dqkv.as<uint16_t>(), static_cast<size_t>(batch) * row, 23);
           cuda::DecodePlan plan = cuda::plan_decode_attention(shape, dtypes[di], batch, ctx, sms);
           plan.subnormal_values = !grid.biased_values;
-          plan.tma = !grid.no_tma;
+          plan.tma = grid.tma;
           bench::DeviceMem ws(plan.workspace_bytes);
           const PagedKvCache cache{k.as<uint8_t>(), v.as<uint8_t>(), static_cast<int32_t>(num_pages), layout};
           const QkvInput in{dqkv.as<uint16_t>(), dqkv.as<uint16_t>() + m.hq * m.d,
