@@ -132,10 +132,10 @@ std::optional<KvDtype> kv_of(quant::Precision p) {
 }
 
 std::unique_ptr<LlamaModel> build(const ModelConfig& c, const LlamaWeights& w, const Precision& prec, const std::string& device,
-                                  const QuantizedLayers* q) {
+                                  const QuantizedLayers* q, const LlamaModelOptions& options = {}) {
   std::unique_ptr<Backend> backend = make_backend(device, kv_of(prec.p));
-  if (!q) return LlamaModel::create(c, w, std::move(backend));
-  return LlamaModel::create(c, w, std::move(backend), {}, q->factory());
+  if (!q) return LlamaModel::create(c, w, std::move(backend), options);
+  return LlamaModel::create(c, w, std::move(backend), options, q->factory());
 }
 
 // Accumulated comparison over every compared logits row.
@@ -252,9 +252,7 @@ TEST_P(CudaModelTest, MatchesTheCpuBackend) {
   if (prec.p != quant::Precision::kFP16) q = std::make_unique<QuantizedLayers>(w, quant::weight_format_for(prec.p, prec.group));
   auto cpu = build(config, w, prec, "cpu", q.get());
   auto gpu = build(config, w, prec, "cuda", q.get());
-  auto emu_backend = make_backend("cpu-fp16", kv_of(prec.p));
-  auto emu = q ? LlamaModel::create(config, w, std::move(emu_backend), {}, q->factory())
-               : LlamaModel::create(config, w, std::move(emu_backend));
+  auto emu = build(config, w, prec, "cpu-fp16", q.get());
   const auto rows = run_scenario({cpu.get(), gpu.get(), emu.get()}, config.vocab_size, 99);
   const int64_t V = config.vocab_size;
   // fp16 activations alone (CPU, rounded like the GPU) against the reference:
@@ -303,9 +301,7 @@ TEST_P(CudaModelTest, FusedProjectionsMatchSeparateOnes) {
   auto make = [&](bool fuse) {
     LlamaModelOptions o;
     o.fuse_projections = fuse;
-    std::unique_ptr<Backend> backend = make_backend("cuda", kv_of(prec.p));
-    return q ? LlamaModel::create(config, w, std::move(backend), o, q->factory())
-             : LlamaModel::create(config, w, std::move(backend), o);
+    return build(config, w, prec, "cuda", q.get(), o);
   };
   auto fused = make(true), separate = make(false);
   EXPECT_EQ(fused->num_fused_projections(), 2 * config.num_layers);
@@ -331,9 +327,7 @@ TEST_P(CudaModelTest, FusedAttentionQuantizeMatchesSeparateOps) {
   auto make = [&](bool fuse) {
     LlamaModelOptions o;
     o.fuse_attention_quantize = fuse;
-    std::unique_ptr<Backend> backend = make_backend("cuda", kv_of(prec.p));
-    return q ? LlamaModel::create(config, w, std::move(backend), o, q->factory())
-             : LlamaModel::create(config, w, std::move(backend), o);
+    return build(config, w, prec, "cuda", q.get(), o);
   };
   auto fused = make(true), separate = make(false);
   const auto rows = run_scenario({fused.get(), separate.get()}, config.vocab_size, 19);

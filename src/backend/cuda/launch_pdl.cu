@@ -15,9 +15,8 @@ std::atomic<bool> g_programmatic{[] {
   const char* v = std::getenv("QSERVE_PDL");
   return !(v && std::string_view(v) == "0");
 }()};
+}  // namespace
 
-// Compute capability major of the current device, read once per process (the
-// backend uses one device type); 0 if it cannot be read.
 int device_major() {
   static const int major = [] {
     int dev = 0, v = 0;
@@ -29,7 +28,6 @@ int device_major() {
   }();
   return major;
 }
-}  // namespace
 
 void set_programmatic_launch(bool on) { g_programmatic.store(on, std::memory_order_relaxed); }
 

@@ -18,6 +18,10 @@
 
 namespace qserve::cuda {
 
+// Compute capability major of the current device, read once per process (the
+// backend uses one device type); 0 if it cannot be read.
+int device_major();
+
 // Process-wide switch (thread-safe); takes effect for launches issued after it.
 void set_programmatic_launch(bool on);
 // Whether launches issued now use the attribute (switch on and device >= sm_90).

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <utility>
 
+#include "backend/cuda/kernels/cluster_row_reduce.cuh"
 #include "backend/cuda/kernels/row_quant.cuh"
 #include "backend/cuda/launch_pdl.cuh"
 
@@ -70,13 +71,8 @@ constexpr int kMaxCluster = 8;  // the portable cluster size
 // A cluster of C blocks per token b; block `rank` merges heads [rank * hpb,
 // (rank + 1) * hpb), thread t dims [8 (t % (D / 8)), + 8) of its head t / (D / 8)
 // (threads past hpb * D / 8 only take part in the reductions). The row's
-// absmax: warp shuffles, the block's warps through shared memory, then every
-// block pushes its maximum into each block's `amax_of[rank]` (distributed
-// shared memory; each block arrives on the cluster barrier when it starts
-// and waits on it before its first remote store) and one cluster barrier
-// publishes them. The code sum (per-
-// channel layers): the blocks push their sums to rank 0, a second barrier,
-// rank 0 writes the scale and sum.
+// absmax and, for per-channel layers, its code sum meet over the cluster
+// (kernels/cluster_row_reduce.cuh); rank 0 writes the scale and sum.
 template <int D>
 __global__ void merge_quantize_kernel(const SplitPartials p, int heads_per_block, half* out, const Int8Rows quant) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -93,7 +89,7 @@ __global__ void merge_quantize_kernel(const SplitPartials p, int heads_per_block
   pdl_wait_and_trigger();  // launch_pdl.cuh
   const int C = static_cast<int>(cluster.num_blocks()), rank = static_cast<int>(cluster.block_rank());
   const int64_t b = blockIdx.x / C;
-  const int t = threadIdx.x, lane = t % 32, warp = t / 32, warps = blockDim.x / 32;
+  const int t = threadIdx.x;
   const bool active = t < heads_per_block * kChunks;
   const int h = rank * heads_per_block + t / kChunks, d0 = (t % kChunks) * 8;
   const int64_t r = b * p.num_q_heads + h;
@@ -105,48 +101,24 @@ __global__ void merge_quantize_kernel(const SplitPartials p, int heads_per_block
     packed = pack8(y);
     *reinterpret_cast<uint4*>(out + r * D + d0) = packed;
   }
-  uint32_t mh = halves_max(absmax_bits(0, packed));
-#pragma unroll
-  for (int o = 16; o >= 1; o >>= 1) mh = max(mh, __shfl_xor_sync(0xffffffffu, mh, o));
-  if (lane == 0) warp_max[warp] = mh;
-  __syncthreads();
-  cluster.barrier_wait(std::move(started));
-  if (t < C) {
-    uint32_t bm = 0;
-    for (int w = 0; w < warps; ++w) bm = max(bm, warp_max[w]);
-    cluster.map_shared_rank(amax_of, t)[rank] = bm;
-  }
-  cluster.sync();
-  uint32_t am = 0;
-  for (int j = 0; j < C; ++j) am = max(am, amax_of[j]);
+  // the row's absmax as fp16 bits (sign cleared: their order is the values')
+  const uint32_t am = cluster_row_max(cluster, std::move(started), halves_max(absmax_bits(0, packed)), warp_max,
+                                      amax_of, 0u, [](uint32_t a, uint32_t c) { return max(a, c); });
   const float amax = __half2float(__ushort_as_half(static_cast<unsigned short>(am)));
   const half s_h = __float2half_rn(act_raw_scale(amax));
   const float s = __half2float(s_h);
   const RowQuant rq = row_quant(s);
-  uint32_t acc = 0;
   int isum = 0;
   if (active) {
+    uint32_t acc = 0;
     float y[8];
     unpack8(packed, y);
     *reinterpret_cast<uint2*>(quant.q + b * cols + static_cast<int64_t>(h) * D + d0) = quantize8(y, rq, acc);
     isum = quant_sum(acc, 8);
   }
   if (quant.sum != nullptr) {
-#pragma unroll
-    for (int o = 16; o >= 1; o >>= 1) isum += __shfl_xor_sync(0xffffffffu, isum, o);
-    if (lane == 0) warp_isum[warp] = isum;
-    __syncthreads();
-    if (t == 0) {
-      int bs = 0;
-      for (int w = 0; w < warps; ++w) bs += warp_isum[w];
-      cluster.map_shared_rank(sum_of, 0)[rank] = bs;
-    }
-    cluster.sync();
-    if (rank == 0 && t == 0) {
-      int total = 0;  // |total| <= 127 x cols < 2^24: exact in f32
-      for (int j = 0; j < C; ++j) total += sum_of[j];
-      reinterpret_cast<half*>(quant.sum)[b] = __float2half_rn(__fmul_rn(s, static_cast<float>(total)));
-    }
+    const int total = cluster_row_sum(cluster, isum, warp_isum, sum_of);  // |total| <= 127 x cols < 2^24: exact in f32
+    if (rank == 0 && t == 0) reinterpret_cast<half*>(quant.sum)[b] = __float2half_rn(__fmul_rn(s, static_cast<float>(total)));
   }
   if (rank == 0 && t == 0) reinterpret_cast<half*>(quant.scale)[b] = s_h;
 #else

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "backend/cuda/attention/cuda_utils.cuh"
+#include "backend/cuda/kernels/cluster_row_reduce.cuh"
 #include "backend/cuda/kernels/row_quant.cuh"
 #include "backend/cuda/launch_pdl.cuh"
 #include "quant/activation_quant.h"
@@ -73,6 +74,18 @@ __device__ __forceinline__ float silu_mul(float g, float u) { return __fdividef(
 // check and its rare recomputation measured 8-9% slower on these rows.
 __device__ __forceinline__ int quantize_by_reciprocal(float y, float inv_s) {
   return max(-127, min(127, __float2int_rn(y * inv_s)));
+}
+// Eight SiLU values' codes (quantize_by_reciprocal) packed as 8 bytes; their
+// sum added to isum.
+__device__ __forceinline__ uint2 quantize8_by_reciprocal(const float (&y)[8], float inv_s, int& isum) {
+  uint32_t v[8];
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    const int code = quantize_by_reciprocal(y[k], inv_s);
+    isum += code;
+    v[k] = static_cast<uint32_t>(code);
+  }
+  return make_uint2(pack_low_bytes(v[0], v[1], v[2], v[3]), pack_low_bytes(v[4], v[5], v[6], v[7]));
 }
 
 template <RowOp OP, int THREADS, int ITERS>
@@ -175,14 +188,7 @@ __global__ void __launch_bounds__(THREADS) row_kernel(const RowParams p) {
     if (c >= chunks) continue;
     uint2 packed;
     if constexpr (OP == RowOp::kSiluMul) {
-      uint32_t v[8];
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        const int code = quantize_by_reciprocal(y[it][k], inv_recip);
-        isum += code;
-        v[k] = static_cast<uint32_t>(code);
-      }
-      packed = make_uint2(pack_low_bytes(v[0], v[1], v[2], v[3]), pack_low_bytes(v[4], v[5], v[6], v[7]));
+      packed = quantize8_by_reciprocal(y[it], inv_recip, isum);
     } else {
       packed = quantize8(y[it], rq, acc);
       codes += 8;
@@ -239,15 +245,7 @@ __global__ void __launch_bounds__(kWideThreads) silu_mul_quant_wide_kernel(const
   for (int c = threadIdx.x; c < chunks; c += kWideThreads) {
     const float4 lo = ys[c], hi = ys[chunks + c];
     const float y[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-    uint32_t v[8];
-#pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      const int code = quantize_by_reciprocal(y[k], inv_s);
-      isum += code;
-      v[k] = static_cast<uint32_t>(code);
-    }
-    *reinterpret_cast<uint2*>(p.q + row * p.cols + c * 8) =
-        make_uint2(pack_low_bytes(v[0], v[1], v[2], v[3]), pack_low_bytes(v[4], v[5], v[6], v[7]));
+    *reinterpret_cast<uint2*>(p.q + row * p.cols + c * 8) = quantize8_by_reciprocal(y, inv_s, isum);
   }
   float qsum = static_cast<float>(isum);  // exact: |isum| < 2^24
   if (p.sum) qsum = block_sum<kWideThreads>(qsum, red);
@@ -262,10 +260,7 @@ __global__ void __launch_bounds__(kWideThreads) silu_mul_quant_wide_kernel(const
 // row, block `rank` taking chunks [rank * per_block, + per_block) of 8
 // columns, one chunk per thread, so every load of the row is in flight at
 // once on 8 SMs; the row's absmax and code sum meet through distributed
-// shared memory (each block pushes its maximum into every block's
-// amax_of[rank], its sum into rank 0's sum_of[rank]; a block arrives on the
-// cluster barrier when it starts and waits on it before its first remote
-// store). The arithmetic of silu_mul_quant_wide_kernel (the same SiLU
+// shared memory (kernels/cluster_row_reduce.cuh). The arithmetic of silu_mul_quant_wide_kernel (the same SiLU
 // values, absmax, reciprocal and codes), so the same bytes. The one-block-per-
 // row kernels walk a 14336-column row in a chain of dependent loads on one SM
 // while the others idle (5.6 us a row at one sequence on the H200).
@@ -284,7 +279,7 @@ __global__ void silu_mul_quant_cluster_kernel(const RowParams p, int per_block) 
   pdl_wait_and_trigger();  // launch.h
   const int C = static_cast<int>(cluster.num_blocks()), rank = static_cast<int>(cluster.block_rank());
   const int64_t row = blockIdx.x / C;
-  const int t = threadIdx.x, lane = t % 32, warp = t / 32, warps = blockDim.x / 32;
+  const int t = threadIdx.x;
   const int c = rank * per_block + t;
   const bool active = t < per_block && c < p.cols / 8;
   float y[8];
@@ -300,49 +295,17 @@ __global__ void silu_mul_quant_cluster_kernel(const RowParams p, int per_block) 
       amax = fmaxf(amax, fabsf(y[k]));
     }
   }
-  amax = warp_max(amax);
-  if (lane == 0) warp_amax[warp] = amax;
-  __syncthreads();
-  cluster.barrier_wait(std::move(started));
-  if (t < C) {
-    float bm = warp_amax[0];
-    for (int w = 1; w < warps; ++w) bm = fmaxf(bm, warp_amax[w]);
-    cluster.map_shared_rank(amax_of, t)[rank] = bm;
-  }
-  cluster.sync();
-  float m = amax_of[0];
-  for (int j = 1; j < C; ++j) m = fmaxf(m, amax_of[j]);
+  const float m = cluster_row_max(cluster, std::move(started), amax, warp_amax, amax_of, 0.f,
+                                  [](float a, float b) { return fmaxf(a, b); });
   const half s_h = __float2half_rn(act_raw_scale(m));
   const float s = __half2float(s_h);
   const float inv_s = s == 0.f ? 0.f : 1.f / s;
   int isum = 0;  // |sum| <= 127 x cols
-  if (active) {
-    uint32_t v[8];
-#pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      const int code = quantize_by_reciprocal(y[k], inv_s);
-      isum += code;
-      v[k] = static_cast<uint32_t>(code);
-    }
-    *reinterpret_cast<uint2*>(p.q + row * p.cols + static_cast<int64_t>(c) * 8) =
-        make_uint2(pack_low_bytes(v[0], v[1], v[2], v[3]), pack_low_bytes(v[4], v[5], v[6], v[7]));
-  }
+  if (active)
+    *reinterpret_cast<uint2*>(p.q + row * p.cols + static_cast<int64_t>(c) * 8) = quantize8_by_reciprocal(y, inv_s, isum);
   if (p.sum != nullptr) {
-#pragma unroll
-    for (int o = 16; o >= 1; o >>= 1) isum += __shfl_xor_sync(0xffffffffu, isum, o);
-    if (lane == 0) warp_isum[warp] = isum;
-    __syncthreads();
-    if (t == 0) {
-      int bs = 0;
-      for (int w = 0; w < warps; ++w) bs += warp_isum[w];
-      cluster.map_shared_rank(sum_of, 0)[rank] = bs;
-    }
-    cluster.sync();
-    if (rank == 0 && t == 0) {
-      int total = 0;  // exact in f32: |total| < 2^24
-      for (int j = 0; j < C; ++j) total += sum_of[j];
-      p.sum[row] = __float2half_rn(__fmul_rn(s, static_cast<float>(total)));
-    }
+    const int total = cluster_row_sum(cluster, isum, warp_isum, sum_of);  // exact in f32: |total| < 2^24
+    if (rank == 0 && t == 0) p.sum[row] = __float2half_rn(__fmul_rn(s, static_cast<float>(total)));
   }
   if (rank == 0 && t == 0) p.scale[row] = s_h;
 #else
