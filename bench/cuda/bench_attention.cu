@@ -75,8 +75,10 @@ struct Model {
 struct DecodeGrid {
   std::vector<int> batches, contexts;  // empty: the default grid
   std::string model;                   // empty: every model
-  bool persistent = false, late_staging = false, biased_values = false, tma = false;
-  int splits = 0;  // > 0: forced
+  bool persistent = false, late_staging = false, biased_values = false;
+  int tma = -1;         // KV4 staging: -1 the plan's choice, 0 cp.async, 1 TMA
+  bool tma_ab = false;  // KV4: also time cp.async and TMA staging in alternation (3 each)
+  int splits = 0;       // > 0: forced
 };
 
 void bench_decode(bool quick, cuda::DecodeKernel kernel, const DecodeGrid& grid, bench::Report& report) {
@@ -94,13 +96,22 @@ void bench_decode(bool quick, cuda::DecodeKernel kernel, const DecodeGrid& grid,
   if (grid.persistent) variant += "+persistent";
   if (grid.late_staging) variant += "+late-staging";
   if (grid.biased_values) variant += "+biased-values";
-  if (grid.tma) variant += "+tma";
+  if (grid.tma == 1) variant += "+tma";
+  if (grid.tma == 0) variant += "+cp.async";
   if (grid.splits > 0) variant += "+splits" + std::to_string(grid.splits);
   std::printf("\n## Decode attention (page size %d, fp16 out, kernel %s, PDL %s)\n\n", page_size, variant.c_str(),
               cuda::programmatic_launch() ? "on" : "off");
   std::printf("resident blocks per SM (keys-in-M kernel, d = 128): KV4 %d, KV8 %d, FP16 %d\n\n",
               cuda::decode_blocks_per_sm(KvDtype::kInt4, 128), cuda::decode_blocks_per_sm(KvDtype::kInt8, 128),
               cuda::decode_blocks_per_sm(KvDtype::kFp16, 128));
+  struct AbRow {
+    const char* model;
+    int batch, ctx;
+    bool planned_tma;
+    double us;
+    std::vector<double> cp, tma;
+  };
+  std::vector<AbRow> ab_rows;
   std::printf("| model | batch | context | KV4 us | KV4 TB/s | KV8 us | KV8 TB/s | FP16 us | FP16 TB/s | FP16/KV4 | FP16/KV8 |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Model& m : models) {
@@ -133,7 +144,7 @@ void bench_decode(bool quick, cuda::DecodeKernel kernel, const DecodeGrid& grid,
           plan.persistent = grid.persistent;
           plan.stage_before_wait = !grid.late_staging;
           plan.subnormal_values = !grid.biased_values;
-          plan.tma = grid.tma;
+          if (grid.tma >= 0) plan.tma = grid.tma == 1;
           bench::DeviceMem ws(plan.workspace_bytes);
           const PagedKvCache cache{k.as<uint8_t>(), v.as<uint8_t>(), static_cast<int32_t>(num_pages), layout};
           int iter = 0;
@@ -144,8 +155,25 @@ void bench_decode(bool quick, cuda::DecodeKernel kernel, const DecodeGrid& grid,
                                         pages_per_seq, batch, 1.f / std::sqrt(static_cast<float>(m.d))};
             bench::check(cuda::decode_attention(args, shape, cache, plan, ws.ptr, nullptr), "decode_attention");
           };
-          us[di] = bench::time_us(run);
           const double kv_bytes = 2.0 * batch * ctx * m.hkv * (layout.token_value_bytes() + (kv_has_params(dtypes[di]) ? 4 : 0));
+          us[di] = bench::time_us(run);
+          if (grid.tma_ab && dtypes[di] == KvDtype::kInt4 && m.d == 128) {
+            // the same cell with each staging, alternated: A B A B A B, medians
+            const bool planned = plan.tma;
+            std::vector<double> t_cp, t_tma;
+            for (int r = 0; r < 3; ++r) {
+              plan.tma = false;
+              t_cp.push_back(bench::time_us(run));
+              plan.tma = true;
+              t_tma.push_back(bench::time_us(run));
+            }
+            plan.tma = planned;
+            std::sort(t_cp.begin(), t_cp.end());
+            std::sort(t_tma.begin(), t_tma.end());
+            ab_rows.push_back({m.name, batch, ctx, planned, us[di], t_cp, t_tma});
+            report.add_decode(m.name, batch, ctx, dtypes[di], plan.num_splits, t_cp[1], kv_bytes / (t_cp[1] * 1e-6) / 1e12, "ab-cp.async");
+            report.add_decode(m.name, batch, ctx, dtypes[di], plan.num_splits, t_tma[1], kv_bytes / (t_tma[1] * 1e-6) / 1e12, "ab-tma");
+          }
           tbs[di] = kv_bytes / (us[di] * 1e-6) / 1e12;
           report.add_decode(m.name, batch, ctx, dtypes[di], plan.num_splits, us[di], tbs[di], variant.c_str());
         }
@@ -162,6 +190,15 @@ void bench_decode(bool quick, cuda::DecodeKernel kernel, const DecodeGrid& grid,
                     cell(us[1] > 0 && us[2] > 0 ? us[2] / us[1] : 0, "%.2fx"));
         std::fflush(stdout);
       }
+  }
+  if (!ab_rows.empty()) {
+    std::printf("\n### KV4 staging, cp.async vs TMA, same cell, alternated (3 each; us sorted, median in the ratio)\n\n");
+    std::printf("| model | batch | context | plan | cp.async us | TMA us | cp.async / TMA |\n|---|---|---|---|---|---|---|\n");
+    for (const AbRow& r : ab_rows)
+      std::printf("| %s | %d | %d | %s | %.1f / %.1f / %.1f | %.1f / %.1f / %.1f | %.3f |\n", r.model, r.batch, r.ctx,
+                  r.planned_tma ? "TMA" : "cp.async", r.cp[0], r.cp[1], r.cp[2], r.tma[0], r.tma[1], r.tma[2],
+                  r.cp[1] / r.tma[1]);
+    std::fflush(stdout);
   }
 }
 
@@ -245,7 +282,9 @@ int main(int argc, char** argv) {
     else if (a == "--persistent") grid.persistent = true;
     else if (a == "--late-staging") grid.late_staging = true;
     else if (a == "--biased-values") grid.biased_values = true;
-    else if (a == "--tma") grid.tma = true;
+    else if (a == "--tma") grid.tma = 1;
+    else if (a == "--no-tma") grid.tma = 0;
+    else if (a == "--tma-ab") grid.tma_ab = true;
     else if (a == "--splits" && i + 1 < argc) grid.splits = std::atoi(argv[++i]);
     else if (a == "--batches" && i + 1 < argc) grid.batches = bench::parse_list<int>(argv[++i]);
     else if (a == "--contexts" && i + 1 < argc) grid.contexts = bench::parse_list<int>(argv[++i]);
@@ -257,7 +296,7 @@ int main(int argc, char** argv) {
              : k == "mma-rows" ? cuda::DecodeKernel::kMmaRows : cuda::DecodeKernel::kAuto;
     }
     else {
-      std::fprintf(stderr, "usage: %s [--decode] [--prefill] [--fused] [--chain] [--quick] [--kernel auto|mma|simt|mma-rows] [--no-pdl] [--persistent] [--late-staging] [--biased-values] [--tma] [--splits N] [--batches L] [--contexts L] [--model NAME] [--json FILE]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--decode] [--prefill] [--fused] [--chain] [--quick] [--kernel auto|mma|simt|mma-rows] [--no-pdl] [--persistent] [--late-staging] [--biased-values] [--tma | --no-tma] [--tma-ab] [--splits N] [--batches L] [--contexts L] [--model NAME] [--json FILE]\n", argv[0]);
       return 2;
     }
   }
@@ -399,7 +438,7 @@ void bench_chain(const DecodeGrid& grid, bench::Report& report) {
           bench::fill_random_half(dqkv.as<uint16_t>(), static_cast<size_t>(batch) * row, 23);
           cuda::DecodePlan plan = cuda::plan_decode_attention(shape, dtypes[di], batch, ctx, sms);
           plan.subnormal_values = !grid.biased_values;
-          plan.tma = grid.tma;
+          if (grid.tma >= 0) plan.tma = grid.tma == 1;
           bench::DeviceMem ws(plan.workspace_bytes);
           const PagedKvCache cache{k.as<uint8_t>(), v.as<uint8_t>(), static_cast<int32_t>(num_pages), layout};
           const QkvInput in{dqkv.as<uint16_t>(), dqkv.as<uint16_t>() + m.hq * m.d,

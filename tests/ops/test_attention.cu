@@ -110,7 +110,7 @@ struct DecodeVariant {
   int num_sms = 0;  // > 0: instead of the device's
   bool stage_before_wait = true;
   bool subnormal_values = true;
-  bool tma = false;  // DecodePlan::tma
+  int tma = -1;  // DecodePlan::tma: -1 the plan's choice, 0 cp.async, 1 TMA
   int misalign = 0;  // q and out passed this many elements past an aligned address
 };
 
@@ -140,7 +140,7 @@ void check_decode(AttentionShape shape, KvDtype dtype, int page_size, std::vecto
                   int force_splits = 0, cuda::DecodeKernel kernel = cuda::DecodeKernel::kAuto, DecodeVariant var = {}) {
   SCOPED_TRACE(describe(shape, dtype, page_size, ctx) + ", splits " + std::to_string(force_splits) + ", kernel " +
                cuda::decode_kernel_name(kernel) + (var.persistent ? ", persistent on " + std::to_string(var.num_sms) + " SMs" : "") +
-               (var.stage_before_wait ? "" : ", late staging") + (var.subnormal_values ? "" : ", biased values") + (var.tma ? ", TMA staging" : ""));
+               (var.stage_before_wait ? "" : ", late staging") + (var.subnormal_values ? "" : ", biased values") + (var.tma == 1 ? ", TMA staging" : var.tma == 0 ? ", cp.async staging" : ""));
   std::mt19937 rng(seed);
   const RopeStyle style = seed % 2 ? RopeStyle::kInterleaved : RopeStyle::kRotateHalf;
   AttentionScenario s = make_scenario(shape, dtype, page_size, style, ctx, rng);
@@ -161,7 +161,7 @@ void check_decode(AttentionShape shape, KvDtype dtype, int page_size, std::vecto
   plan.persistent = var.persistent;
   plan.stage_before_wait = var.stage_before_wait;
   plan.subnormal_values = var.subnormal_values;
-  plan.tma = var.tma;
+  if (var.tma >= 0) plan.tma = var.tma == 1;
   if (var.num_sms > 0) plan.num_sms = var.num_sms;
   DeviceBuffer<uint8_t> ws(plan.workspace_bytes);
   const PagedKvCache cache{dk.get(), dv.get(), s.num_pages, s.layout};
@@ -254,7 +254,7 @@ TEST(DecodeAttentionCuda, BiasedValueCodes) {
 TEST(DecodeAttentionCuda, TmaAndCpAsyncStaging) {
   QS_SKIP_WITHOUT_CUDA();
   uint32_t seed = 360;
-  for (bool tma : {true, false}) {
+  for (int tma : {1, 0}) {
     DecodeVariant var;
     var.tma = tma;
     for (int page : {32, 64, 96}) {
@@ -269,6 +269,25 @@ TEST(DecodeAttentionCuda, TmaAndCpAsyncStaging) {
     var.stage_before_wait = false;
     check_decode({16, 4, 128}, KvDtype::kInt4, 64, {4100, 63}, seed++, 1, cuda::DecodeKernel::kAuto, var);
   }
+}
+
+// The plan stages by TMA where the units hold many keys and fit in one wave
+// of resident blocks (KV4, head_dim 128 only).
+TEST(DecodeAttentionCuda, PlanStagesLongUnitsByTma) {
+  const int sms = 132;
+  const AttentionShape llama3{32, 8, 128}, llama2{32, 32, 128}, d64{32, 8, 64};
+  EXPECT_TRUE(cuda::plan_decode_attention(llama3, KvDtype::kInt4, 64, 16384, sms).tma);  // 512 units
+  EXPECT_TRUE(cuda::plan_decode_attention(llama3, KvDtype::kInt4, 64, 3072, sms).tma);
+  EXPECT_TRUE(cuda::plan_decode_attention(llama3, KvDtype::kInt4, 16, 16384, sms).tma);  // 4 splits of 4096
+  EXPECT_TRUE(cuda::plan_decode_attention(llama2, KvDtype::kInt4, 16, 8192, sms).tma);
+  EXPECT_FALSE(cuda::plan_decode_attention(llama3, KvDtype::kInt4, 256, 16384, sms).tma);  // 2048 units
+  EXPECT_FALSE(cuda::plan_decode_attention(llama2, KvDtype::kInt4, 64, 16384, sms).tma);
+  EXPECT_FALSE(cuda::plan_decode_attention(llama3, KvDtype::kInt4, 64, 2048, sms).tma);
+  EXPECT_FALSE(cuda::plan_decode_attention(llama3, KvDtype::kInt4, 64, 1024, sms).tma);
+  EXPECT_FALSE(cuda::plan_decode_attention(llama3, KvDtype::kInt4, 1, 16384, sms).tma);  // split in short units
+  EXPECT_FALSE(cuda::plan_decode_attention(llama3, KvDtype::kInt8, 64, 16384, sms).tma);
+  EXPECT_FALSE(cuda::plan_decode_attention(llama3, KvDtype::kFp16, 64, 16384, sms).tma);
+  EXPECT_FALSE(cuda::plan_decode_attention(d64, KvDtype::kInt4, 64, 16384, sms).tma);
 }
 
 // Long contexts with the default (subnormal) value codes: f32 sums over

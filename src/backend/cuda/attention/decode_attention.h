@@ -59,9 +59,10 @@ struct DecodePlan {
   bool subnormal_values = true;
   // kMma, KV4, head_dim 128, pages of a multiple of 32 tokens, sm_90: each
   // warp-chunk staged by one lane with TMA on an mbarrier (decode_mma_kernel.cuh,
-  // kTma) instead of cp.async from every lane; false for comparisons (the
-  // other formats and page sizes always take cp.async). Off by default until
-  // its ops tests and the decode grid have run on the H200 (built, not yet run).
+  // kTma) instead of cp.async from every lane. plan_decode_attention sets it
+  // where the units are long (split_tokens >= 3072) and fit in one wave of
+  // resident blocks, where it measured faster; the other formats and page
+  // sizes always take cp.async.
   bool tma = false;
   int32_t num_sms = 0;  // from plan_decode_attention
 };

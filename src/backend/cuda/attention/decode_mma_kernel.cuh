@@ -111,6 +111,10 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2)
   if constexpr (kTma) {
     if (lane < T::kStages) ptx::mbar_init(stage_bar(lane), 1);
     ptx::fence_mbar_init();
+    // the maps' descriptors into the TMA unit's cache before the first copy
+    // (a block sees few warp-chunks per warp at short contexts)
+    if (tid == 0) ptx::tma_prefetch_map(&k_map);
+    if (tid == 32) ptx::tma_prefetch_map(&v_map);
   }
   // A warp-chunk inside one page (page_size a multiple of kWK; chunks start at
   // multiples of kWK): its values are one contiguous run, no per-key offsets,
