@@ -31,7 +31,8 @@
 #include <vector>
 
 #include "backend/cuda/attention/decode_attention.h"
-#include "backend/cuda/launch_pdl.h"
+#include "backend/cuda/attention/decode_mma_fragments.cuh"
+#include "backend/cuda/launch_pdl.cuh"
 #include "backend/cuda/attention/prefill_attention.h"
 #include "backend/cuda/attention/rope_kv_write.h"
 #include "backend/cuda/kernels/fused_ops.h"
@@ -263,11 +264,12 @@ void bench_fused(bool quick, bench::Report& report) {
 
 void bench_prefill(bool quick, bench::Report& report);
 void bench_chain(const DecodeGrid& grid, bench::Report& report);
+void bench_floor(bench::Report& report);
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool decode = false, prefill = false, fused = false, quick = false, chain = false;
+  bool decode = false, prefill = false, fused = false, quick = false, chain = false, floor = false;
   cuda::DecodeKernel kernel = cuda::DecodeKernel::kAuto;
   DecodeGrid grid;
   std::string json_path;
@@ -277,6 +279,7 @@ int main(int argc, char** argv) {
     else if (a == "--prefill") prefill = true;
     else if (a == "--fused") fused = true;
     else if (a == "--chain") chain = true;
+    else if (a == "--floor") floor = true;
     else if (a == "--quick") quick = true;
     else if (a == "--no-pdl") cuda::set_programmatic_launch(false);
     else if (a == "--persistent") grid.persistent = true;
@@ -296,11 +299,11 @@ int main(int argc, char** argv) {
              : k == "mma-rows" ? cuda::DecodeKernel::kMmaRows : cuda::DecodeKernel::kAuto;
     }
     else {
-      std::fprintf(stderr, "usage: %s [--decode] [--prefill] [--fused] [--chain] [--quick] [--kernel auto|mma|simt|mma-rows] [--no-pdl] [--persistent] [--late-staging] [--biased-values] [--tma | --no-tma] [--tma-ab] [--splits N] [--batches L] [--contexts L] [--model NAME] [--json FILE]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--decode] [--prefill] [--fused] [--chain] [--floor] [--quick] [--kernel auto|mma|simt|mma-rows] [--no-pdl] [--persistent] [--late-staging] [--biased-values] [--tma | --no-tma] [--tma-ab] [--splits N] [--batches L] [--contexts L] [--model NAME] [--json FILE]\n", argv[0]);
       return 2;
     }
   }
-  if (!decode && !prefill && !fused && !chain) decode = prefill = fused = true;
+  if (!decode && !prefill && !fused && !chain && !floor) decode = prefill = fused = true;
   bench::Report report;
   bench::print_device();
   std::printf("programmatic dependent launch: %s\n", cuda::programmatic_launch() ? "on" : "off");
@@ -308,6 +311,7 @@ int main(int argc, char** argv) {
   if (decode) bench_decode(quick, kernel, grid, report);
   if (prefill) bench_prefill(quick, report);
   if (chain) bench_chain(grid, report);
+  if (floor) bench_floor(report);
   if (!json_path.empty()) report.write(json_path);
   return 0;
 }
@@ -479,5 +483,67 @@ void bench_chain(const DecodeGrid& grid, bench::Report& report) {
         std::fflush(stdout);
       }
   }
+}
+}  // namespace
+
+namespace {
+// The launch floor of the decode grid: kernels with the KV4 decode kernel's
+// block (128 threads) and shared memory (4 blocks per SM) that do (a) only
+// the programmatic-launch wait and one store per block, (b) the decode
+// kernel's chain of dependent loads (a context length, then a page-table
+// entry, then 16 bytes of a page per lane, the query after the wait) and one
+// store per block; launched back to back as bench_decode times the kernel.
+__global__ void floor_empty_kernel(uint32_t* out) {
+  cuda::pdl_wait_and_trigger();
+  if (threadIdx.x == 0) out[blockIdx.x] = blockIdx.x;
+}
+__global__ void floor_chain_kernel(const int32_t* context_lens, const int32_t* page_table, int stride, int batch,
+                                   const uint4* pages, int64_t page_words, const uint4* q, uint32_t* out) {
+  const int b = blockIdx.x % batch;
+  const int ctx = context_lens[b];
+  const int page = page_table[static_cast<int64_t>(b) * stride + (ctx - 1) / 2 % stride];
+  const uint4 v = pages[page * page_words + threadIdx.x];
+  cuda::pdl_wait_and_trigger();
+  const uint4 x = q[static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x];
+  const uint32_t r = v.x ^ v.y ^ v.z ^ v.w ^ x.x ^ x.w;
+  if (r == 0x12345678u) out[blockIdx.x] = r;  // (practically never: keeps the loads)
+}
+
+void bench_floor(bench::Report& report) {
+  constexpr int kSmem = cuda::mmat::MmaTraits<KvDtype::kInt4, 128>::kSmemBytes;  // the KV4 d = 128 decode kernel's
+  bench::check(cudaFuncSetAttribute(floor_empty_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem), "attr");
+  bench::check(cudaFuncSetAttribute(floor_chain_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem), "attr");
+  int per_sm = 0;
+  bench::check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, floor_chain_kernel, 128, kSmem), "occupancy");
+  std::printf("\n## Launch floor of the decode grid (128 threads, %d B shared: %d blocks per SM; PDL %s)\n\n", kSmem,
+              per_sm, cuda::programmatic_launch() ? "on" : "off");
+  std::printf("| blocks | empty us | dependent-load chain us |\n|---|---|---|\n");
+  const int batch = 64, stride = 16;
+  const int64_t page_words = 34816 / 16;  // a Llama-3-8B KV4 page of 64 tokens (8 heads x 4,352 B)
+  const int64_t num_pages = int64_t{batch} * stride;
+  bench::DeviceMem pages(num_pages * page_words * 16), q(size_t{2048} * 128 * 16), out(2048 * 4), ctx(batch * 4),
+      pt(num_pages * 4);
+  std::vector<int32_t> hctx(batch, 1024), hpt(num_pages);
+  for (int64_t i = 0; i < num_pages; ++i) hpt[i] = static_cast<int32_t>((i * 7919) % num_pages);
+  cudaMemcpy(ctx.ptr, hctx.data(), batch * 4, cudaMemcpyHostToDevice);
+  cudaMemcpy(pt.ptr, hpt.data(), num_pages * 4, cudaMemcpyHostToDevice);
+  cudaMemset(pages.ptr, 1, pages.bytes);
+  cudaMemset(q.ptr, 2, q.bytes);
+  for (int blocks : {512, 1024, 2048}) {
+    const double empty = bench::time_us([&] {
+      bench::check(cuda::launch_kernel(floor_empty_kernel, dim3(blocks), dim3(128), kSmem, nullptr, out.as<uint32_t>()),
+                   "floor_empty");
+    });
+    const double chain = bench::time_us([&] {
+      bench::check(cuda::launch_kernel(floor_chain_kernel, dim3(blocks), dim3(128), kSmem, nullptr, ctx.as<int32_t>(),
+                                       pt.as<int32_t>(), stride, batch, pages.as<uint4>(), page_words, q.as<uint4>(),
+                                       out.as<uint32_t>()),
+                   "floor_chain");
+    });
+    std::printf("| %d | %.2f | %.2f |\n", blocks, empty, chain);
+    report.add("{\"op\":\"launch_floor\",\"blocks\":" + std::to_string(blocks) + ",\"empty_us\":" +
+               std::to_string(empty) + ",\"chain_us\":" + std::to_string(chain) + "}");
+  }
+  std::fflush(stdout);
 }
 }  // namespace
