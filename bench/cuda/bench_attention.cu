@@ -109,7 +109,6 @@ void bench_decode(bool quick, cuda::DecodeKernel kernel, const DecodeGrid& grid,
     const char* model;
     int batch, ctx;
     bool planned_tma;
-    double us;
     std::vector<double> cp, tma;
   };
   std::vector<AbRow> ab_rows;
@@ -171,7 +170,7 @@ void bench_decode(bool quick, cuda::DecodeKernel kernel, const DecodeGrid& grid,
             plan.tma = planned;
             std::sort(t_cp.begin(), t_cp.end());
             std::sort(t_tma.begin(), t_tma.end());
-            ab_rows.push_back({m.name, batch, ctx, planned, us[di], t_cp, t_tma});
+            ab_rows.push_back({m.name, batch, ctx, planned, t_cp, t_tma});
             report.add_decode(m.name, batch, ctx, dtypes[di], plan.num_splits, t_cp[1], kv_bytes / (t_cp[1] * 1e-6) / 1e12, "ab-cp.async");
             report.add_decode(m.name, batch, ctx, dtypes[di], plan.num_splits, t_tma[1], kv_bytes / (t_tma[1] * 1e-6) / 1e12, "ab-tma");
           }
@@ -519,7 +518,7 @@ void bench_floor(bench::Report& report) {
               per_sm, cuda::programmatic_launch() ? "on" : "off");
   std::printf("| blocks | empty us | dependent-load chain us |\n|---|---|---|\n");
   const int batch = 64, stride = 16;
-  const int64_t page_words = 34816 / 16;  // a Llama-3-8B KV4 page of 64 tokens (8 heads x 4,352 B)
+  const int64_t page_words = KvPageLayout{64, 8, 128, KvDtype::kInt4}.page_bytes() / 16;  // a Llama-3-8B KV4 page
   const int64_t num_pages = int64_t{batch} * stride;
   bench::DeviceMem pages(num_pages * page_words * 16), q(size_t{2048} * 128 * 16), out(2048 * 4), ctx(batch * 4),
       pt(num_pages * 4);

@@ -70,6 +70,8 @@ struct KvPageLayout {
     return head_block_offset(head) + values_region_bytes() + int64_t{4} * slot;
   }
   QS_HOST_DEVICE constexpr int64_t zero_offset(int head, int slot) const { return scale_offset(head, slot) + 2; }
+
+  bool operator==(const KvPageLayout&) const = default;
 };
 
 // One layer's cache as the kernels see it: K and V pools with the same
@@ -81,6 +83,8 @@ struct PagedKvCache {
   uint8_t* v_pages = nullptr;  // [num_pages, layout.page_bytes()]
   int32_t num_pages = 0;
   KvPageLayout layout;
+
+  bool operator==(const PagedKvCache&) const = default;
 };
 
 // ---- per-element arithmetic shared by every writer and reader ----------------

@@ -140,7 +140,8 @@ void check_decode(AttentionShape shape, KvDtype dtype, int page_size, std::vecto
                   int force_splits = 0, cuda::DecodeKernel kernel = cuda::DecodeKernel::kAuto, DecodeVariant var = {}) {
   SCOPED_TRACE(describe(shape, dtype, page_size, ctx) + ", splits " + std::to_string(force_splits) + ", kernel " +
                cuda::decode_kernel_name(kernel) + (var.persistent ? ", persistent on " + std::to_string(var.num_sms) + " SMs" : "") +
-               (var.stage_before_wait ? "" : ", late staging") + (var.subnormal_values ? "" : ", biased values") + (var.tma == 1 ? ", TMA staging" : var.tma == 0 ? ", cp.async staging" : ""));
+               (var.stage_before_wait ? "" : ", late staging") + (var.subnormal_values ? "" : ", biased values") +
+               (var.tma == 1 ? ", TMA staging" : var.tma == 0 ? ", cp.async staging" : ""));
   std::mt19937 rng(seed);
   const RopeStyle style = seed % 2 ? RopeStyle::kInterleaved : RopeStyle::kRotateHalf;
   AttentionScenario s = make_scenario(shape, dtype, page_size, style, ctx, rng);

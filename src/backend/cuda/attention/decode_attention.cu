@@ -30,10 +30,8 @@ namespace {
 
 using attn::kChunk;
 // The KV4 d = 128 decode stages by TMA from this many keys per unit (split),
-// when the units fit in one wave of kKv4BlocksPerSm resident blocks per SM
-// (the kernel's launch bounds; 56.7 KB of shared memory each).
+// when the units fit in one wave of resident blocks (MmaTraits::kBlocksPerSm).
 constexpr int kTmaMinUnitTokens = 3072;
-constexpr int kKv4BlocksPerSm = 4;
 
 template <KvDtype DT, int D, int GP>
 cudaError_t launch_decode(const attn::Params& p, int batch, cudaStream_t stream) {
@@ -113,25 +111,20 @@ bool make_kv4_maps(const PagedKvCache& cache, KvMaps& maps) {
 // its pools are freed and others take their place.
 bool kv4_maps(const PagedKvCache& cache, KvMaps& maps) {
   struct Entry {
-    const uint8_t* k;
-    const uint8_t* v;
-    int32_t num_pages, page_size, num_kv_heads, head_dim;
-    KvDtype dtype;
+    PagedKvCache cache;
     bool ok;
     KvMaps maps;
   };
   static std::mutex mutex;
   static std::vector<Entry> entries;
-  const KvPageLayout& L = cache.layout;
   std::lock_guard<std::mutex> lock(mutex);
   for (const Entry& e : entries)
-    if (e.k == cache.k_pages && e.v == cache.v_pages && e.num_pages == cache.num_pages && e.page_size == L.page_size &&
-        e.num_kv_heads == L.num_kv_heads && e.head_dim == L.head_dim && e.dtype == L.dtype) {
+    if (e.cache == cache) {
       maps = e.maps;
       return e.ok;
     }
   if (entries.size() >= 512) entries.clear();  // (pools reallocated many times over)
-  Entry e{cache.k_pages, cache.v_pages, cache.num_pages, L.page_size, L.num_kv_heads, L.head_dim, L.dtype, false, {}};
+  Entry e{cache, false, {}};
   e.ok = make_kv4_maps(cache, e.maps);
   entries.push_back(e);
   maps = e.maps;
@@ -240,7 +233,7 @@ DecodePlan plan_decode_attention(const AttentionShape& shape, KvDtype dtype, int
   // (bench/results/2026-12-01-attention-h200-r10.md)
   const int64_t units = static_cast<int64_t>(work) * plan.num_splits;
   plan.tma = dtype == KvDtype::kInt4 && shape.head_dim == 128 && plan.split_tokens >= kTmaMinUnitTokens &&
-             units <= static_cast<int64_t>(num_sms) * kKv4BlocksPerSm;
+             units <= static_cast<int64_t>(num_sms) * mmat::MmaTraits<KvDtype::kInt4, 128>::kBlocksPerSm;
   return plan;
 }
 

@@ -31,6 +31,9 @@ struct MmaTraits {
   static constexpr int kWK = kVB >= 256 ? 16 : 32;  // keys per warp-chunk
   static constexpr int kTiles = kWK / 16;
   static constexpr int kStages = 3;
+  // resident blocks per SM the kernel is built for (its launch bounds; the
+  // shared memory below fits that many)
+  static constexpr int kBlocksPerSm = DT == KvDtype::kInt4 ? 4 : 2;
   static constexpr int kKB = kVB / 4;  // key bytes per thread (4 threads per key row)
   static constexpr int kVT = kVB / 8;  // value bytes per thread per key (8 slices)
   // a stage: K values [kWK][kVB], V values [kWK][kVB], then per key the K
@@ -75,6 +78,9 @@ struct MmaTraits {
   static constexpr int kTmaTailBytes = kBarOff + kWarps * kStages * 8;
   static constexpr int kTmaSmemBytes = kTmaTailBytes > kMergeBytes ? kTmaTailBytes : kMergeBytes;
   static_assert(!kTmaOk || (kTmaPBase + kWarps * kPBytes == kPipeBytes && kBoxBytes % 512 == 0 && kVB == 64));
+  // kBlocksPerSm fit in an sm_90 SM's 228 KB (1 KB of it reserved per block)
+  static_assert(kBlocksPerSm * (kSmemBytes + 1024) <= 228 * 1024 &&
+                (!kTmaOk || kBlocksPerSm * (kTmaSmemBytes + 1024) <= 228 * 1024));
 };
 
 // The TMA layout's 64-byte swizzle for the rows a thread reads (kTma):

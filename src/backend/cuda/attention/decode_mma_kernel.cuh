@@ -63,7 +63,7 @@ namespace qserve::cuda::mmat {
 // copies of its {scale, zero}, on one mbarrier per stage, instead of ten
 // cp.async per lane (MmaTraits: the layout); the maps are unused otherwise.
 template <KvDtype DT, int D, bool kSubV, bool kTma>
-__global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2)
+__global__ void __launch_bounds__(kThreads, MmaTraits<DT, D>::kBlocksPerSm)
     decode_mma_kernel(const attn::Params p, const __grid_constant__ CUtensorMap k_map,
                       const __grid_constant__ CUtensorMap v_map) {
   using T = MmaTraits<DT, D>;
@@ -325,11 +325,10 @@ __global__ void __launch_bounds__(kThreads, DT == KvDtype::kInt4 ? 4 : 2)
   // 4 (i % 2): the key order of the value fragments (keys c, c + 4 | c + 8,
   // c + 12 in dequant_value_pair)
   // (.x2 when a warp-chunk is one k-step: lanes 16-31 give no address)
-  // (kTma: the value rows of tma_value_row, k index 2 c + x % 2 (+ 8) of
-  // the mma at row 2 (x % 2) + 8 (x / 2) + (c & 1) + 4 (c >> 1))
+  // (kTma: the rows of tma_value_row, k index 2 c + x of the mma's half,
+  // x = i % 2, c = i / 2)
   const int prow = 8 * ((lane >> 3) & (2 * T::kTiles - 1)) +
-                   (kTma ? 2 * (lane & 1) + ((lane >> 1) & 1) + 4 * ((lane >> 2) & 1)
-                         : ((lane & 7) >> 1) + 4 * (lane & 1));
+                   (kTma ? tma_value_row(lane & 1, (lane >> 1) & 3) : ((lane & 7) >> 1) + 4 * (lane & 1));
 
   for (int ui = 0; ui < nu; ++ui) {
     int b, kvh, split, begin, end, n_mine;

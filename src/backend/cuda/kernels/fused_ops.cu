@@ -260,8 +260,9 @@ __global__ void __launch_bounds__(kWideThreads) silu_mul_quant_wide_kernel(const
 // row, block `rank` taking chunks [rank * per_block, + per_block) of 8
 // columns, one chunk per thread, so every load of the row is in flight at
 // once on 8 SMs; the row's absmax and code sum meet through distributed
-// shared memory (kernels/cluster_row_reduce.cuh). The arithmetic of silu_mul_quant_wide_kernel (the same SiLU
-// values, absmax, reciprocal and codes), so the same bytes. The one-block-per-
+// shared memory (kernels/cluster_row_reduce.cuh). The arithmetic of
+// silu_mul_quant_wide_kernel (the same SiLU values, absmax, reciprocal and
+// codes), so the same bytes. The one-block-per-
 // row kernels walk a 14336-column row in a chain of dependent loads on one SM
 // while the others idle (5.6 us a row at one sequence on the H200).
 constexpr int kSiluCluster = 8;
