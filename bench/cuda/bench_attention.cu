@@ -16,6 +16,12 @@
 //   --persistent, --late-staging, --biased-values, --splits N: decode plan variants
 //              (DecodePlan::persistent, stage_before_wait = false,
 //              subnormal_values = false, forced splits)
+//   --unit-warps N  DecodePlan::unit_warps forced (4: one unit per block;
+//              2 / 1: units side by side); --units-ab: also time one unit per
+//              block against units side by side (the plan's choice, else the
+//              fewest waves), alternated, where they differ
+//   --settle-ms N  run each decode cell about N ms untimed before timing it
+//              (the board's sustained state; default 0: timed at once)
 // Inputs are random (never zeros); small problems rotate over disjoint pages
 // so that repeated launches do not measure the L2 cache.
 #include <cuda_fp16.h>
@@ -80,7 +86,28 @@ struct DecodeGrid {
   int tma = -1;         // KV4 staging: -1 the plan's choice, 0 cp.async, 1 TMA
   bool tma_ab = false;  // KV4: also time cp.async and TMA staging in alternation (3 each)
   int splits = 0;       // > 0: forced
+  int unit_warps = 0;   // > 0: DecodePlan::unit_warps forced (4: one unit per block)
+  // where the plan serves units side by side: also time it against one unit
+  // per block, alternated (3 each)
+  bool units_ab = false;
+  int settle_ms = 0;  // > 0: each cell runs about this long untimed before its timings
 };
+
+// The board's state lingers from cell to cell: after a cell of 16,384-key
+// FP16 launches the next cell timed up to 10% slower than in an alternated
+// A/B of itself; after ~100 ms of its own launches the KV4 cells of long
+// contexts run up to 19% slower than timed at once (the board at its 700 W
+// limit, SM clocks 1.4-1.9 GHz instead of 1.98), FP16-KV within 1%
+// (bench/results/2026-12-02-attention-h200-r11.md).
+// --settle-ms N runs each cell about N ms untimed before its timings (the
+// sustained state); the default, 0, times it at once after 3 launches (the
+// burst state, as every round before 11).
+void settle(const std::function<void()>& fn, int ms) {
+  const double us = bench::time_us(fn, 5, 1);
+  const int n = static_cast<int>(std::min(1e6, 1000.0 * ms / std::max(us, 1.0)));
+  for (int i = 0; i < n; ++i) fn();
+  bench::check(cudaDeviceSynchronize(), "settle");
+}
 
 void bench_decode(bool quick, cuda::DecodeKernel kernel, const DecodeGrid& grid, bench::Report& report) {
   const Model models[] = {{"Llama-3-8B", 32, 8, 128}, {"Llama-2-7B", 32, 32, 128}};
@@ -100,6 +127,7 @@ void bench_decode(bool quick, cuda::DecodeKernel kernel, const DecodeGrid& grid,
   if (grid.tma == 1) variant += "+tma";
   if (grid.tma == 0) variant += "+cp.async";
   if (grid.splits > 0) variant += "+splits" + std::to_string(grid.splits);
+  if (grid.unit_warps > 0) variant += "+unit-warps" + std::to_string(grid.unit_warps);
   std::printf("\n## Decode attention (page size %d, fp16 out, kernel %s, PDL %s)\n\n", page_size, variant.c_str(),
               cuda::programmatic_launch() ? "on" : "off");
   std::printf("resident blocks per SM (keys-in-M kernel, d = 128): KV4 %d, KV8 %d, FP16 %d\n\n",
@@ -112,6 +140,15 @@ void bench_decode(bool quick, cuda::DecodeKernel kernel, const DecodeGrid& grid,
     std::vector<double> cp, tma;
   };
   std::vector<AbRow> ab_rows;
+  struct UnitsAbRow {
+    const char* model;
+    int batch, ctx;
+    const char* kv;
+    int planned, plan_uw;  // the side-by-side warps per unit timed; the plan's choice
+    std::vector<double> one, sides;
+  };
+  std::vector<UnitsAbRow> units_rows;
+  const char* kv_names[] = {"KV4", "KV8", "FP16"};
   std::printf("| model | batch | context | KV4 us | KV4 TB/s | KV8 us | KV8 TB/s | FP16 us | FP16 TB/s | FP16/KV4 | FP16/KV8 |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Model& m : models) {
@@ -145,6 +182,7 @@ void bench_decode(bool quick, cuda::DecodeKernel kernel, const DecodeGrid& grid,
           plan.stage_before_wait = !grid.late_staging;
           plan.subnormal_values = !grid.biased_values;
           if (grid.tma >= 0) plan.tma = grid.tma == 1;
+          if (grid.unit_warps > 0) plan.unit_warps = grid.unit_warps;
           bench::DeviceMem ws(plan.workspace_bytes);
           const PagedKvCache cache{k.as<uint8_t>(), v.as<uint8_t>(), static_cast<int32_t>(num_pages), layout};
           int iter = 0;
@@ -156,6 +194,7 @@ void bench_decode(bool quick, cuda::DecodeKernel kernel, const DecodeGrid& grid,
             bench::check(cuda::decode_attention(args, shape, cache, plan, ws.ptr, nullptr), "decode_attention");
           };
           const double kv_bytes = 2.0 * batch * ctx * m.hkv * (layout.token_value_bytes() + (kv_has_params(dtypes[di]) ? 4 : 0));
+          if (grid.settle_ms > 0) settle(run, grid.settle_ms);
           us[di] = bench::time_us(run);
           if (grid.tma_ab && dtypes[di] == KvDtype::kInt4 && m.d == 128) {
             // the same cell with each staging, alternated: A B A B A B, medians
@@ -174,8 +213,40 @@ void bench_decode(bool quick, cuda::DecodeKernel kernel, const DecodeGrid& grid,
             report.add_decode(m.name, batch, ctx, dtypes[di], plan.num_splits, t_cp[1], kv_bytes / (t_cp[1] * 1e-6) / 1e12, "ab-cp.async");
             report.add_decode(m.name, batch, ctx, dtypes[di], plan.num_splits, t_tma[1], kv_bytes / (t_tma[1] * 1e-6) / 1e12, "ab-tma");
           }
+          // units side by side: the plan's choice, else the fewest waves of
+          // resident blocks (the plan's rule without its cap on keys per warp)
+          int sides = 4;
+          {
+            const int64_t units = static_cast<int64_t>(batch) * m.hkv * plan.num_splits;
+            const int64_t slots = static_cast<int64_t>(sms) * cuda::decode_blocks_per_sm(dtypes[di], m.d);
+            auto waves = [&](int w) { return ((units * w + 3) / 4 + slots - 1) / slots; };
+            for (int w : {2, 1})
+              if (waves(w) < waves(sides)) sides = w;
+          }
+          if (plan.unit_warps != 4) sides = plan.unit_warps;  // the plan's choice where it takes one
+          if (grid.units_ab && !plan.tma && sides != 4) {
+            // one unit per block against units side by side, alternated: A B A B A B, medians
+            const int planned = sides, planned_uw = plan.unit_warps;
+            std::vector<double> t_one, t_sides;
+            for (int r = 0; r < 3; ++r) {
+              plan.unit_warps = 4;
+              t_one.push_back(bench::time_us(run));
+              plan.unit_warps = planned;
+              t_sides.push_back(bench::time_us(run));
+            }
+            std::sort(t_one.begin(), t_one.end());
+            std::sort(t_sides.begin(), t_sides.end());
+            plan.unit_warps = planned_uw;
+            units_rows.push_back({m.name, batch, ctx, kv_names[di], planned, planned_uw, t_one, t_sides});
+            report.add_decode(m.name, batch, ctx, dtypes[di], plan.num_splits, t_one[1], kv_bytes / (t_one[1] * 1e-6) / 1e12,
+                              "ab-unit-warps4");
+            report.add_decode(m.name, batch, ctx, dtypes[di], plan.num_splits, t_sides[1],
+                              kv_bytes / (t_sides[1] * 1e-6) / 1e12, ("ab-unit-warps" + std::to_string(planned)).c_str());
+          }
           tbs[di] = kv_bytes / (us[di] * 1e-6) / 1e12;
-          report.add_decode(m.name, batch, ctx, dtypes[di], plan.num_splits, us[di], tbs[di], variant.c_str());
+          const std::string label =
+              variant + (grid.unit_warps > 0 || plan.unit_warps == 4 ? "" : "+unit-warps" + std::to_string(plan.unit_warps));
+          report.add_decode(m.name, batch, ctx, dtypes[di], plan.num_splits, us[di], tbs[di], label.c_str());
         }
         auto cell = [](double v, const char* fmt) {
           static char buf[8][32];
@@ -190,6 +261,16 @@ void bench_decode(bool quick, cuda::DecodeKernel kernel, const DecodeGrid& grid,
                     cell(us[1] > 0 && us[2] > 0 ? us[2] / us[1] : 0, "%.2fx"));
         std::fflush(stdout);
       }
+  }
+  if (!units_rows.empty()) {
+    std::printf("\n### Units side by side vs one unit per block, same cell, alternated (3 each; us sorted, median in the ratio)\n\n");
+    std::printf("| model | batch | context | KV | warps per unit | plan's | one per block us | side by side us | one / side by side |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|\n");
+    for (const UnitsAbRow& r : units_rows)
+      std::printf("| %s | %d | %d | %s | %d | %d | %.1f / %.1f / %.1f | %.1f / %.1f / %.1f | %.3f |\n", r.model, r.batch,
+                  r.ctx, r.kv, r.planned, r.plan_uw, r.one[0], r.one[1], r.one[2], r.sides[0], r.sides[1], r.sides[2],
+                  r.one[1] / r.sides[1]);
+    std::fflush(stdout);
   }
   if (!ab_rows.empty()) {
     std::printf("\n### KV4 staging, cp.async vs TMA, same cell, alternated (3 each; us sorted, median in the ratio)\n\n");
@@ -287,6 +368,9 @@ int main(int argc, char** argv) {
     else if (a == "--tma") grid.tma = 1;
     else if (a == "--no-tma") grid.tma = 0;
     else if (a == "--tma-ab") grid.tma_ab = true;
+    else if (a == "--units-ab") grid.units_ab = true;
+    else if (a == "--settle-ms" && i + 1 < argc) grid.settle_ms = std::atoi(argv[++i]);
+    else if (a == "--unit-warps" && i + 1 < argc) grid.unit_warps = std::atoi(argv[++i]);
     else if (a == "--splits" && i + 1 < argc) grid.splits = std::atoi(argv[++i]);
     else if (a == "--batches" && i + 1 < argc) grid.batches = bench::parse_list<int>(argv[++i]);
     else if (a == "--contexts" && i + 1 < argc) grid.contexts = bench::parse_list<int>(argv[++i]);
@@ -298,7 +382,7 @@ int main(int argc, char** argv) {
              : k == "mma-rows" ? cuda::DecodeKernel::kMmaRows : cuda::DecodeKernel::kAuto;
     }
     else {
-      std::fprintf(stderr, "usage: %s [--decode] [--prefill] [--fused] [--chain] [--floor] [--quick] [--kernel auto|mma|simt|mma-rows] [--no-pdl] [--persistent] [--late-staging] [--biased-values] [--tma | --no-tma] [--tma-ab] [--splits N] [--batches L] [--contexts L] [--model NAME] [--json FILE]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--decode] [--prefill] [--fused] [--chain] [--floor] [--quick] [--kernel auto|mma|simt|mma-rows] [--no-pdl] [--persistent] [--late-staging] [--biased-values] [--tma | --no-tma] [--tma-ab] [--unit-warps 4|2|1] [--units-ab] [--settle-ms N] [--splits N] [--batches L] [--contexts L] [--model NAME] [--json FILE]\n", argv[0]);
       return 2;
     }
   }
@@ -442,6 +526,7 @@ void bench_chain(const DecodeGrid& grid, bench::Report& report) {
           cuda::DecodePlan plan = cuda::plan_decode_attention(shape, dtypes[di], batch, ctx, sms);
           plan.subnormal_values = !grid.biased_values;
           if (grid.tma >= 0) plan.tma = grid.tma == 1;
+          if (grid.unit_warps > 0) plan.unit_warps = grid.unit_warps;
           bench::DeviceMem ws(plan.workspace_bytes);
           const PagedKvCache cache{k.as<uint8_t>(), v.as<uint8_t>(), static_cast<int32_t>(num_pages), layout};
           const QkvInput in{dqkv.as<uint16_t>(), dqkv.as<uint16_t>() + m.hq * m.d,

@@ -111,6 +111,7 @@ struct DecodeVariant {
   bool stage_before_wait = true;
   bool subnormal_values = true;
   int tma = -1;  // DecodePlan::tma: -1 the plan's choice, 0 cp.async, 1 TMA
+  int unit_warps = 0;  // > 0: DecodePlan::unit_warps forced (2, 1: units side by side)
   int misalign = 0;  // q and out passed this many elements past an aligned address
 };
 
@@ -141,7 +142,9 @@ void check_decode(AttentionShape shape, KvDtype dtype, int page_size, std::vecto
   SCOPED_TRACE(describe(shape, dtype, page_size, ctx) + ", splits " + std::to_string(force_splits) + ", kernel " +
                cuda::decode_kernel_name(kernel) + (var.persistent ? ", persistent on " + std::to_string(var.num_sms) + " SMs" : "") +
                (var.stage_before_wait ? "" : ", late staging") + (var.subnormal_values ? "" : ", biased values") +
-               (var.tma == 1 ? ", TMA staging" : var.tma == 0 ? ", cp.async staging" : ""));
+               (var.tma == 1 ? ", TMA staging" : var.tma == 0 ? ", cp.async staging" : "") +
+               (var.unit_warps > 0 ? ", " + std::to_string(var.unit_warps) + " warps per unit" : "") +
+               (var.misalign > 0 ? ", misaligned q / out" : ""));
   std::mt19937 rng(seed);
   const RopeStyle style = seed % 2 ? RopeStyle::kInterleaved : RopeStyle::kRotateHalf;
   AttentionScenario s = make_scenario(shape, dtype, page_size, style, ctx, rng);
@@ -163,6 +166,7 @@ void check_decode(AttentionShape shape, KvDtype dtype, int page_size, std::vecto
   plan.stage_before_wait = var.stage_before_wait;
   plan.subnormal_values = var.subnormal_values;
   if (var.tma >= 0) plan.tma = var.tma == 1;
+  if (var.unit_warps > 0) plan.unit_warps = var.unit_warps;
   if (var.num_sms > 0) plan.num_sms = var.num_sms;
   DeviceBuffer<uint8_t> ws(plan.workspace_bytes);
   const PagedKvCache cache{dk.get(), dv.get(), s.num_pages, s.layout};
@@ -289,6 +293,65 @@ TEST(DecodeAttentionCuda, PlanStagesLongUnitsByTma) {
   EXPECT_FALSE(cuda::plan_decode_attention(llama3, KvDtype::kInt8, 64, 16384, sms).tma);
   EXPECT_FALSE(cuda::plan_decode_attention(llama3, KvDtype::kFp16, 64, 16384, sms).tma);
   EXPECT_FALSE(cuda::plan_decode_attention(d64, KvDtype::kInt4, 64, 16384, sms).tma);
+}
+
+// Units side by side (DecodePlan::unit_warps 2 and 1: a block's 4 warps serve
+// 2 or 4 units at once, each side on its own barrier and ring space): unit
+// counts that leave sides of the last block empty, every group, both head
+// dims, every format, splits with empty splits, page sizes 1 / 16 / 24 / 64
+// (per-key and contiguous staging), staging after the wait, misaligned q and
+// out (the unvectorized q load and output stores), long contexts.
+TEST(DecodeAttentionCuda, UnitsSideBySide) {
+  QS_SKIP_WITHOUT_CUDA();
+  uint32_t seed = 380;
+  for (int unit_warps : {2, 1}) {
+    DecodeVariant var;
+    var.unit_warps = unit_warps;
+    for (KvDtype dtype : {KvDtype::kInt4, KvDtype::kInt8, KvDtype::kFp16}) {
+      for (int group : {1, 2, 3, 4, 8}) {
+        const int d = group % 2 ? 64 : 128;
+        check_decode({3 * group, 3, d}, dtype, 16, {1, 63, 64, 65, 1000}, seed++, 0, cuda::DecodeKernel::kAuto, var);
+      }
+      check_decode({32, 8, 128}, dtype, 64, {1, 95, 1000, 2050, 7}, seed++, 0, cuda::DecodeKernel::kAuto, var);
+      check_decode({8, 2, 64}, dtype, 1, {300, 7, 33}, seed++, 3, cuda::DecodeKernel::kAuto, var);
+      check_decode({12, 12, 128}, dtype, 24, {300, 7, 64}, seed++, 0, cuda::DecodeKernel::kAuto, var);
+      check_decode({8, 2, 128}, dtype, 64, {16384, 5000, 3}, seed++, 1, cuda::DecodeKernel::kAuto, var);
+    }
+    var.stage_before_wait = false;
+    check_decode({16, 4, 128}, KvDtype::kInt4, 64, {4100, 63, 1}, seed++, 1, cuda::DecodeKernel::kAuto, var);
+    var.stage_before_wait = true;
+    var.misalign = 1;
+    check_decode({32, 8, 128}, KvDtype::kInt4, 64, {100, 200, 3}, seed++, 0, cuda::DecodeKernel::kAuto, var);
+    check_decode({8, 1, 64}, KvDtype::kFp16, 16, {100, 2}, seed++, 0, cuda::DecodeKernel::kAuto, var);
+  }
+}
+
+// The plan serves units side by side where that makes fewer waves of resident
+// blocks (132 SMs: 528 KV4 blocks, 264 KV8 / FP16) and each warp streams at
+// most 512 keys of its unit (FP16 pages 256); never with TMA staging.
+TEST(DecodeAttentionCuda, PlanServesUnitsSideBySide) {
+  const int sms = 132;
+  const AttentionShape llama3{32, 8, 128}, llama2{32, 32, 128};
+  auto uw = [&](const AttentionShape& s, KvDtype dt, int batch, int ctx) {
+    return cuda::plan_decode_attention(s, dt, batch, ctx, sms).unit_warps;
+  };
+  EXPECT_EQ(uw(llama3, KvDtype::kInt4, 64, 1024), 4);    // 512 units: one wave
+  EXPECT_EQ(uw(llama3, KvDtype::kInt4, 128, 1024), 2);   // 1,024 units: 512 blocks
+  EXPECT_EQ(uw(llama3, KvDtype::kInt4, 256, 1024), 2);   // 2,048 units: 2 waves (1 at 1 warp: 1,024 keys a warp)
+  EXPECT_EQ(uw(llama3, KvDtype::kInt4, 256, 512), 1);    // 2,048 units: 512 blocks
+  EXPECT_EQ(uw(llama3, KvDtype::kInt4, 512, 256), 1);
+  EXPECT_EQ(uw(llama2, KvDtype::kInt4, 16, 1024), 4);    // 512 units
+  EXPECT_EQ(uw(llama2, KvDtype::kInt4, 64, 1024), 2);    // 2,048 units
+  EXPECT_EQ(uw(llama3, KvDtype::kInt4, 128, 1536), 4);   // long units: waves balance the SMs
+  EXPECT_EQ(uw(llama2, KvDtype::kInt4, 256, 4096), 4);
+  EXPECT_EQ(uw(llama3, KvDtype::kFp16, 64, 1024), 4);    // FP16 pages: at most 256 keys a warp
+  EXPECT_EQ(uw(llama3, KvDtype::kFp16, 64, 512), 2);
+  EXPECT_EQ(uw(llama3, KvDtype::kFp16, 128, 256), 1);
+  EXPECT_EQ(uw(llama3, KvDtype::kInt8, 64, 1024), 2);    // 512 units on 264 slots
+  EXPECT_EQ(uw(llama3, KvDtype::kInt8, 128, 1024), 2);   // 1,024 units: 2 waves
+  EXPECT_EQ(uw(llama3, KvDtype::kInt4, 1, 16384), 4);    // splits fill one wave
+  EXPECT_EQ(uw(llama3, KvDtype::kInt4, 64, 16384), 4);   // TMA staging
+  EXPECT_TRUE(cuda::plan_decode_attention(llama3, KvDtype::kInt4, 64, 16384, sms).tma);
 }
 
 // Long contexts with the default (subnormal) value codes: f32 sums over

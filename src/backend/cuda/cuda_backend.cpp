@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <unordered_map>
 
@@ -572,6 +573,14 @@ bool CudaBackend::run_attention(const Tensor& q, const KvLayer& kv, const Attent
     if (!step_.planned) {
       const int32_t context = m0.decode ? m0.plan_context : m0.decode_prefix_context;
       step_.plan = cuda::plan_decode_attention(shape, kv_, decode_seqs, context, state_->ctx.info().sm_count);
+      // QSERVE_DECODE_UNIT_WARPS=4 (2, 1) overrides the plan's warps per unit
+      // (A/B measurements of the engine: 4 keeps one unit per block)
+      static const int forced_unit_warps = [] {
+        const char* e = std::getenv("QSERVE_DECODE_UNIT_WARPS");
+        const int w = e != nullptr ? std::atoi(e) : 0;
+        return w == 4 || w == 2 || w == 1 ? w : 0;
+      }();
+      if (forced_unit_warps > 0) step_.plan.unit_warps = forced_unit_warps;
       if (step_.plan.workspace_bytes > 0 && decode_workspace_.nbytes() < step_.plan.workspace_bytes) {
         decode_workspace_ = alloc(DType::kU8, {static_cast<int64_t>(2 * step_.plan.workspace_bytes)});
         ++epoch_;

@@ -32,6 +32,10 @@ using attn::kChunk;
 // The KV4 d = 128 decode stages by TMA from this many keys per unit (split),
 // when the units fit in one wave of resident blocks (MmaTraits::kBlocksPerSm).
 constexpr int kTmaMinUnitTokens = 3072;
+// Units side by side (DecodePlan::unit_warps) while each warp streams at
+// most this many keys of its unit (KV4 / KV8; FP16 pages 256), where that
+// makes fewer waves.
+constexpr int kSidesMaxWarpTokens = 512;
 
 template <KvDtype DT, int D, int GP>
 cudaError_t launch_decode(const attn::Params& p, int batch, cudaStream_t stream) {
@@ -57,11 +61,11 @@ cudaError_t launch_simt(const attn::Params& p, int batch, cudaStream_t stream) {
 
 // Resident blocks per SM of the keys-in-M kernel (its shared memory set up
 // first; 0 if the attribute or the query fails).
-template <KvDtype DT, int D, bool kSubV, bool kTma = false>
+template <KvDtype DT, int D, bool kSubV, bool kTma = false, int kUW = attn::kWarps>
 int mma_blocks_per_sm() {
   static const int n = [] {
     constexpr int kSmem = mmat::smem_bytes<DT, D, kTma>();
-    auto kernel = mmat::decode_mma_kernel<DT, D, kSubV, kTma>;
+    auto kernel = mmat::decode_mma_kernel<DT, D, kSubV, kTma, kUW>;
     int blocks = 0;
     if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem) != cudaSuccess ||
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, attn::kThreads, kSmem) != cudaSuccess) {
@@ -131,19 +135,20 @@ bool kv4_maps(const PagedKvCache& cache, KvMaps& maps) {
   return e.ok;
 }
 
-template <KvDtype DT, int D, bool kSubV, bool kTma = false>
+template <KvDtype DT, int D, bool kSubV, bool kTma = false, int kUW = attn::kWarps>
 cudaError_t launch_mma(const attn::Params& p, int batch, int num_sms, bool persistent, cudaStream_t stream,
                        const KvMaps& maps = {}) {
   constexpr int kSmem = mmat::smem_bytes<DT, D, kTma>();
-  auto kernel = mmat::decode_mma_kernel<DT, D, kSubV, kTma>;
-  const int per_sm = mma_blocks_per_sm<DT, D, kSubV, kTma>();
+  auto kernel = mmat::decode_mma_kernel<DT, D, kSubV, kTma, kUW>;
+  const int per_sm = mma_blocks_per_sm<DT, D, kSubV, kTma, kUW>();
   if (per_sm == 0) return cudaErrorInvalidValue;
-  // one block per unit (sequence, KV head, split), or a persistent grid of the
-  // resident blocks (at most kMaxUnits units each; the merge of a block's
-  // other units needs group <= 4)
+  // one block per unit (sequence, KV head, split), one per 4 / kUW units
+  // side by side, or a persistent grid of the resident blocks (at most
+  // kMaxUnits units each; the merge of a block's other units needs group <= 4)
   const int64_t units = static_cast<int64_t>(p.num_kv_heads) * batch * p.num_splits;
-  int64_t blocks = units;
-  if (persistent && p.group <= 4 && num_sms > 0) {
+  constexpr int kSide = attn::kWarps / kUW;
+  int64_t blocks = (units + kSide - 1) / kSide;
+  if (kSide == 1 && persistent && p.group <= 4 && num_sms > 0) {
     // as many units per block as the resident blocks need, spread evenly
     // (1024 units on 528 slots: 512 blocks of 2, not 528 of which 32 idle
     // half the time)
@@ -156,6 +161,20 @@ cudaError_t launch_mma(const attn::Params& p, int batch, int num_sms, bool persi
   // reads what the previous kernel may write
   return launch_kernel(kernel, dim3(static_cast<unsigned>(blocks)), dim3(attn::kThreads), kSmem, stream, p, maps.k,
                        maps.v);
+}
+
+// The cp.async kernel with DecodePlan::unit_warps warps per unit (the value
+// path that serves each format by default; the others, and the persistent
+// grid, one unit per block at a time).
+template <KvDtype DT, int D, bool kSubV>
+cudaError_t launch_mma_units(const attn::Params& p, int batch, const DecodePlan& plan, cudaStream_t stream) {
+  if constexpr (kSubV == kv_has_params(DT)) {
+    if (!plan.persistent && plan.unit_warps == 2)
+      return launch_mma<DT, D, kSubV, false, 2>(p, batch, plan.num_sms, false, stream);
+    if (!plan.persistent && plan.unit_warps == 1)
+      return launch_mma<DT, D, kSubV, false, 1>(p, batch, plan.num_sms, false, stream);
+  }
+  return launch_mma<DT, D, kSubV>(p, batch, plan.num_sms, plan.persistent, stream);
 }
 
 // kAuto: the keys-in-M tensor-core kernel for every group.
@@ -182,9 +201,9 @@ cudaError_t dispatch_group(const attn::Params& p, int batch, const DecodePlan& p
           return launch_mma<DT, D, true, true>(p, batch, plan.num_sms, plan.persistent, stream, maps);
       }
       if constexpr (kv_has_params(DT)) {
-        if (plan.subnormal_values) return launch_mma<DT, D, true>(p, batch, plan.num_sms, plan.persistent, stream);
+        if (plan.subnormal_values) return launch_mma_units<DT, D, true>(p, batch, plan, stream);
       }
-      return launch_mma<DT, D, false>(p, batch, plan.num_sms, plan.persistent, stream);
+      return launch_mma_units<DT, D, false>(p, batch, plan, stream);
   }
 }
 
@@ -194,6 +213,16 @@ cudaError_t dispatch_head_dim(const attn::Params& p, int head_dim, int batch, co
   if (head_dim == 64) return dispatch_group<DT, 64>(p, batch, plan, cache, stream);
   if (head_dim == 128) return dispatch_group<DT, 128>(p, batch, plan, cache, stream);
   return cudaErrorInvalidValue;
+}
+
+// Resident blocks per SM of the keys-in-M kernel for the format, as built
+// (its launch bounds; the same for both head dims).
+int mma_traits_blocks_per_sm(KvDtype dtype) {
+  switch (dtype) {
+    case KvDtype::kInt4: return mmat::MmaTraits<KvDtype::kInt4, 128>::kBlocksPerSm;
+    case KvDtype::kInt8: return mmat::MmaTraits<KvDtype::kInt8, 128>::kBlocksPerSm;
+    default: return mmat::MmaTraits<KvDtype::kFp16, 128>::kBlocksPerSm;
+  }
 }
 
 }  // namespace
@@ -232,8 +261,25 @@ DecodePlan plan_decode_attention(const AttentionShape& shape, KvDtype dtype, int
   // at several waves of long units faster in some runs, slower in others
   // (bench/results/2026-12-01-attention-h200-r10.md)
   const int64_t units = static_cast<int64_t>(work) * plan.num_splits;
+  const int64_t slots = static_cast<int64_t>(std::max(1, num_sms)) * mma_traits_blocks_per_sm(dtype);
   plan.tma = dtype == KvDtype::kInt4 && shape.head_dim == 128 && plan.split_tokens >= kTmaMinUnitTokens &&
-             units <= static_cast<int64_t>(num_sms) * mmat::MmaTraits<KvDtype::kInt4, 128>::kBlocksPerSm;
+             units <= slots;
+  // Units side by side where one unit per block takes more waves of resident
+  // blocks: the fewest waves, ties to more warps per unit. Each wave pays the
+  // launch and the block's fixed chain (1.1-1.6x faster at 256-512 keys per
+  // unit), but fewer waves give up the dynamic balance of many over the SMs
+  // (0.96-1.02x where a warp streams 1,024 keys, 0.97x at 1,536), so the
+  // warps' share of a unit is capped: bench/results/2026-12-02-attention-h200-r11.md.
+  auto waves = [&](int unit_warps) {
+    const int64_t blocks = (units * unit_warps + attn::kWarps - 1) / attn::kWarps;
+    return (blocks + slots - 1) / slots;
+  };
+  const int max_warp_tokens = dtype == KvDtype::kFp16 ? kSidesMaxWarpTokens / 2 : kSidesMaxWarpTokens;
+  plan.unit_warps = attn::kWarps;
+  if (!plan.tma)
+    for (int w : {2, 1})
+      if (plan.split_tokens <= max_warp_tokens * w && waves(w) < waves(plan.unit_warps))  // split_tokens / w a warp
+        plan.unit_warps = w;
   return plan;
 }
 

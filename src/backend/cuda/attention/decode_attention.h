@@ -64,6 +64,12 @@ struct DecodePlan {
   // resident blocks, where it measured faster; the other formats and page
   // sizes always take cp.async.
   bool tma = false;
+  // kMma, cp.async staging, the default value path of the format, not
+  // persistent: warps per (sequence, KV head, split) unit, 4 (one unit per
+  // block), 2 or 1 (the block's 4 warps serve 2 or 4 units side by side).
+  // plan_decode_attention takes 2 or 1 where that makes fewer waves of
+  // resident blocks (more units than blocks fit at once); other plans ignore it.
+  int32_t unit_warps = 4;
   int32_t num_sms = 0;  // from plan_decode_attention
 };
 

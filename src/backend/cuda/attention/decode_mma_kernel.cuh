@@ -6,7 +6,9 @@
 // the heads of its group (columns of the n8 tiles past the group are zero).
 //
 // A block of 4 warps serves one (KV head, sequence, split) unit, or, in the
-// persistent grid (DecodePlan::persistent), several in turn. Each warp streams
+// persistent grid (DecodePlan::persistent), several in turn, or 2 or 4 units
+// side by side on 2 warps or 1 each (DecodePlan::unit_warps: fewer waves of
+// blocks where the units are many and short). Each warp streams
 // its own warp-chunks of kWK keys (warp w takes chunks w, w + 4, ... of each
 // unit) through a private cp.async ring of kStages stages (K values, V
 // values, then per key the K and the V {scale, zero} side by side), so the
@@ -62,13 +64,22 @@ namespace qserve::cuda::mmat {
 // pools as rows of 64 bytes, box kWK rows, 64-byte swizzle) and two bulk
 // copies of its {scale, zero}, on one mbarrier per stage, instead of ten
 // cp.async per lane (MmaTraits: the layout); the maps are unused otherwise.
-template <KvDtype DT, int D, bool kSubV, bool kTma>
+// kUW (DecodePlan::unit_warps): warps per unit. 4: the block's 4 warps serve
+// one unit at a time (several in turn in the persistent grid); 2 or 1: the
+// block serves 4 / kUW units side by side (units kSide x + side, side = warp /
+// kUW), each on its own warps, ring space and named barrier, so that a grid of
+// more units than resident blocks x 4 / kUW runs in fewer waves (cp.async
+// staging only, one unit per side).
+template <KvDtype DT, int D, bool kSubV, bool kTma, int kUW = kWarps>
 __global__ void __launch_bounds__(kThreads, MmaTraits<DT, D>::kBlocksPerSm)
     decode_mma_kernel(const attn::Params p, const __grid_constant__ CUtensorMap k_map,
                       const __grid_constant__ CUtensorMap v_map) {
   using T = MmaTraits<DT, D>;
   static_assert(!kSubV || T::kParams);
   static_assert(!kTma || T::kTmaOk);
+  static_assert(kUW == kWarps || ((kUW == 2 || kUW == 1) && !kTma));
+  constexpr bool kSides = kUW < kWarps;  // units side by side
+  constexpr int kSide = kWarps / kUW;    // units per block at once
 #if !defined(__CUDA_ARCH_FEAT_SM90_ALL)
   if constexpr (kTma) __trap();  // (the host launches kTma on sm_90a builds and devices only)
 #endif
@@ -79,14 +90,23 @@ __global__ void __launch_bounds__(kThreads, MmaTraits<DT, D>::kBlocksPerSm)
   // signed % costs four instructions there)
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int g8 = lane >> 2, c = lane & 3;
+  // this warp's rank among its unit's warps, its side, its thread index there
+  const int uw = kSides ? warp % kUW : warp, side = kSides ? warp / kUW : 0;
+  const int utid = kSides ? tid % (kUW * 32) : tid;
   const int group = p.group;
   const int hq = p.num_kv_heads * group;
   // This block's units u = blockIdx.x + k gridDim.x, k < nu <= kMaxUnits
   // (decode_attention.cu sizes the grid so), u = KV head + heads (sequence +
   // batch split); nu > 1 only for groups <= 4 (the merge of all but the last).
+  // kSides: unit kSide x + side (none for the last block's sides past the end).
   const int num_units = p.num_kv_heads * p.batch * p.num_splits;
-  const int nu = (num_units - static_cast<int>(blockIdx.x) + static_cast<int>(gridDim.x) - 1) / static_cast<int>(gridDim.x);
-  int4* s_unit = reinterpret_cast<int4*>(smem + T::kPipeBytes);  // [kMaxUnits] {sequence, KV head, split, context}
+  const int unit0 = kSides ? static_cast<int>(blockIdx.x) * kSide + side : static_cast<int>(blockIdx.x);
+  const int nu = kSides ? (unit0 < num_units ? 1 : 0)
+                        : (num_units - static_cast<int>(blockIdx.x) + static_cast<int>(gridDim.x) - 1) /
+                              static_cast<int>(gridDim.x);
+  if (kSides && nu == 0) return;  // (named barriers: the other sides do not wait for it)
+  // [kMaxUnits] {sequence, KV head, split, context}; kSides: entry `side`
+  int4* s_unit = reinterpret_cast<int4*>(smem + T::kPipeBytes) + side;
   float2* s_acc = reinterpret_cast<float2*>(smem + T::kPipeBytes + T::kUnitBytes);  // [2 kKSteps][16 lanes]
   float* s_wml = reinterpret_cast<float*>(s_acc + 2 * kKSteps * 16);                 // [kWarps][8 heads] {m, l}
   // logical page of a position: a shift for power-of-two page sizes (a run-time
@@ -100,10 +120,20 @@ __global__ void __launch_bounds__(kThreads, MmaTraits<DT, D>::kBlocksPerSm)
   // table and the page-table entry of this lane's first key in unit 0 (index
   // clamped into the row: used only below the context length, where it is in
   // range) load in parallel.
-  if (tid < nu) {
-    const int u = blockIdx.x + tid * gridDim.x, r = u / p.num_kv_heads;
-    s_unit[tid] = make_int4(r % p.batch, u % p.num_kv_heads, r / p.batch, p.context_lens[r % p.batch]);
+  if (utid < nu) {
+    const int u = unit0 + utid * gridDim.x, r = u / p.num_kv_heads;
+    s_unit[utid] = make_int4(r % p.batch, u % p.num_kv_heads, r / p.batch, p.context_lens[r % p.batch]);
   }
+  // the barrier of this unit's warps: the block's, a named one per side, or the warp's
+  auto unit_sync = [&] {
+    if constexpr (!kSides) {
+      __syncthreads();
+    } else if constexpr (kUW == 1) {
+      __syncwarp();
+    } else {
+      asm volatile("bar.sync %0, %1;" ::"r"(1 + side), "n"(kUW * 32) : "memory");
+    }
+  };
   // kTma: this warp's stage mbarriers (one arrival: the issuing lane's, with
   // the stage's bytes), initialized before the unit table's barrier.
   // (recomputed where used: no register held through the loop)
@@ -122,13 +152,13 @@ __global__ void __launch_bounds__(kThreads, MmaTraits<DT, D>::kBlocksPerSm)
   const bool contiguous = kTma || p.page_size % T::kWK == 0;
   int first_page, first_pos;
   {
-    const int r = blockIdx.x / p.num_kv_heads;
+    const int r = unit0 / p.num_kv_heads;
     // unit 0, local chunk 0: its first key (contiguous), else this lane's key
-    first_pos = (r / p.batch) * p.split_tokens + warp * T::kWK + (contiguous ? 0 : lane);
+    first_pos = (r / p.batch) * p.split_tokens + uw * T::kWK + (contiguous ? 0 : lane);
     first_page = p.page_table[static_cast<int64_t>(r % p.batch) * p.page_table_stride +
                               max(0, min(page_of(first_pos), p.page_table_stride - 1))];
   }
-  __syncthreads();  // the unit table
+  unit_sync();  // the unit table
   // unit k of the table: sequence, KV head, split, its keys [begin, end), this warp's warp-chunks
   auto load_unit = [&](int k, int& ub, int& ukvh, int& usplit, int& ubegin, int& uend, int& un_mine) {
     const int4 e = s_unit[k];
@@ -136,7 +166,7 @@ __global__ void __launch_bounds__(kThreads, MmaTraits<DT, D>::kBlocksPerSm)
     ubegin = e.z * p.split_tokens;
     uend = min(e.w, ubegin + p.split_tokens);
     const int nw = uend > ubegin ? (uend - ubegin + T::kWK - 1) / T::kWK : 0;
-    un_mine = nw > warp ? (nw - warp + kWarps - 1) / kWarps : 0;
+    un_mine = nw > uw ? (nw - uw + kUW - 1) / kUW : 0;
   };
 
   // ---- this warp's ring and P buffer -----------------------------------------
@@ -174,7 +204,7 @@ __global__ void __launch_bounds__(kThreads, MmaTraits<DT, D>::kBlocksPerSm)
     int page, slot;
   };
   auto locate = [&]() -> KeyLoc {
-    const int c0 = ibegin + (warp + iit * kWarps) * T::kWK;
+    const int c0 = ibegin + (uw + iit * kUW) * T::kWK;
     if (contiguous) {
       if (iu >= nu) return {-1, 0};
       const int idx = page_of(c0);
@@ -235,7 +265,7 @@ __global__ void __launch_bounds__(kThreads, MmaTraits<DT, D>::kBlocksPerSm)
     if (contiguous) {
       // loc: the chunk's page and first slot; every key of the chunk lies in
       // that page (valid or not): addresses in bounds
-      const int n_valid = iend - (ibegin + (warp + iit * kWarps) * T::kWK);  // >= 1
+      const int n_valid = iend - (ibegin + (uw + iit * kUW) * T::kWK);  // >= 1
       const int64_t pg = static_cast<int64_t>(loc.page) * p.page_bytes + head_off;
       const uint8_t* kpg = p.k_pages + pg;
       const uint8_t* vpg = p.v_pages + pg;
@@ -303,7 +333,7 @@ __global__ void __launch_bounds__(kThreads, MmaTraits<DT, D>::kBlocksPerSm)
   // else after it.
   bool early = p.stage_before_wait != 0;
   if (iu < nu) {
-    const int last_end = min(iend, ibegin + (warp + (T::kStages - 2) * kWarps) * T::kWK + T::kWK);
+    const int last_end = min(iend, ibegin + (uw + (T::kStages - 2) * kUW) * T::kWK + T::kWK);
     early = early && iu == 0 && in_mine >= T::kStages - 1 && last_end <= s_unit[0].w - 1;
   }
   auto prologue_stages = [&] {
@@ -334,89 +364,117 @@ __global__ void __launch_bounds__(kThreads, MmaTraits<DT, D>::kBlocksPerSm)
     int b, kvh, split, begin, end, n_mine;
     load_unit(ui, b, kvh, split, begin, end, n_mine);
     if (begin >= end) {  // an empty split (short sequence) or an empty context
-      attn::write_empty_split<D>(p, b, kvh, split, tid);
+      attn::write_empty_split<D>(p, b, kvh, split, utid, kUW * 32);
       continue;
     }
     // ---- Q as B fragments: head g8 (zero past the group), pre-scaled fp16 ----
-    // Every warp needs the same fragments: warp w converts the k-steps
-    // [w kQPer, (w + 1) kQPer) for every lane and shares them through shared
-    // memory (the small merge area, free here), a quarter of the work each.
+    // Every warp of the unit needs the same fragments: its warp w converts
+    // the k-steps [w kQPer, (w + 1) kQPer) for every lane and shares them
+    // through shared memory, 1 / kUW of the work each: kUW 4 in the small
+    // merge area (free here); kSides in stage kStages - 1 of warp w's ring
+    // (first written at the loop's first step, after the barrier below).
     // KV4 keys come out as 1024 + 16 t at the odd pairs of a word (dequant_key):
     // their q is divided by 16 (fp16, exact but for subnormals). sq sums the
     // effective q (16 x the operand there), sb the operands themselves:
     // acc = 1024 sb + sum q_eff t, so q . (t - z) = acc - 1024 sb - z sq.
-    constexpr int kQPer = kKSteps / kWarps;  // 2 (D = 128) or 1 (D = 64)
-    static_assert(kQPer * kWarps == kKSteps && 2 * kQPer * 32 * 4 <= 2 * kKSteps * 16 * 8);
-    uint32_t* s_qb = reinterpret_cast<uint32_t*>(s_acc);  // [kWarps][32 lanes][2 kQPer] words
-    float2* s_qs = reinterpret_cast<float2*>(s_wml);       // [8 heads][kWarps] {sq, sb} of warp w's k-steps
+    constexpr int kQPer = kKSteps / kUW;  // kUW 4: 2 (D = 128) or 1 (D = 64)
+    static_assert(kQPer * kUW == kKSteps);
+    static_assert(kSides ? 2 * kQPer * 32 * 4 + 8 * 8 <= T::kStageBytes : 2 * kQPer * 32 * 4 <= 2 * kKSteps * 16 * 8);
+    // warp w's share: [32 lanes][2 kQPer] words; its {sq, sb} of head h
+    auto q_words = [&](int w) -> uint32_t* {
+      if constexpr (kSides)
+        return reinterpret_cast<uint32_t*>(smem + (side * kUW + w) * (T::kWarpRing + T::kPBytes) +
+                                           (T::kStages - 1) * T::kStageBytes);
+      else
+        return reinterpret_cast<uint32_t*>(s_acc) + w * 32 * 2 * kQPer;
+    };
+    auto q_sums = [&](int w, int h) -> float2* {
+      if constexpr (kSides)
+        return reinterpret_cast<float2*>(q_words(w) + 32 * 2 * kQPer) + h;  // [8 heads] after the words
+      else
+        return reinterpret_cast<float2*>(s_wml) + h * kWarps + w;  // [8 heads][kWarps]
+    };
     {
       const bool ok = g8 < group;
       const half* qrow = p.q + (static_cast<int64_t>(b) * hq + kvh * group + (ok ? g8 : 0)) * D;
-      half qraw[kQPer][2][2];
-      bool vec = false;  // D = 128, q 16-byte aligned: one 16-byte load per thread
+      bool vec = false;  // D = 128, q 16-byte aligned: 16-byte loads
       if constexpr (D == 128) vec = (reinterpret_cast<uintptr_t>(p.q) & 15) == 0;
-      if (vec) {
-        // thread c's elements of these k-steps: the 8 halves at c D / 4 + 8 w
-        // (kv_pair_element(c, 4 w + i, hi) = c D / 4 + 8 w + kv_pair_local(i, hi))
-        uint4 raw = make_uint4(0u, 0u, 0u, 0u);
-        if (ok) raw = *reinterpret_cast<const uint4*>(qrow + c * (D / 4) + 8 * warp);
-        const half* qh = reinterpret_cast<const half*>(&raw);
-#pragma unroll
-        for (int kl = 0; kl < kQPer; ++kl)
-#pragma unroll
-          for (int j = 0; j < 2; ++j)
-#pragma unroll
-            for (int hi = 0; hi < 2; ++hi) qraw[kl][j][hi] = qh[kv_pair_local<DT, D>(2 * kl + j, hi)];
-      } else {
-#pragma unroll
-        for (int kl = 0; kl < kQPer; ++kl)
-#pragma unroll
-          for (int j = 0; j < 2; ++j)
-#pragma unroll
-            for (int hi = 0; hi < 2; ++hi)
-              qraw[kl][j][hi] =
-                  ok ? qrow[attn::kv_pair_element<DT, D>(c, 2 * (warp * kQPer + kl) + j, hi)] : __ushort_as_half(0);
-      }
-      uint32_t qw[kQPer][2];
+      // in pieces of (up to) 2 k-steps: one 16-byte load (vec) and one 16-byte
+      // store each, so that few registers hold q at once
+      constexpr int kPiece = kQPer < 2 ? kQPer : 2;
+      uint32_t* mine = q_words(uw) + lane * 2 * kQPer;
       float sq = 0.f, sb = 0.f;
 #pragma unroll
-      for (int kl = 0; kl < kQPer; ++kl)
+      for (int k0 = 0; k0 < kQPer; k0 += kPiece) {
+        half qraw[kPiece][2][2];
+        if (vec) {
+          // thread c's 8 halves of k-steps uw kQPer + k0, + 1: at c D / 4 +
+          // 4 (kQPer uw + k0) (kv_pair_element(c, 2 (kQPer uw + k0) + i, hi) =
+          // that + kv_pair_local(i, hi), kQPer and k0 even)
+          uint4 raw = make_uint4(0u, 0u, 0u, 0u);
+          if (ok) raw = *reinterpret_cast<const uint4*>(qrow + c * (D / 4) + 4 * (kQPer * uw + k0));
+          const half* qh = reinterpret_cast<const half*>(&raw);
 #pragma unroll
-        for (int j = 0; j < 2; ++j) {
-          // the kb index 2 (w kQPer + kl) + j of this pair is odd when j is
-          const bool by16 = DT == KvDtype::kInt4 && (j & 1);
-          float v[2];
+          for (int kl = 0; kl < kPiece; ++kl)
 #pragma unroll
-          for (int hi = 0; hi < 2; ++hi) {
-            const float qs = __half2float(__float2half_rn(__half2float(qraw[kl][j][hi]) * p.scale_log2));
-            v[hi] = by16 ? __half2float(__float2half_rn(qs * 0.0625f)) : qs;
-          }
-          qw[kl][j] = attn::pack_half2(v[0], v[1]);
-          sb += v[0] + v[1];
-          sq += by16 ? 16.f * (v[0] + v[1]) : v[0] + v[1];
+            for (int j = 0; j < 2; ++j)
+#pragma unroll
+              for (int hi = 0; hi < 2; ++hi) qraw[kl][j][hi] = qh[kv_pair_local<DT, D>(2 * kl + j, hi)];
+        } else {
+#pragma unroll
+          for (int kl = 0; kl < kPiece; ++kl)
+#pragma unroll
+            for (int j = 0; j < 2; ++j)
+#pragma unroll
+              for (int hi = 0; hi < 2; ++hi)
+                qraw[kl][j][hi] = ok ? qrow[attn::kv_pair_element<DT, D>(c, 2 * (uw * kQPer + k0 + kl) + j, hi)]
+                                     : __ushort_as_half(0);
         }
+        uint32_t qw[kPiece][2];
+#pragma unroll
+        for (int kl = 0; kl < kPiece; ++kl)
+#pragma unroll
+          for (int j = 0; j < 2; ++j) {
+            // the kb index 2 (w kQPer + k0 + kl) + j of this pair is odd when j is
+            const bool by16 = DT == KvDtype::kInt4 && (j & 1);
+            float v[2];
+#pragma unroll
+            for (int hi = 0; hi < 2; ++hi) {
+              const float qs = __half2float(__float2half_rn(__half2float(qraw[kl][j][hi]) * p.scale_log2));
+              v[hi] = by16 ? __half2float(__float2half_rn(qs * 0.0625f)) : qs;
+            }
+            qw[kl][j] = attn::pack_half2(v[0], v[1]);
+            sb += v[0] + v[1];
+            sq += by16 ? 16.f * (v[0] + v[1]) : v[0] + v[1];
+          }
+        if constexpr (kPiece == 1) {
+          *reinterpret_cast<uint2*>(mine + 2 * k0) = make_uint2(qw[0][0], qw[0][1]);
+        } else {
+          *reinterpret_cast<uint4*>(mine + 2 * k0) = make_uint4(qw[0][0], qw[0][1], qw[1][0], qw[1][1]);
+        }
+      }
 #pragma unroll
       for (int o = 1; o <= 2; o <<= 1) {
         sq += __shfl_xor_sync(0xffffffffu, sq, o);
         sb += __shfl_xor_sync(0xffffffffu, sb, o);
       }
-      if constexpr (kQPer == 2) {
-        *reinterpret_cast<uint4*>(s_qb + (warp * 32 + lane) * 4) = make_uint4(qw[0][0], qw[0][1], qw[1][0], qw[1][1]);
-      } else {
-        *reinterpret_cast<uint2*>(s_qb + (warp * 32 + lane) * 2) = make_uint2(qw[0][0], qw[0][1]);
-      }
-      if (c == 0) s_qs[g8 * kWarps + warp] = make_float2(sq, sb);
+      if (c == 0) *q_sums(uw, g8) = make_float2(sq, sb);
     }
-    __syncthreads();  // every warp's share of q
+    unit_sync();  // every warp's share of q
     uint32_t qb[kKSteps][2];
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-      if constexpr (kQPer == 2) {
-        const uint4 u = *reinterpret_cast<const uint4*>(s_qb + (w * 32 + lane) * 4);
-        qb[2 * w][0] = u.x, qb[2 * w][1] = u.y, qb[2 * w + 1][0] = u.z, qb[2 * w + 1][1] = u.w;
-      } else {
-        const uint2 u = *reinterpret_cast<const uint2*>(s_qb + (w * 32 + lane) * 2);
+    for (int w = 0; w < kUW; ++w) {
+      const uint32_t* src = q_words(w) + lane * 2 * kQPer;
+      if constexpr (kQPer == 1) {
+        const uint2 u = *reinterpret_cast<const uint2*>(src);
         qb[w][0] = u.x, qb[w][1] = u.y;
+      } else {
+#pragma unroll
+        for (int kl = 0; kl < kQPer; kl += 2) {
+          const uint4 u = *reinterpret_cast<const uint4*>(src + 2 * kl);
+          qb[w * kQPer + kl][0] = u.x, qb[w * kQPer + kl][1] = u.y;
+          qb[w * kQPer + kl + 1][0] = u.z, qb[w * kQPer + kl + 1][1] = u.w;
+        }
       }
     }
     // for the heads 2c, 2c + 1 of this thread's C fragments: sum q, 1024 x sum operand
@@ -425,11 +483,26 @@ __global__ void __launch_bounds__(kThreads, MmaTraits<DT, D>::kBlocksPerSm)
     float nsumq[2], nbias[2];
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
-      const float4* r = reinterpret_cast<const float4*>(s_qs + (2 * c + k) * kWarps);  // warps {0, 1}, {2, 3}
-      const float4 x = r[0], y = r[1];
-      nsumq[k] = -((x.x + x.z) + (y.x + y.z));
-      nbias[k] = -1024.f * ((x.y + x.w) + (y.y + y.w));
+      if constexpr (!kSides) {
+        const float4* r = reinterpret_cast<const float4*>(q_sums(0, 2 * c + k));  // warps {0, 1}, {2, 3}
+        const float4 x = r[0], y = r[1];
+        nsumq[k] = -((x.x + x.z) + (y.x + y.z));
+        nbias[k] = -1024.f * ((x.y + x.w) + (y.y + y.w));
+      } else {
+        float2 t = *q_sums(0, 2 * c + k);
+#pragma unroll
+        for (int w = 1; w < kUW; ++w) {
+          const float2 x = *q_sums(w, 2 * c + k);
+          t.x += x.x, t.y += x.y;
+        }
+        nsumq[k] = -t.x;
+        nbias[k] = -1024.f * t.y;
+      }
     }
+    // kSides, 2 warps: both are done reading q's shares before either
+    // stages into the ring stage that holds them (one warp: its own
+    // __syncwarp at the loop's first step orders that)
+    if constexpr (kSides && kUW > 1) unit_sync();
 
     // ---- online softmax state of the heads 2c, 2c + 1 ------------------------
     // (mu: m with -inf as 0, the exponent's reference)
@@ -452,7 +525,7 @@ __global__ void __launch_bounds__(kThreads, MmaTraits<DT, D>::kBlocksPerSm)
       const uint8_t* pst = par_stage(read_stage);
       read_stage = read_stage == T::kStages - 1 ? 0 : read_stage + 1;
       const uint8_t* vst = kst + T::kVOff;
-      const int c0 = begin + (warp + it * kWarps) * T::kWK;
+      const int c0 = begin + (uw + it * kUW) * T::kWK;
 
       // 1. scores S^T for kTiles tiles of 16 keys
       float s[T::kTiles][4];
@@ -633,7 +706,7 @@ __global__ void __launch_bounds__(kThreads, MmaTraits<DT, D>::kBlocksPerSm)
       corr[k] += __shfl_xor_sync(0xffffffffu, corr[k], 8);
       corr[k] += __shfl_xor_sync(0xffffffffu, corr[k], 16);
     }
-    if (ui + 1 < nu) {
+    if (!kSides && ui + 1 < nu) {
       // Not the block's last unit: the rings hold the next unit's first
       // stages, so the merge stays in the small area after them: {m, l} per
       // warp and head, then the warps add their weighted O in turn into one
@@ -705,37 +778,44 @@ __global__ void __launch_bounds__(kThreads, MmaTraits<DT, D>::kBlocksPerSm)
     // of heads 2c, 2c + 1 as 16-byte stores) and {m, l} [head][warp]; then
     // thread (head h, dims 8j..8j + 7) weighs the warps' states once and
     // writes its 8 outputs with one store.
+    // (kSides: each side in its own warps' rings, under its own barrier)
     cp_async_wait<0>();
-    __syncthreads();  // every warp is done with its ring
+    unit_sync();  // every warp of the unit is done with its ring
     constexpr int kORow = D + 4;  // floats: rows 16-byte aligned
-    float* s_o = reinterpret_cast<float*>(smem);                            // [kWarps][8][kORow]
-    float2* s_ml = reinterpret_cast<float2*>(s_o + kWarps * 8 * kORow);      // [8][kWarps]
+    static_assert(T::kWarpRing + T::kPBytes >= 8 * kORow * 4 + 8 * 8);  // a warp's share of the area
+    float* s_o = reinterpret_cast<float*>(smem + side * kUW * (T::kWarpRing + T::kPBytes));  // [kUW][8][kORow]
+    float2* s_ml = reinterpret_cast<float2*>(s_o + kUW * 8 * kORow);                         // [8][kUW]
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
       const int h = 2 * c + k;
-      float4* so = reinterpret_cast<float4*>(s_o + (warp * 8 + h) * kORow + g8 * (D / 8));
+      float4* so = reinterpret_cast<float4*>(s_o + (uw * 8 + h) * kORow + g8 * (D / 8));
 #pragma unroll
       for (int e = 0; e < kKSteps; e += 2)  // dims 2e, 2e + 1, 2e + 2, 2e + 3 of the slice
         so[e / 2] = make_float4(o[e][k] - corr[k], o[e][2 + k] - corr[k], o[e + 1][k] - corr[k], o[e + 1][2 + k] - corr[k]);
-      if (g8 == 0) s_ml[h * kWarps + warp] = make_float2(m[k], l[k]);
+      if (g8 == 0) s_ml[h * kUW + uw] = make_float2(m[k], l[k]);
     }
-    __syncthreads();
+    unit_sync();
     constexpr int kRuns = D / 8;  // 8-dim runs per head
-    if (tid < group * kRuns) {
-      const int h = tid / kRuns, d0 = (tid % kRuns) * 8;
-      float2 ml[kWarps];
+    // (one pass when the unit has 4 warps; group 8 takes two passes of 2 warps, four of 1)
+    for (int t = utid; t < group * kRuns; t += kUW * 32) {
+      const int h = t / kRuns, d0 = (t % kRuns) * 8;
+      float2 ml[kUW];
+      if constexpr (kUW == 1) {
+        ml[0] = s_ml[h];
+      } else {
 #pragma unroll
-      for (int w = 0; w < kWarps; w += 2) {
-        const float4 x = *reinterpret_cast<const float4*>(s_ml + h * kWarps + w);
-        ml[w] = make_float2(x.x, x.y), ml[w + 1] = make_float2(x.z, x.w);
+        for (int w = 0; w < kUW; w += 2) {
+          const float4 x = *reinterpret_cast<const float4*>(s_ml + h * kUW + w);
+          ml[w] = make_float2(x.x, x.y), ml[w + 1] = make_float2(x.z, x.w);
+        }
       }
       float mx = -INFINITY;
 #pragma unroll
-      for (int w = 0; w < kWarps; ++w)
+      for (int w = 0; w < kUW; ++w)
         if (ml[w].y > 0.f) mx = fmaxf(mx, ml[w].x);
-      float wt[kWarps], den = 0.f;
+      float wt[kUW], den = 0.f;
 #pragma unroll
-      for (int w = 0; w < kWarps; ++w) {
+      for (int w = 0; w < kUW; ++w) {
         wt[w] = ml[w].y > 0.f ? exp2f(ml[w].x - mx) : 0.f;
         den += wt[w] * ml[w].y;
       }
@@ -743,7 +823,7 @@ __global__ void __launch_bounds__(kThreads, MmaTraits<DT, D>::kBlocksPerSm)
 #pragma unroll
       for (int i = 0; i < 8; ++i) num[i] = 0.f;
 #pragma unroll
-      for (int w = 0; w < kWarps; ++w) {
+      for (int w = 0; w < kUW; ++w) {
         const float4* so = reinterpret_cast<const float4*>(s_o + (w * 8 + h) * kORow + d0);
         const float4 x = so[0], y = so[1];
         num[0] += wt[w] * x.x, num[1] += wt[w] * x.y, num[2] += wt[w] * x.z, num[3] += wt[w] * x.w;
@@ -775,6 +855,7 @@ __global__ void __launch_bounds__(kThreads, MmaTraits<DT, D>::kBlocksPerSm)
           p.part_ml[(row * p.num_splits + split) * 2 + 1] = den;
         }
       }
+      if constexpr (!kSides) break;  // (group x kRuns <= kThreads: one pass)
     }
   }
 }

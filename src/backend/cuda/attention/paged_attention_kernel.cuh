@@ -104,12 +104,13 @@ inline Params make_params(const void* q, void* out, const PagedKvCache& cache, c
 // an empty split of a short sequence, or an empty context. Its query heads'
 // rows are written as zeros, or, with flash-decoding splits, as the neutral
 // partial state of the merge (o = 0, m = -inf, l = 0). Called by every thread
-// of the block (kThreads).
+// of the block (kThreads), or by the `threads` threads serving the unit.
 template <int D>
-__device__ __forceinline__ void write_empty_split(const Params& p, int b, int kvh, int split, int tid) {
+__device__ __forceinline__ void write_empty_split(const Params& p, int b, int kvh, int split, int tid,
+                                                  int threads = kThreads) {
   const int group = p.group;
   const int hq = p.num_kv_heads * group;
-  for (int i = tid; i < group * D; i += kThreads) {
+  for (int i = tid; i < group * D; i += threads) {
     const int g = i / D, d = i % D;
     const int64_t row = static_cast<int64_t>(b) * hq + kvh * group + g;
     if (p.num_splits > 1) {
