@@ -33,6 +33,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -196,52 +197,41 @@ void bench_decode(bool quick, cuda::DecodeKernel kernel, const DecodeGrid& grid,
           const double kv_bytes = 2.0 * batch * ctx * m.hkv * (layout.token_value_bytes() + (kv_has_params(dtypes[di]) ? 4 : 0));
           if (grid.settle_ms > 0) settle(run, grid.settle_ms);
           us[di] = bench::time_us(run);
-          if (grid.tma_ab && dtypes[di] == KvDtype::kInt4 && m.d == 128) {
-            // the same cell with each staging, alternated: A B A B A B, medians
-            const bool planned = plan.tma;
-            std::vector<double> t_cp, t_tma;
+          // The same cell under two plan settings, alternated A B A B A B
+          // (set(true): B), the plan restored; us sorted, both medians reported.
+          auto alternate = [&](const std::function<void(bool)>& set, const char* label_a, const std::string& label_b) {
+            const cuda::DecodePlan kept = plan;
+            std::pair<std::vector<double>, std::vector<double>> t;
             for (int r = 0; r < 3; ++r) {
-              plan.tma = false;
-              t_cp.push_back(bench::time_us(run));
-              plan.tma = true;
-              t_tma.push_back(bench::time_us(run));
+              set(false);
+              t.first.push_back(bench::time_us(run));
+              set(true);
+              t.second.push_back(bench::time_us(run));
             }
-            plan.tma = planned;
-            std::sort(t_cp.begin(), t_cp.end());
-            std::sort(t_tma.begin(), t_tma.end());
-            ab_rows.push_back({m.name, batch, ctx, planned, t_cp, t_tma});
-            report.add_decode(m.name, batch, ctx, dtypes[di], plan.num_splits, t_cp[1], kv_bytes / (t_cp[1] * 1e-6) / 1e12, "ab-cp.async");
-            report.add_decode(m.name, batch, ctx, dtypes[di], plan.num_splits, t_tma[1], kv_bytes / (t_tma[1] * 1e-6) / 1e12, "ab-tma");
+            plan = kept;
+            std::sort(t.first.begin(), t.first.end());
+            std::sort(t.second.begin(), t.second.end());
+            report.add_decode(m.name, batch, ctx, dtypes[di], plan.num_splits, t.first[1], kv_bytes / (t.first[1] * 1e-6) / 1e12, label_a);
+            report.add_decode(m.name, batch, ctx, dtypes[di], plan.num_splits, t.second[1], kv_bytes / (t.second[1] * 1e-6) / 1e12,
+                              label_b.c_str());
+            return t;
+          };
+          if (grid.tma_ab && dtypes[di] == KvDtype::kInt4 && m.d == 128) {
+            auto t = alternate([&](bool tma) { plan.tma = tma; }, "ab-cp.async", "ab-tma");
+            ab_rows.push_back({m.name, batch, ctx, plan.tma, t.first, t.second});
           }
-          // units side by side: the plan's choice, else the fewest waves of
-          // resident blocks (the plan's rule without its cap on keys per warp)
-          int sides = 4;
-          {
+          if (grid.units_ab && !plan.tma) {
+            // one unit per block against units side by side: the plan's
+            // choice, else its rule without the cap on keys per warp
             const int64_t units = static_cast<int64_t>(batch) * m.hkv * plan.num_splits;
             const int64_t slots = static_cast<int64_t>(sms) * cuda::decode_blocks_per_sm(dtypes[di], m.d);
-            auto waves = [&](int w) { return ((units * w + 3) / 4 + slots - 1) / slots; };
-            for (int w : {2, 1})
-              if (waves(w) < waves(sides)) sides = w;
-          }
-          if (plan.unit_warps != 4) sides = plan.unit_warps;  // the plan's choice where it takes one
-          if (grid.units_ab && !plan.tma && sides != 4) {
-            // one unit per block against units side by side, alternated: A B A B A B, medians
-            const int planned = sides, planned_uw = plan.unit_warps;
-            std::vector<double> t_one, t_sides;
-            for (int r = 0; r < 3; ++r) {
-              plan.unit_warps = 4;
-              t_one.push_back(bench::time_us(run));
-              plan.unit_warps = planned;
-              t_sides.push_back(bench::time_us(run));
+            const int sides = plan.unit_warps != 4 ? plan.unit_warps
+                                                   : cuda::decode_unit_warps(units, slots, plan.split_tokens, plan.split_tokens);
+            if (sides != 4) {
+              auto t = alternate([&](bool side_by_side) { plan.unit_warps = side_by_side ? sides : 4; }, "ab-unit-warps4",
+                                 "ab-unit-warps" + std::to_string(sides));
+              units_rows.push_back({m.name, batch, ctx, kv_names[di], sides, plan.unit_warps, t.first, t.second});
             }
-            std::sort(t_one.begin(), t_one.end());
-            std::sort(t_sides.begin(), t_sides.end());
-            plan.unit_warps = planned_uw;
-            units_rows.push_back({m.name, batch, ctx, kv_names[di], planned, planned_uw, t_one, t_sides});
-            report.add_decode(m.name, batch, ctx, dtypes[di], plan.num_splits, t_one[1], kv_bytes / (t_one[1] * 1e-6) / 1e12,
-                              "ab-unit-warps4");
-            report.add_decode(m.name, batch, ctx, dtypes[di], plan.num_splits, t_sides[1],
-                              kv_bytes / (t_sides[1] * 1e-6) / 1e12, ("ab-unit-warps" + std::to_string(planned)).c_str());
           }
           tbs[di] = kv_bytes / (us[di] * 1e-6) / 1e12;
           const std::string label =

@@ -270,17 +270,21 @@ DecodePlan plan_decode_attention(const AttentionShape& shape, KvDtype dtype, int
   // unit), but fewer waves give up the dynamic balance of many over the SMs
   // (0.96-1.02x where a warp streams 1,024 keys, 0.97x at 1,536), so the
   // warps' share of a unit is capped: bench/results/2026-12-02-attention-h200-r11.md.
+  const int max_warp_tokens = dtype == KvDtype::kFp16 ? kSidesMaxWarpTokens / 2 : kSidesMaxWarpTokens;
+  plan.unit_warps = plan.tma ? attn::kWarps : decode_unit_warps(units, slots, plan.split_tokens, max_warp_tokens);
+  return plan;
+}
+
+int decode_unit_warps(int64_t units, int64_t slots, int split_tokens, int max_warp_tokens) {
   auto waves = [&](int unit_warps) {
     const int64_t blocks = (units * unit_warps + attn::kWarps - 1) / attn::kWarps;
-    return (blocks + slots - 1) / slots;
+    return (blocks + slots - 1) / std::max<int64_t>(1, slots);
   };
-  const int max_warp_tokens = dtype == KvDtype::kFp16 ? kSidesMaxWarpTokens / 2 : kSidesMaxWarpTokens;
-  plan.unit_warps = attn::kWarps;
-  if (!plan.tma)
-    for (int w : {2, 1})
-      if (plan.split_tokens <= max_warp_tokens * w && waves(w) < waves(plan.unit_warps))  // split_tokens / w a warp
-        plan.unit_warps = w;
-  return plan;
+  int best = attn::kWarps;
+  for (int w : {2, 1})
+    if (split_tokens <= static_cast<int64_t>(max_warp_tokens) * w && waves(w) < waves(best))  // split_tokens / w a warp
+      best = w;
+  return best;
 }
 
 cudaError_t decode_attention(const DecodeArgs& args, const AttentionShape& shape, const PagedKvCache& cache,

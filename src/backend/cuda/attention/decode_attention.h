@@ -83,6 +83,12 @@ DecodePlan plan_decode_attention(const AttentionShape& shape, KvDtype dtype, int
 // (an occupancy query, cached; 0 for an unsupported head_dim).
 int decode_blocks_per_sm(KvDtype dtype, int head_dim);
 
+// DecodePlan::unit_warps for `units` units of split_tokens keys on `slots`
+// resident blocks: of 4, 2 and 1 warps per unit the fewest waves of blocks,
+// ties to more warps, each warp streaming at most max_warp_tokens keys
+// (plan_decode_attention's rule, with its cap; benches pass their own).
+int decode_unit_warps(int64_t units, int64_t slots, int split_tokens, int max_warp_tokens);
+
 struct DecodeArgs {
   const uint16_t* q = nullptr;             // [batch, Hq, D] fp16 (after RoPE)
   uint16_t* out = nullptr;                 // [batch, Hq, D] fp16
