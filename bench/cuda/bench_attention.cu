@@ -22,12 +22,19 @@
 //              fewest waves), alternated, where they differ
 //   --settle-ms N  run each decode cell about N ms untimed before timing it
 //              (the board's sustained state; default 0: timed at once)
+//   --cool-ms N  leave the GPU idle N ms before each decode cell (every cell
+//              from a rested board, not from the previous cell's state)
+//   --host-paced  time as every round before 2026-12-02 did: the start event
+//              on an idle GPU, so each batch of 10 launches also holds the
+//              host's latency to its first launch (bench::queued_timing;
+//              the default queues the batch behind a held GPU first)
 // Inputs are random (never zeros); small problems rotate over disjoint pages
 // so that repeated launches do not measure the L2 cache.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -35,6 +42,7 @@
 #include <functional>
 #include <utility>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backend/cuda/attention/decode_attention.h"
@@ -92,6 +100,7 @@ struct DecodeGrid {
   // per block, alternated (3 each)
   bool units_ab = false;
   int settle_ms = 0;  // > 0: each cell runs about this long untimed before its timings
+  int cool_ms = 0;    // > 0: the GPU idles this long before each cell (and before its settling)
 };
 
 // The board's state lingers from cell to cell: after a cell of 16,384-key
@@ -103,6 +112,14 @@ struct DecodeGrid {
 // --settle-ms N runs each cell about N ms untimed before its timings (the
 // sustained state); the default, 0, times it at once after 3 launches (the
 // burst state, as every round before 11).
+// --cool-ms N leaves the GPU idle for N ms before each cell, so that every
+// cell starts from the same rested board instead of the state the previous
+// cell left (the grid's order).
+void cool(int ms) {
+  bench::check(cudaDeviceSynchronize(), "cool");
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
 void settle(const std::function<void()>& fn, int ms) {
   const double us = bench::time_us(fn, 5, 1);
   const int n = static_cast<int>(std::min(1e6, 1000.0 * ms / std::max(us, 1.0)));
@@ -195,6 +212,7 @@ void bench_decode(bool quick, cuda::DecodeKernel kernel, const DecodeGrid& grid,
             bench::check(cuda::decode_attention(args, shape, cache, plan, ws.ptr, nullptr), "decode_attention");
           };
           const double kv_bytes = 2.0 * batch * ctx * m.hkv * (layout.token_value_bytes() + (kv_has_params(dtypes[di]) ? 4 : 0));
+          if (grid.cool_ms > 0) cool(grid.cool_ms);
           if (grid.settle_ms > 0) settle(run, grid.settle_ms);
           us[di] = bench::time_us(run);
           // The same cell under two plan settings, alternated A B A B A B
@@ -359,6 +377,8 @@ int main(int argc, char** argv) {
     else if (a == "--no-tma") grid.tma = 0;
     else if (a == "--tma-ab") grid.tma_ab = true;
     else if (a == "--units-ab") grid.units_ab = true;
+    else if (a == "--host-paced") bench::queued_timing = false;
+    else if (a == "--cool-ms" && i + 1 < argc) grid.cool_ms = std::atoi(argv[++i]);
     else if (a == "--settle-ms" && i + 1 < argc) grid.settle_ms = std::atoi(argv[++i]);
     else if (a == "--unit-warps" && i + 1 < argc) grid.unit_warps = std::atoi(argv[++i]);
     else if (a == "--splits" && i + 1 < argc) grid.splits = std::atoi(argv[++i]);
@@ -372,7 +392,7 @@ int main(int argc, char** argv) {
              : k == "mma-rows" ? cuda::DecodeKernel::kMmaRows : cuda::DecodeKernel::kAuto;
     }
     else {
-      std::fprintf(stderr, "usage: %s [--decode] [--prefill] [--fused] [--chain] [--floor] [--quick] [--kernel auto|mma|simt|mma-rows] [--no-pdl] [--persistent] [--late-staging] [--biased-values] [--tma | --no-tma] [--tma-ab] [--unit-warps 4|2|1] [--units-ab] [--settle-ms N] [--splits N] [--batches L] [--contexts L] [--model NAME] [--json FILE]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--decode] [--prefill] [--fused] [--chain] [--floor] [--quick] [--kernel auto|mma|simt|mma-rows] [--no-pdl] [--persistent] [--late-staging] [--biased-values] [--tma | --no-tma] [--tma-ab] [--unit-warps 4|2|1] [--units-ab] [--settle-ms N] [--cool-ms N] [--host-paced] [--splits N] [--batches L] [--contexts L] [--model NAME] [--json FILE]\n", argv[0]);
       return 2;
     }
   }
@@ -380,6 +400,9 @@ int main(int argc, char** argv) {
   bench::Report report;
   bench::print_device();
   std::printf("programmatic dependent launch: %s\n", cuda::programmatic_launch() ? "on" : "off");
+  std::printf("timing: %s\n", bench::queued_timing ? "queued (batches of launches queued behind a held GPU)"
+                                                     : "host-paced (start event on an idle GPU)");
+  report.add(std::string("{\"op\":\"timing\",\"method\":\"") + (bench::queued_timing ? "queued" : "host-paced") + "\"}");
   if (fused) bench_fused(quick, report);
   if (decode) bench_decode(quick, kernel, grid, report);
   if (prefill) bench_prefill(quick, report);

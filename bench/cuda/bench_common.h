@@ -1,18 +1,20 @@
 // Shared pieces of the GPU benchmarks: device memory, timing with CUDA
-// events (median of several batches of back-to-back launches), random fills,
-// and a JSON report.
+// events (median of several batches of back-to-back launches, queued before
+// the GPU starts them), random fills, and a JSON report.
 #pragma once
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "gpu_hold.h"
 #include "quant/kv_format.h"
 
 namespace qserve::bench {
@@ -79,9 +81,14 @@ inline double time_us(const std::function<void()>& fn, int per_batch = 10, int b
   cudaEventCreate(&b);
   std::vector<double> t;
   for (int k = 0; k < batches; ++k) {
+    const auto queued_from = std::chrono::steady_clock::now();
+    hold_gpu(nullptr);  // the batch is queued before the GPU starts it (gpu_hold.h)
     cudaEventRecord(a);
     for (int i = 0; i < per_batch; ++i) fn();
     cudaEventRecord(b);
+    release_gpu();
+    if (queued_timing && std::chrono::steady_clock::now() - queued_from > std::chrono::milliseconds(500))
+      std::fprintf(stderr, "warning: queuing a timed batch took > 0.5 s (a synchronizing call in the timed function?)\n");
     check(cudaEventSynchronize(b), "timing");
     float ms = 0;
     cudaEventElapsedTime(&ms, a, b);

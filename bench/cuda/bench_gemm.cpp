@@ -9,7 +9,12 @@
 //   bench_gemm [--quick] [--sweep] [--sweep-tiles NAME,...] [--sweep-splits 1,2,...] [--hot] [--no-pd]
 //              [--g128-s8-only] [--graph-us US]
 //              [--json FILE] [--md FILE] [--m 1,16,...] [--shapes NAME,...] [--shape N,K ...]
-//              [--neighbor-us US] [--interleave N]
+//              [--neighbor-us US] [--interleave N] [--host-paced]
+//
+// Each replay is queued behind a held GPU (gpu_hold.h), so that the graph's
+// launch latency is not in its time; --host-paced times as before
+// 2026-12-02 (the start event on an idle GPU: the latency, a few us, spread
+// over the graph's launches).
 //
 // --interleave N: after a row's timings, cuBLASLt INT8 (its chosen candidate)
 // and the two shipped plans are timed again in turn, N rounds, and the
@@ -75,6 +80,7 @@
 #include "core/half.h"
 #include "quant/weight_format.h"
 #include "bench_args.h"
+#include "gpu_hold.h"
 #include "gemm_layers.h"
 #include "neighbor_kernel.h"
 
@@ -144,9 +150,11 @@ struct Timer {
     for (int i = 0; i < 2; ++i) QS_CUDA_CHECK(cudaGraphLaunch(exec, stream));
     std::vector<double> us;
     for (int r = 0; r < 9; ++r) {
+      bench::hold_gpu(stream);  // the replay is queued before the GPU starts it (gpu_hold.h)
       QS_CUDA_CHECK(cudaEventRecord(a, stream));
       QS_CUDA_CHECK(cudaGraphLaunch(exec, stream));
       QS_CUDA_CHECK(cudaEventRecord(b, stream));
+      bench::release_gpu();
       QS_CUDA_CHECK(cudaEventSynchronize(b));
       QS_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
       us.push_back(ms * 1000.0 / launches);
@@ -247,6 +255,7 @@ int run(int argc, char** argv) {
     else if (a == "--graph-us") graph_us = std::stod(next());
     else if (a == "--neighbor-us") neighbor_us = std::stod(next());
     else if (a == "--interleave") interleave = std::stoi(next());
+    else if (a == "--host-paced") bench::queued_timing = false;
     else if (a == "--quick") ms = {1, 16, 64, 256, 1024, 4096};
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
@@ -264,6 +273,8 @@ int run(int argc, char** argv) {
   const bool wgmma = cuda::w4a8_wgmma_supported(dev);  // the sm_90a family runs here
   std::printf("# %s, %d SMs, L2 %zu MB; weights %s\n", dev.name.c_str(), dev.sm_count, dev.l2_bytes >> 20,
               hot ? "hot (one copy)" : "rotated over copies larger than 2x L2");
+  std::printf("# timing: %s\n", bench::queued_timing ? "queued (each replay queued behind a held GPU)"
+                                                       : "host-paced (the start event on an idle GPU)");
   // The neighbor kernel (--neighbor-us): one block per SM holding 200 KB of
   // shared memory for neighbor_us, allowing its dependents to launch at once.
   std::function<void()> neighbor;
