@@ -152,9 +152,9 @@ std::vector<Case> all_cases() {
   // == 64, n not a multiple of the tile or of 8), and a problem of fewer
   // stages than SMs (200 x 448 at m = 2: 8 stages, one CTA each, 4 pieces
   // per tile).
-  // Stream-K through the top-level planner: the table's down-layer entries
-  // at m <= 256 (Llama-3-8B g128, Llama-2-13B both kinds) and the rule
-  // outside the table (4096 x 12288).
+  // The top-level planner on the long-k down layers at m = 129-256: split-K
+  // pieces (Llama-3-8B, wg128x128/2 since round 12), stream-K (Llama-2-13B
+  // both kinds in the table) and the rule outside the table (4096 x 12288).
   for (bool g : {false, true}) {
     cases.push_back({g, 129, 4096, 14336});
     cases.push_back({g, 200, 5120, 13824});

@@ -125,15 +125,18 @@ struct W4A8Plan {
   size_t scratch_bytes = 0;    // s8 tiles: the INT8 weight copy [n, k], after the split-K part
   bool pdl = false;            // programmatic dependent launch (launch_pdl.cuh; sm_90+)
 
-  int64_t tile_ints = 0;       // stream-K: outputs per CTA tile (a partial piece's INT32 count)
+  int64_t tile_ints = 0;       // wgmma tiles: outputs per CTA tile (a partial piece's INT32 count); else 0
 
-  // The split-K workspace, one layout for both kernel families: [grid_n * grid_m]
-  // int32 tile counters (padded to 256 bytes), then, when splits > 1, the INT32
-  // partial sums [splits, m, n]; stream-K: the pieces [ctas][2][tile_ints].
+  // The split-K workspace: [grid_n * grid_m] int32 tile counters (padded to 256
+  // bytes), then the INT32 partial sums when splits > 1: wgmma tiles (tile_ints
+  // > 0) one piece per output tile and split, [grid_n][grid_m][splits][tile_ints];
+  // the mma.sync tiles [splits, m, n]; stream-K the pieces [ctas][2][tile_ints].
   size_t counter_bytes() const { return (static_cast<size_t>(grid_n) * grid_m * 4 + 255) / 256 * 256; }
   size_t workspace_bytes_for(int64_t m, int64_t n) const {
     if (splits == kW4A8StreamK) return counter_bytes() + static_cast<size_t>(ctas) * 2 * tile_ints * 4;
-    return counter_bytes() + (splits > 1 ? static_cast<size_t>(splits) * m * n * 4 : 0);
+    if (splits <= 1) return counter_bytes();
+    if (tile_ints > 0) return counter_bytes() + static_cast<size_t>(grid_n) * grid_m * splits * tile_ints * 4;
+    return counter_bytes() + static_cast<size_t>(splits) * m * n * 4;
   }
   // s8 tiles: where the INT8 weight copy starts (256-B aligned) in the workspace.
   size_t scratch_offset(int64_t m, int64_t n) const { return (workspace_bytes_for(m, n) + 255) / 256 * 256; }

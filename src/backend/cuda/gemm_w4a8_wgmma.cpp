@@ -300,6 +300,7 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
   plan.grid_m = static_cast<int>(cdiv(m, s.bm));
   const int64_t units = int64_t{plan.grid_n} * plan.grid_m * plan.splits;
   plan.ctas = static_cast<int>(std::min<int64_t>(units, sms));
+  plan.tile_ints = int64_t{s.bn()} * s.bm;  // the split-K pieces (gemm_w4a8.h)
   plan.workspace_bytes = plan.workspace_bytes_for(m, n);
   if (s.mc) {  // pairs of n blocks, two CTAs each
     const int64_t pairs = cdiv(plan.grid_n, 2) * plan.grid_m * plan.splits;
@@ -320,7 +321,6 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
     const int64_t stages = int64_t{plan.grid_n} * plan.grid_m * kt_total;  // of all output tiles
     QS_CHECK(stages < (int64_t{1} << 31));
     plan.ctas = static_cast<int>(std::min<int64_t>(stages, sms));
-    plan.tile_ints = int64_t{s.bn()} * s.bm;
     plan.workspace_bytes = plan.workspace_bytes_for(m, n);
   }
   if (s.s8) {

@@ -517,22 +517,31 @@ __global__ void __launch_bounds__(kThreads, 1)
       };
 
       if (un.parts > 1) {
-        // Stream-K pieces: [MT][BM / 8][256 threads][4] INT32, 16-B accesses.
+        // Partial pieces, split-K and stream-K alike: [MT][BM / 8][256 threads][4]
+        // INT32 in the accumulators' register order, 16-B accesses at constant
+        // offsets from one base (a tile's piece is contiguous). Split-K: piece
+        // (tile, split) of [grid_n][grid_m][splits]; stream-K: the CTA's own.
+        // (Until 2026-12-02 split-K went through an [splits][m][n] array, one
+        // bounds-checked 4-byte access per output with its own 64-bit address:
+        // the last split's reads of the others' sums came a few at a time,
+        // and a tile's fix-up cost more than its share of the main loop.)
         constexpr int kTileInts = 128 * MT * BM;
         auto piece_at = [&](int32_t* piece, int j, int i) {
           return reinterpret_cast<int4*>(piece) + (j * (BM / 8) + i) * 256 + ctid;
         };
-        if constexpr (kSK) {
-          int32_t* mine = stream_k_piece(p, blockIdx.x, stream_k_buf(un, un.slot), kTileInts);
+        auto split_piece = [&](int z) {
+          return p.partials + ((static_cast<size_t>(n_blk) * p.grid_m + m_blk) * p.splits + z) * kTileInts;
+        };
+        {
+          int32_t* mine;
+          if constexpr (kSK) mine = stream_k_piece(p, blockIdx.x, stream_k_buf(un, un.slot), kTileInts);
+          else mine = split_piece(un.slot);
 #pragma unroll
           for (int j = 0; j < MT; ++j)
 #pragma unroll
             for (int i = 0; i < BM / 8; ++i)
               __stcg(piece_at(mine, j, i), make_int4(acc[j][4 * i], acc[j][4 * i + 1], acc[j][4 * i + 2],
                                                      acc[j][4 * i + 3]));
-        } else {
-          int32_t* mine = p.partials + static_cast<size_t>(un.slot) * p.m * p.n;
-          for_each_output([&](int32_t& v, size_t idx) { __stcg(mine + idx, v); });
         }
         __threadfence();
         ptx::named_barrier(1, 256);
@@ -547,19 +556,16 @@ __global__ void __launch_bounds__(kThreads, 1)
         __threadfence();
         for (int z = 0; z < un.parts; ++z) {
           if (z == un.slot) continue;
-          if constexpr (kSK) {
-            int32_t* other = stream_k_piece(p, blockIdx.x - un.slot + z, stream_k_buf(un, z), kTileInts);
+          int32_t* other;
+          if constexpr (kSK) other = stream_k_piece(p, blockIdx.x - un.slot + z, stream_k_buf(un, z), kTileInts);
+          else other = split_piece(z);
 #pragma unroll
-            for (int j = 0; j < MT; ++j)
+          for (int j = 0; j < MT; ++j)
 #pragma unroll
-              for (int i = 0; i < BM / 8; ++i) {
-                const int4 v = __ldcg(piece_at(other, j, i));
-                acc[j][4 * i] += v.x, acc[j][4 * i + 1] += v.y, acc[j][4 * i + 2] += v.z, acc[j][4 * i + 3] += v.w;
-              }
-          } else {
-            const int32_t* other = p.partials + static_cast<size_t>(z) * p.m * p.n;
-            for_each_output([&](int32_t& v, size_t idx) { v += __ldcg(other + idx); });
-          }
+            for (int i = 0; i < BM / 8; ++i) {
+              const int4 v = __ldcg(piece_at(other, j, i));
+              acc[j][4 * i] += v.x, acc[j][4 * i + 1] += v.y, acc[j][4 * i + 2] += v.z, acc[j][4 * i + 3] += v.w;
+            }
         }
       }
 
