@@ -153,8 +153,9 @@ std::vector<Case> all_cases() {
   // stages than SMs (200 x 448 at m = 2: 8 stages, one CTA each, 4 pieces
   // per tile).
   // The top-level planner on the long-k down layers at m = 129-256: split-K
-  // pieces (Llama-3-8B, wg128x128/2 since round 12), stream-K (Llama-2-13B
-  // both kinds in the table) and the rule outside the table (4096 x 12288).
+  // pieces (Llama-3-8B, wg128x128/2 since round 17), stream-K (Llama-2-13B
+  // both kinds in the table) and the rule's split-K outside the table
+  // (4096 x 12288).
   for (bool g : {false, true}) {
     cases.push_back({g, 129, 4096, 14336});
     cases.push_back({g, 200, 5120, 13824});
@@ -526,14 +527,20 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 1024, 4096, 4096, cuda::kW4A8FirstS8Tile, cuda::kW4A8StreamK, false),
                Error);
   EXPECT_THROW(cuda::plan_w4a8_mma(h200, 16, 4096, 4096, -1, cuda::kW4A8StreamK, false), Error);
-  // The rule outside the table: 128 x 128 stream-K on a long-k layer whose
-  // 128 x 128 tiles fill at most 65% of the SMs (4096 x 12288 at m = 200:
-  // 64 tiles, 96 stages each); not with more tiles or a short k.
-  const cuda::W4A8Plan rule = cuda::plan_w4a8(h200, 200, 4096, 12288, -1, 0, true);
+  // The rule outside the table (since round 17): split-K where the unsplit
+  // output tiles leave SMs idle and each split keeps >= 16 stages, never
+  // stream-K by itself. 4096 x 12288 at m = 256: 64 tiles of 128 x 128 ->
+  // split 2 (128 CTAs, 48 stages each); 5120 x 3072 at m = 256: 80 tiles, so
+  // split 2 would take two rounds -> unsplit; 3072 x 3072 at m = 256: 48
+  // tiles but 12 stages a split -> unsplit.
+  const cuda::W4A8Plan rule = cuda::plan_w4a8(h200, 256, 4096, 12288, -1, 0, true);
   EXPECT_STREQ(cuda::w4a8_tile_name(rule.tile), "wg128x128");
-  EXPECT_EQ(rule.splits, cuda::kW4A8StreamK);
-  EXPECT_NE(cuda::plan_w4a8(h200, 400, 4096, 12288, -1, 0, true).splits, cuda::kW4A8StreamK);  // 96 tiles
-  EXPECT_NE(cuda::plan_w4a8(h200, 200, 4096, 6144, -1, 0, true).splits, cuda::kW4A8StreamK);   // 48 stages
+  EXPECT_EQ(rule.splits, 2);
+  EXPECT_EQ(cuda::plan_w4a8(h200, 256, 5120, 3072, -1, 0, false).splits, 1);
+  EXPECT_EQ(cuda::plan_w4a8(h200, 256, 3072, 3072, -1, 0, true).splits, 1);
+  for (int64_t m : {129, 200, 256, 400, 1024})
+    for (bool g : {false, true})
+      EXPECT_NE(cuda::plan_w4a8(h200, m, 4096, 12288, -1, 0, g).splits, cuda::kW4A8StreamK) << m;
   // The multicast pair of 128 x 256 for the largest problems of the rule
   // (>= 4.5e11 multiply-adds g128, >= 9e11 per-channel): two CTAs per pair of
   // n blocks, at most the SMs; 128 x 256 below.

@@ -201,18 +201,20 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
   int local = 0, splits = 1;
   double best = -1;
   // large_m: the large-m rule's split-K only while the unsplit output tiles
-  // leave SMs idle and each split keeps >= 64 stages (8192 of k). The model
-  // undercounts the INT32 partials' round trip: Llama-2-70B down at m = 768
-  // ran 352 us on 128 x 256 split 2, 225 on 128 x 192 unsplit; the 4096 x
-  // 4096 layers at m = 160-230 (64 tiles of 128 x 128) 18.2-19.5 us split 2
-  // and 13.5-15.4 unsplit; split 2 won only on 70B down (k = 28672) and once on
-  // Llama-3-8B down (k = 14336) at m = 160-448 (rounds 2 and 4 of
-  // bench/results/2026-11-30-gemm-h200-r11.md).
+  // leave SMs idle and each split keeps >= 16 stages (2048 of k). Until round
+  // 17 the threshold was 64 stages: the fix-up then went through an
+  // [splits][m][n] array at 5-15 us a tile, and split 2 had won only on the
+  // longest k (rounds 2 and 4 of bench/results/2026-11-30-gemm-h200-r11.md).
+  // With the fix-up as pieces, split 2 of 128 x 128 on layers outside the
+  // table at m = 160-256 (call 5 of bench/results/2026-12-02-gemm-h200-r17.md):
+  // 3584 x 18944 36.4 / 32.0 us against stream-K's 44.7 / 34.5, 3072 x 8192
+  // 20.1 / 17.7 against 25.2 / 20.0; at 12-14 stages a split (3072 x 3072,
+  // 3584 x 3584) g128 gained 3-8% and per-channel lost up to 5%, hence 16.
   auto consider = [&](int t, double eff, bool large_m = false) {
     const bool full = cdiv(n, kTiles[t].bn()) * cdiv(m, kTiles[t].bm) >= sms;
     for (int sp = 1; sp <= max_splits; ++sp) {
       if (force_splits > 0 && sp != force_splits) continue;
-      if (sp > 1 && large_m && (full || cdiv(kt_total, sp) < 64)) break;
+      if (sp > 1 && large_m && (full || cdiv(kt_total, sp) < 16)) break;
       const double c = unit_cost(kTiles[t], m, n, kt_total, sp, sms, eff);
       if (best < 0 || c < best * 0.999) best = c, local = t, splits = sp;
     }
@@ -265,16 +267,11 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
     const double c0 = g128 ? 128.0 : 96.0;
     for (int t = w4a8::wgmma::kFirstMidTile; t < w4a8::wgmma::kEndMidTile; ++t)
       consider(t, kTiles[t].bm * (c0 + 256) / (256.0 * (c0 + kTiles[t].bm)), true);
-    // Stream-K on 128 x 128 where its output tiles fill at most 65% of the
-    // SMs and k is long (>= 64 stages): the long-k down layers at m = 256
-    // measured 5-18% faster than their best split-K plan
-    // (bench/results/2026-11-30-gemm-h200-r10.md); with more tiles or a
-    // shorter k the partial tiles' round trip costs more than the idle SMs.
-    if (force_splits == 0 && cdiv(n, kTiles[6].bn()) * cdiv(m, kTiles[6].bm) * 100 <= int64_t{sms} * 65 &&
-        kt_total >= 64) {
-      local = 6, splits = 1;
-      stream_k = true;
-    }
+    // (Stream-K, which this rule took until round 17 for 128 x 128 where its
+    // output tiles filled at most 65% of the SMs on a long k, lost to split 2
+    // of the same tile on every such layer once split-K's fix-up became
+    // pieces: 5-25% in call 5 of bench/results/2026-12-02-gemm-h200-r17.md.
+    // It stays for the table's entries and forced plans.)
     // The multicast pair of 128 x 256 (half the activations' L2 traffic, the
     // two CTAs of a pair in step) for the largest problems only: timed
     // against 128 x 256 in separate processes in turn (round 3 of
