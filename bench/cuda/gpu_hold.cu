@@ -1,8 +1,7 @@
 // gpu_hold.h: the held kernel and its flag in pinned, mapped host memory.
 #include <atomic>
-#include <cstdio>
-#include <cstdlib>
 
+#include "bench_common.h"
 #include "gpu_hold.h"
 
 namespace qserve::bench {
@@ -20,29 +19,22 @@ __global__ void hold_until_released_kernel(const volatile int* flag) {
 volatile int* host_flag = nullptr;
 const int* device_flag = nullptr;
 
-void need(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s failed: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
-
 }  // namespace
 
 void hold_gpu(cudaStream_t stream) {
   if (!queued_timing) return;
   if (!host_flag) {
     int* h = nullptr;
-    need(cudaHostAlloc(&h, sizeof(int), cudaHostAllocMapped), "cudaHostAlloc");
+    check(cudaHostAlloc(&h, sizeof(int), cudaHostAllocMapped), "cudaHostAlloc");
     int* d = nullptr;
-    need(cudaHostGetDevicePointer(reinterpret_cast<void**>(&d), h, 0), "cudaHostGetDevicePointer");
+    check(cudaHostGetDevicePointer(reinterpret_cast<void**>(&d), h, 0), "cudaHostGetDevicePointer");
     host_flag = h;
     device_flag = d;
   }
   *host_flag = 0;
   std::atomic_thread_fence(std::memory_order_seq_cst);
   hold_until_released_kernel<<<1, 1, 0, stream>>>(device_flag);
-  need(cudaGetLastError(), "hold_until_released_kernel");
+  check(cudaGetLastError(), "hold_until_released_kernel");
 }
 
 void release_gpu() {

@@ -201,7 +201,7 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
   int local = 0, splits = 1;
   double best = -1;
   // large_m: the large-m rule's split-K only while the unsplit output tiles
-  // leave SMs idle and each split keeps >= 16 stages (2048 of k). Until round
+  // leave SMs idle and each split keeps >= kMinSplitStages (2048 of k). Until round
   // 17 the threshold was 64 stages: the fix-up then went through an
   // [splits][m][n] array at 5-15 us a tile, and split 2 had won only on the
   // longest k (rounds 2 and 4 of bench/results/2026-11-30-gemm-h200-r11.md).
@@ -210,11 +210,12 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
   // 3584 x 18944 36.4 / 32.0 us against stream-K's 44.7 / 34.5, 3072 x 8192
   // 20.1 / 17.7 against 25.2 / 20.0; at 12-14 stages a split (3072 x 3072,
   // 3584 x 3584) g128 gained 3-8% and per-channel lost up to 5%, hence 16.
+  constexpr int64_t kMinSplitStages = 16;
   auto consider = [&](int t, double eff, bool large_m = false) {
     const bool full = cdiv(n, kTiles[t].bn()) * cdiv(m, kTiles[t].bm) >= sms;
     for (int sp = 1; sp <= max_splits; ++sp) {
       if (force_splits > 0 && sp != force_splits) continue;
-      if (sp > 1 && large_m && (full || cdiv(kt_total, sp) < 16)) break;
+      if (sp > 1 && large_m && (full || cdiv(kt_total, sp) < kMinSplitStages)) break;
       const double c = unit_cost(kTiles[t], m, n, kt_total, sp, sms, eff);
       if (best < 0 || c < best * 0.999) best = c, local = t, splits = sp;
     }
