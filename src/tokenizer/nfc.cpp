@@ -1,5 +1,5 @@
 // NFC for the NFC normalizer of tokenizer.json (Qwen2 declares it), from the
-// generated tables of unicode_tables.cpp (UAX #15).
+// generated tables of nfc_tables.cpp (UAX #15).
 #include <algorithm>
 
 #include "tokenizer/unicode.h"

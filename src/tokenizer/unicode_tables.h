@@ -17,7 +17,8 @@ extern const size_t kNumber_size;
 extern const CodepointRange kWhiteSpace[];  // \s: the White_Space property
 extern const size_t kWhiteSpace_size;
 
-// NFC data, each sorted by its first field. Hangul syllables are algorithmic.
+// NFC data (nfc_tables.cpp), each sorted by its first field. Hangul
+// syllables are algorithmic.
 struct CombiningClass {
   uint32_t cp, ccc;  // ccc != 0
 };
