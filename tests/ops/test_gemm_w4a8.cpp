@@ -95,7 +95,7 @@ std::vector<Case> all_cases() {
   for (bool g : {false, true})
     for (auto [n, k] : {std::pair<int64_t, int64_t>{4096, 4096}, {28672, 4096}, {12288, 4096}, {22016, 4096},
                         {4096, 11008}})
-      for (int64_t m : {16, 64, 255}) cases.push_back({g, m, n, k});
+      for (int64_t m : {16, 32, 64, 255}) cases.push_back({g, m, n, k});
   for (bool g : {false, true}) cases.push_back({g, 300, 4096, 4096});  // the m <= 512 bucket
   // The Llama-2-13B and Llama-2-70B entries of the table, through the top-level planner.
   for (bool g : {false, true})
@@ -194,12 +194,18 @@ std::vector<Case> all_cases() {
   // the tile's tokens at its edges, the odd shapes (n not a multiple of 16,
   // k % 128 == 64: a g128 group of one k64 block; k / 64 not a multiple of
   // the 8 warps).
+  // The resident kernels (gemv8r / 16r / 32r) where their rows fit in shared
+  // memory (not 16 / 32 tokens at k = 14336), and the Llama-2-7B down layer
+  // (k = 11008: 172 blocks over 16 warps, 10 or 11 each).
+  const cuda::DeviceInfo sm90;  // (no figures: sm_90's shared memory)
   for (bool g : {false, true})
     for (int tile = cuda::kW4A8FirstGemvTile; tile < cuda::kW4A8TileCount; ++tile) {
       const int64_t tokens = cuda::w4a8_tile_tokens(tile);
-      for (int64_t m : {int64_t{1}, int64_t{4}, int64_t{9}, tokens - 1, tokens})
+      for (int64_t m : {int64_t{1}, int64_t{4}, int64_t{9}, int64_t{17}, tokens - 1, tokens})
         if (m <= tokens) cases.push_back({g, m, 6144, 4096, tile, 1, true});
-      cases.push_back({g, tokens, 4096, 14336, tile, 1, true});
+      if (cuda::w4a8_gemv_fits(sm90, tile, 14336, g)) cases.push_back({g, tokens, 4096, 14336, tile, 1, true});
+      if (cuda::w4a8_gemv_kernel(tile) == cuda::w4a8::gemv::Kernel::kGemv16Resident)
+        cases.push_back({g, tokens - 2, 4096, 11008, tile, 1, true});
       for (int64_t m : {int64_t{2}, tokens}) cases.push_back({g, m, 203, 448, tile, 1, true});
       cases.push_back({g, tokens - 3, 1408, 2880, tile, 1, true});
       cases.push_back({g, 5, 200, 64, tile, 1, true});
@@ -348,7 +354,8 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
                  // 5: the cluster tile 256 x 32 with 3 splits (a cluster of 3),
                  // 6: the multicast pair of 128 x 256 with split-K 3,
                  // 7-10: the decode tiles gemv8 (m <= 8), gemv16 (m <= 16), gemv8d
-                 // (m <= 8, two chunks of weights ahead), gemv16d (m <= 16, likewise)
+                 // (m <= 8, two chunks of weights ahead), gemv16d (m <= 16, likewise),
+                 // 11-13: the resident ones gemv8r, gemv16r, gemv32r
   };
   const bool hopper = cuda::w4a8_wgmma_supported(ctx.info());
   for (const PdlCase c : {PdlCase{false, 5, 0}, PdlCase{true, 5, 0}, PdlCase{false, 64, 0}, PdlCase{true, 300, 0},
@@ -358,7 +365,9 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
                           PdlCase{false, 300, 6}, PdlCase{true, 129, 6}, PdlCase{false, 5, 7},
                           PdlCase{true, 8, 7}, PdlCase{false, 16, 8}, PdlCase{true, 11, 8},
                           PdlCase{false, 1, 9}, PdlCase{true, 6, 9}, PdlCase{false, 13, 10},
-                          PdlCase{true, 16, 10}}) {
+                          PdlCase{true, 16, 10}, PdlCase{false, 3, 11}, PdlCase{true, 8, 11},
+                          PdlCase{false, 16, 12}, PdlCase{true, 10, 12}, PdlCase{false, 29, 13},
+                          PdlCase{true, 32, 13}}) {
     if (c.family >= 2 && !hopper) continue;
     SCOPED_TRACE(std::string(c.g128 ? "g128" : "per-channel") + " m " + std::to_string(c.m) + " family " +
                  std::to_string(c.family));
@@ -429,10 +438,10 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
         ASSERT_TRUE(cuda::w4a8_tile_is_wgmma(p.tile));
         const int64_t kt_total = (k + 127) / 128;
         if (cuda::w4a8_tile_is_gemv(p.tile)) {
-          // The decode kernels: m <= 16, k <= 16384 (m > 4: k <= 4096 and at
+          // The decode kernels: m <= 32, k <= 16384 (m > 4: k <= 4096 and at
           // least one 16-channel tile per SM), a CTA per 16 channels, at most
-          // three (gemv8) / two (gemv16, gemv8d) per SM, no split-K, no
-          // workspace.
+          // three (gemv8) / two (gemv16, gemv8d) / one (the resident gemv16r,
+          // gemv32r: g128 table entries) per SM, no split-K, no workspace.
           const std::string name = cuda::w4a8_tile_name(p.tile);
           EXPECT_LE(m, cuda::w4a8_tile_tokens(p.tile));
           EXPECT_LE(k, 16384);
@@ -442,7 +451,10 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
           }
           EXPECT_EQ(name == "gemv8d", m <= 4 && (n + 15) / 16 <= 2 * 132);
           EXPECT_NE(name, "gemv16d");  // built for measurement, not planned (gemm_w4a8_gemv.h)
-          EXPECT_EQ(p.ctas, std::min<int64_t>((n + 15) / 16, (name == "gemv8" ? 3 : 2) * 132));
+          const bool resident = name == "gemv16r" || name == "gemv32r";
+          EXPECT_TRUE(!resident || g);
+          EXPECT_NE(name, "gemv8r");  // not planned
+          EXPECT_EQ(p.ctas, std::min<int64_t>((n + 15) / 16, (name == "gemv8" ? 3 : resident ? 1 : 2) * 132));
           EXPECT_EQ(p.splits, 1);
           EXPECT_EQ(p.workspace_bytes, 0u);
           continue;
@@ -502,7 +514,13 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 8, 6144, 14336, -1, 0, true).tile));
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 9, 4096, 4096, -1, 0, false).tile), "gemv16");
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 16, 4096, 4096, -1, 0, true).tile), "gemv16");
-  EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 16, 6144, 4096, -1, 0, true).tile));
+  EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 16, 6144, 4096, -1, 0, false).tile));
+  // The resident kernels through the table (g128: Llama-3-8B qkv at m =
+  // 9..16, the 4096 x 4096 layers at m = 17..32).
+  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 16, 6144, 4096, -1, 0, true).tile), "gemv16r");
+  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 9, 6144, 4096, -1, 0, true).tile), "gemv16r");
+  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 17, 4096, 4096, -1, 0, true).tile), "gemv32r");
+  EXPECT_EQ(cuda::plan_w4a8(h200, 32, 4096, 4096, -1, 0, true).ctas, 132);
   EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 16, 4096, 14336, -1, 0, false).tile));
   EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 17, 4096, 4096, -1, 0, false).tile));
   EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 1, 28672, 4096, -1, 0, false).tile));
@@ -637,8 +655,8 @@ TEST(GemmW4A8Planner, MeasuredPlans) {
         EXPECT_TRUE(cuda::w4a8_tile_supported(h200, entry->tile));
         EXPECT_EQ(top_entry->tile, entry->tile);
         const cuda::W4A8Plan p = cuda::plan_w4a8(h200, m, n, k, -1, 0, g);
-        if (cuda::w4a8_tile_is_gemv(p.tile)) {  // the decode kernels go before the table (m <= 16)
-          EXPECT_LE(m, 16);
+        if (cuda::w4a8_tile_is_gemv(p.tile)) {  // the decode kernels: before the table (m <= 16) or in it
+          EXPECT_LE(m, cuda::w4a8_tile_tokens(p.tile));
           continue;
         }
         // Below the bucket's top the rule's 160-224-token tiles take over a

@@ -56,7 +56,8 @@ const char* w4a8_tile_name(int tile) {
                                               "wg128x8c-k256", "wg128x8c-k512", "wg128x16c-k256", "wg128x16c-k512",
                                               "wg256x8a2c-k256", "wg256x16a2c-k256", "wg256x32c-k256",  "wg128x64c-k256",
                                               "wg256x64c-k256", "wg128x160", "wg128x192", "wg128x208", "wg128x224",
-                                              "wg128x256mc", "gemv8", "gemv16", "gemv8d", "gemv16d"};
+                                              "wg128x256mc", "gemv8", "gemv16", "gemv8d", "gemv16d",
+                                              "gemv8r",     "gemv16r",    "gemv32r"};
   return tile >= 0 && tile < kW4A8TileCount ? names[tile] : "?";
 }
 
@@ -68,6 +69,14 @@ int w4a8_tile_tokens(int tile) {
 
 std::string w4a8_plan_name(int tile, int splits) {
   return std::string(w4a8_tile_name(tile)) + "/" + (splits == kW4A8StreamK ? std::string("sk") : std::to_string(splits));
+}
+
+bool w4a8_gemv_fits(const DeviceInfo& dev, int tile, int64_t k, bool g128) {
+  if (!w4a8_tile_is_gemv(tile)) return false;
+  const size_t optin = dev.smem_per_block_optin > 0 ? dev.smem_per_block_optin : w4a8::gemv::kSm90SmemOptin;
+  const size_t limit = std::min(optin - std::min<size_t>(optin, 2048), w4a8::gemv::kMaxResidentSmem);
+  return k <= (int64_t{1} << 30) &&
+         w4a8::gemv::resident_smem_bytes(w4a8_gemv_kernel(tile), g128, static_cast<int>(k)) <= limit;
 }
 
 bool w4a8_wgmma_supported(const DeviceInfo& dev) { return dev.cc_major == 9 && dev.cc_minor == 0; }

@@ -55,7 +55,7 @@ W4A8DeviceWeights upload_w4a8(const quant::W4G128Weights& w);
 W4A8DeviceWeights upload_w4a8(const quant::W4PerChannelWeights& w);
 
 inline constexpr int kW4A8FirstWgmmaTile = 6;  // mma.sync tiles 0..5 (any sm_80+ device)
-inline constexpr int kW4A8TileCount = 49;       // wgmma tiles 6..44, the decode tiles 45..48 (sm_90 only)
+inline constexpr int kW4A8TileCount = 52;       // wgmma tiles 6..44, the decode tiles 45..51 (sm_90 only)
 // Tiles 16..19: INT8-weight wgmma tiles, run after a pass that dequantizes
 // the W4 weights into an INT8 copy in the workspace (docs/gemm-hopper.md).
 inline constexpr int kW4A8FirstS8Tile = 16;
@@ -80,15 +80,20 @@ inline constexpr int kW4A8FirstMidTile = 40, kW4A8EndMidTile = 44;
 // loading half of a stage's activations into both (half the activation
 // traffic from L2). Planned for the largest problems only (gemm_w4a8_wgmma.cpp).
 inline constexpr int kW4A8FirstMcTile = 44;
-// Tiles 45..48: the decode kernels for m <= 8 / 16 / 8 / 16 (gemv8, gemv16,
-// gemv8d, gemv16d; gemm_w4a8_gemv.h): one CTA per 16 channels, weights loaded straight
-// into registers by every SM, mma.sync; no split-K (splits 1), no workspace.
+// Tiles 45..51: the decode kernels for m <= 8 / 16 / 8 / 16 / 8 / 16 / 32
+// (gemv8, gemv16, gemv8d, gemv16d, gemv8r, gemv16r, gemv32r; gemm_w4a8_gemv.h):
+// 16-channel tiles, weights loaded straight into registers by every SM,
+// mma.sync; no split-K (splits 1), no workspace.
 inline constexpr int kW4A8FirstGemvTile = 45;
 inline bool w4a8_tile_is_gemv(int tile) { return tile >= kW4A8FirstGemvTile && tile < kW4A8TileCount; }
 static_assert(kW4A8TileCount - kW4A8FirstGemvTile == w4a8::gemv::kKernelCount);
 // The decode kernel of a decode tile, and the tile of a decode kernel.
 inline w4a8::gemv::Kernel w4a8_gemv_kernel(int tile) { return static_cast<w4a8::gemv::Kernel>(tile - kW4A8FirstGemvTile); }
 constexpr int w4a8_gemv_tile(w4a8::gemv::Kernel kernel) { return kW4A8FirstGemvTile + static_cast<int>(kernel); }
+// Whether decode tile `tile` runs a layer of depth k on this device (the
+// resident kernels keep each warp's activation rows in shared memory; the
+// others run any k). Without a device's figure (planner tests) sm_90's.
+bool w4a8_gemv_fits(const DeviceInfo& dev, int tile, int64_t k, bool g128);
 inline constexpr int kW4A8MaxClusterSplits = 8;
 inline bool w4a8_tile_is_s8(int tile) { return tile >= kW4A8FirstS8Tile && tile < kW4A8FirstPdTile; }
 inline bool w4a8_tile_is_pd(int tile) { return tile >= kW4A8FirstPdTile && tile < kW4A8FirstClusterTile; }

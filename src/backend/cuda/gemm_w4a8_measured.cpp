@@ -52,6 +52,13 @@ struct Entry {
 // (entries marked r17); and at m = 16-32 the persistent 256 x 16 / 32 tiles
 // with 2-6 global splits on the qkv and down layers, where they beat the
 // cluster tiles by 3-8% (call 5 of that file).
+// Round 18 (bench/results/2026-12-02-gemm-h200-r18.md): the resident decode
+// kernels (tiles 49-51: one CTA of 16 warps per SM, each warp's activation
+// rows kept in shared memory) for g128 on Llama-3-8B qkv at m = 9-16 and on
+// the 4096 x 4096 layers at m = 17-32 (1.14-1.24x over the earlier entries
+// back to back, 1.13-1.21x after a neighbor; the engine's g128 decode at 16
+// sequences +1.5%, 4 of 4 pairs ahead). Per-channel keeps its entries there:
+// 4-8% faster back to back, but the engine at 16 sequences 0.1-0.5% slower.
 constexpr Entry kTable[] = {
     // o at m <= 16: the 96-CTA plans (split 3), not the back-to-back optimum (64 CTAs, split 2:
     // 5.4 / 6.5 us at m = 1), which owes 0.4 us to two launches of one GEMM sharing the GPU. After
@@ -59,13 +66,13 @@ constexpr Entry kTable[] = {
     // 6.4 / 7.3 us where split 2 takes 8.0 / 10.0 (bench/results/2026-11-30-gemm-h200-r9.md).
     {4096, 4096, 1, {31, 3}, {31, 3}},  // pc wg128x8c-k256/3 5.8 (6.4 after a neighbor); g128 6.7 (7.3)
     {4096, 4096, 16, {33, 3}, {33, 3}},  // pc wg128x16c-k256/3 6.5 (7.2); g128 wg128x16c-k256/3 7.2 (7.9)
-    {4096, 4096, 32, {25, 4}, {37, 4}},  // pc wg256x32c/4 7.3; g128 wg256x32c-k256/4 8.5 (r8)
+    {4096, 4096, 32, {25, 4}, {51, 1}},  // pc wg256x32c/4 7.3; g128 gemv32r 7.4 (r18; was wg256x32c-k256/4 8.5, r8)
     {4096, 4096, 64, {28, 2}, {28, 2}},  // pc wg128x64c/2 7.8; g128 wg128x64c/2 8.7
     {4096, 4096, 128, {38, 2}, {38, 2}},  // pc wg128x64c-k256/2 9.9 (r8); g128 wg128x64c-k256/2 10.9 (r8)
     {4096, 4096, 256, {12, 2}, {12, 2}},  // pc wg128x128/2 12.9; g128 wg128x128/2 13.6 (r17; were wg256x32/1 14.0, wg128x128/1 15.1)
     {4096, 4096, 512, {12, 1}, {12, 1}},  // pc wg128x128/1 15.9; g128 wg128x128/1 17.5 (round K; pass + s8 20.9)
     {6144, 4096, 1, {35, 4}, {6, 4}},  // pc wg256x8a2c-k256/4 6.9 (r8); g128 wg256x8/4 8.2
-    {6144, 4096, 16, {7, 4}, {36, 4}},  // pc wg256x16/4 7.2 (r17, call 5; was wg256x16a2c/4 7.5); g128 wg256x16a2c-k256/4 8.7 (r8)
+    {6144, 4096, 16, {7, 4}, {50, 1}},  // pc wg256x16/4 7.2 (r17, call 5; was wg256x16a2c/4 7.5); g128 gemv16r 7.0 (r18; was wg256x16a2c-k256/4 8.7, r8)
     {6144, 4096, 32, {25, 4}, {8, 4}},  // pc wg256x32c/4 8.4; g128 wg256x32/4 9.4 (r17, call 5; was wg256x32c/4 9.7)
     {6144, 4096, 64, {38, 2}, {38, 2}},  // pc wg128x64c-k256/2 9.4 (r8); g128 wg128x64c-k256/2 10.3 (r8)
     {6144, 4096, 128, {12, 2}, {12, 2}},  // pc wg128x128/2 12.5; g128 wg128x128/2 13.1 (r17; were wg256x32/1 13.4, wg256x128c/4 14.5)

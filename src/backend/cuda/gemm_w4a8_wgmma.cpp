@@ -102,9 +102,12 @@ enum class LargeM { kW4, kS8 };
 // The decode kernels' plan: a CTA per 16-channel tile, at most three (gemv8)
 // or two (gemv16) per SM (more tiles: the CTAs walk them), no split-K (a
 // forced split count is ignored), no workspace.
-W4A8Plan plan_gemv(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int tile) {
+W4A8Plan plan_gemv(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int tile, bool g128) {
   const int64_t tokens = w4a8_tile_tokens(tile);
   if (m > tokens) fail(ErrorCode::kInvalidArgument, "{} takes m <= {}, got {}", w4a8_tile_name(tile), tokens, m);
+  if (!w4a8_gemv_fits(dev, tile, k, g128))
+    fail(ErrorCode::kInvalidArgument, "{}: the activation rows of k = {} do not fit in shared memory",
+         w4a8_tile_name(tile), k);
   W4A8Plan plan;
   plan.tile = tile;
   plan.splits = 1;
@@ -170,7 +173,7 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
   const int decode = choose ? decode_tile(dev, m, n, k) : -1;
   bool overridden = false;
   const auto entry = choose && (table || decode >= 0) ? measured_w4a8_plan(m, n, k, g128, &overridden) : std::nullopt;
-  if (decode >= 0 && !overridden) return plan_gemv(dev, m, n, k, decode);
+  if (decode >= 0 && !overridden) return plan_gemv(dev, m, n, k, decode, g128);
   if (table && choose) {
     if (const auto& c = entry) {
       // Below its bucket's top (where it was measured, before tiles 40-43
@@ -188,7 +191,7 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
       force_tile = c->tile, force_splits = c->splits;
     }
   }
-  if (force_tile >= 0 && w4a8_tile_is_gemv(force_tile)) return plan_gemv(dev, m, n, k, force_tile);
+  if (force_tile >= 0 && w4a8_tile_is_gemv(force_tile)) return plan_gemv(dev, m, n, k, force_tile, g128);
   bool stream_k = force_splits == kW4A8StreamK;
   if (stream_k) force_splits = 1;  // the tile is chosen as for one split
   const int sms = std::max(1, dev.sm_count);

@@ -1,4 +1,4 @@
-// The W4A8 decode kernels for m <= 8 and m <= 16 tokens (docs/gemm-hopper.md,
+// The W4A8 decode kernels for m <= 8, 16 and 32 tokens (docs/gemm-hopper.md,
 // "Decode without shared-memory stages"): every SM streams weights with plain
 // 16-byte loads into registers, no TMA, no pipeline barriers.
 //
@@ -59,6 +59,17 @@
 // gemv16d is gemv16 with two chunks ahead (116 / 119 registers): faster where
 // the CTAs walk several tiles (round 2 of
 // bench/results/2026-12-01-gemm-h200-r16.md), not yet planned.
+//
+// kResident (gemv8r / 16r / 32r, gemm_w4a8_gemv.h): one CTA of 16 warps per
+// SM, the 16 warps on one tile at a time. A warp's k blocks are the same in
+// every tile, so its activation rows ([blocks][kNT groups][8 rows][64 B],
+// swizzled as the ring) are copied into shared memory once, after the
+// dependency wait, and every tile's B fragments come from there by ldmatrix:
+// no copies, waits or warp barriers in the loop. The warps' sums go through
+// two buffers in turn, so a tile takes one block barrier (the epilogue of
+// tile t reads one buffer while the warps fill the other with tile t + 1;
+// tile t + 2 refills it only after the barrier of t + 1, which the epilogue
+// threads reach after their reads).
 #pragma once
 
 #include <cstdint>
@@ -76,7 +87,7 @@
 
 namespace qserve::cuda::w4a8::gemv {
 
-inline constexpr int kWarps = 8, kThreads = 32 * kWarps;
+inline constexpr int kWarps = 8, kThreads = 32 * kWarps;  // the ring and direct kernels
 inline constexpr int kChunk = 4;  // k64 blocks per warp and step (4 x 16 B per lane a chunk)
 
 // The activation ring of a warp: [2 chunks][kChunk blocks][kNT groups][8
@@ -90,12 +101,21 @@ inline constexpr int kSmemBytes = kWarps * kRingBytes<kNT>;  // dynamic shared m
 
 __device__ __forceinline__ int piece_offset(int row, int piece) { return row * 64 + 16 * (piece ^ ((row >> 1) & 3)); }
 
-template <bool kG128, int kNT, bool kRing, int kCtasPerSm, int kAhead>
-__global__ void __launch_bounds__(kThreads, kCtasPerSm) gemm_w4a8_gemv_kernel(const KernelParams p) {
-  static_assert(kRing || kNT == 1, "the direct activation loads serve one 8-token group");
+// Where a warp's B fragments come from: 4-byte loads straight from X (m <=
+// 4), the per-warp ring of two chunks, or the resident rows.
+enum class XSource { kDirect, kRing, kResident };
+
+template <bool kG128, int kNT, XSource kX, int kW, int kCtasPerSm, int kAhead>
+__global__ void __launch_bounds__(32 * kW, kCtasPerSm) gemm_w4a8_gemv_kernel(const KernelParams p) {
+  constexpr bool kRing = kX == XSource::kRing, kResident = kX == XSource::kResident;
+  static_assert(kX != XSource::kDirect || kNT == 1, "the direct activation loads serve one 8-token group");
+  static_assert(kResident || kW == kWarps, "the ring and direct kernels run 8 warps");
   static_assert(kAhead == 1 || kAhead == 2);
-  extern __shared__ __align__(128) unsigned char gemv_smem[];  // kRing: the warps' rings
-  __shared__ int32_t red[kWarps][4 * kNT][32];  // [warp][group * 4 + accumulator register][lane]
+  static_assert(128 * kNT <= 32 * kW, "one epilogue thread per output of a tile");
+  // kRing: the warps' rings; kResident: the warps' activation rows, then the two sum buffers
+  extern __shared__ __align__(128) unsigned char gemv_smem[];
+  // [warp][group * 4 + accumulator register][lane] (kResident: in gemv_smem)
+  __shared__ int32_t red_static[kResident ? 1 : kW][4 * kNT][32];
   const int tiles = (p.n + 15) / 16;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, q = lane & 3;
@@ -106,10 +126,17 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) gemm_w4a8_gemv_kernel(co
   // its parameters serve two blocks (g128 4-9% faster on the qkv and down
   // layers; the per-channel kernels ran 0-8% slower in that order:
   // bench/results/2026-11-30-gemm-h200-r14.md, round 8).
-  const int blocks = kG128 ? 2 * (k64_total / (2 * kWarps)) + min(max(k64_total % (2 * kWarps) - 2 * warp, 0), 2)
-                           : (k64_total - warp + kWarps - 1) / kWarps;
-  auto block_kb = [warp](int i) { return kG128 ? 2 * kWarps * (i >> 1) + 2 * warp + (i & 1) : warp + kWarps * i; };
+  const int blocks = kG128 ? 2 * (k64_total / (2 * kW)) + min(max(k64_total % (2 * kW) - 2 * warp, 0), 2)
+                           : (k64_total - warp + kW - 1) / kW;
+  auto block_kb = [warp](int i) { return kG128 ? 2 * kW * (i >> 1) + 2 * warp + (i & 1) : warp + kW * i; };
   unsigned char* ring = gemv_smem + warp * kRingBytes<kNT>;
+  // kResident: this warp's rows (warp 0 has the most blocks: every warp's
+  // area is sized by its count), then the sum buffers [2][kW][4 kNT][32]
+  const int x_warp_bytes = (kG128 ? 2 * (k64_total / (2 * kW)) + min(k64_total % (2 * kW), 2)
+                                  : (k64_total + kW - 1) / kW) * kNT * kGroupBytes;
+  unsigned char* xres = gemv_smem + warp * x_warp_bytes;
+  int32_t* red_dyn = reinterpret_cast<int32_t*>(gemv_smem + kW * x_warp_bytes);
+  int red_half = 0;  // kResident: the sum buffer of the current tile
 
   if (blockIdx.x >= tiles) return;  // (the planner launches at most one CTA per tile)
   // This warp's sequence of chunks: chunks 0, kChunk, .. of tile blockIdx.x,
@@ -188,6 +215,27 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) gemm_w4a8_gemv_kernel(co
     if constexpr (!kG128) ep_asum = __half2float(p.a_sum[ep_tok]);
   }
 
+  // kResident: this warp's rows, once: lane (g, q) copies piece q of row 8 j
+  // + g of each of its blocks (zeros at rows past m). The warp waits for them
+  // at its first step, after that step has issued the next chunk's weights
+  // (waiting here put the third tile's loads ~1 us late).
+  bool x_ready = !kResident;
+  if constexpr (kResident) {
+    for (int i = 0; i < blocks; ++i) {
+      const int kb = block_kb(i);
+#pragma unroll
+      for (int j = 0; j < kNT; ++j) {
+        const int row = 8 * j + g;
+        unsigned char* dst = xres + (i * kNT + j) * kGroupBytes + piece_offset(g, q);
+        if (row < p.m)
+          ptx::cp_async16(dst, p.x + static_cast<size_t>(row) * p.k + kb * 64 + 16 * q, true);
+        else
+          *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
+      }
+    }
+    ptx::cp_async_commit();
+  }
+
   // kRing: chunk c's activations into ring half h: this lane copies the 16
   // bytes X[8 j + g][kb * 64 + 16 q ..] of its row and piece, for each of its
   // rows below m; one commit group per call.
@@ -213,7 +261,7 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) gemm_w4a8_gemv_kernel(co
   // the B fragments {b0, b1} of k32 step 0, then of step 1.
   const int ld_offset = piece_offset(lane & 7, lane >> 3);
   // Direct: this lane's token row of X (row g of the group), null past m.
-  const int8_t* xr = !kRing && g < p.m ? p.x + static_cast<size_t>(g) * p.k + q * 4 : nullptr;
+  const int8_t* xr = kX == XSource::kDirect && g < p.m ? p.x + static_cast<size_t>(g) * p.k + q * 4 : nullptr;
 
   // The MMAs of block i of a chunk (its weights ws[i], B fragments b: {b0,
   // b1} of k32 step 0, then step 1); g128: lp holds its group's level-2
@@ -243,6 +291,13 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) gemm_w4a8_gemv_kernel(co
   auto step = [&](auto slot, auto half) {
     constexpr int kS = decltype(slot)::value;
     load_ahead(cur_t16, cur_cc, kAhead, w[(kS + kAhead) % kSlots], l[(kS + kAhead) % kSlots]);  // kAhead chunks on
+    if constexpr (kResident) {
+      if (!x_ready) {  // the first step: the resident rows (this lane's copies, then the warp's)
+        ptx::cp_async_wait<0>();
+        __syncwarp();
+        x_ready = true;
+      }
+    }
     const int c = cur_cc * kChunk;
     if constexpr (kRing) {
       constexpr int h = decltype(half)::value;
@@ -273,6 +328,28 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) gemm_w4a8_gemv_kernel(co
         }
       }
       __syncwarp();  // ring half h is refilled by the next chunk's copies
+    } else if constexpr (kResident) {
+      // As the ring's, from the resident rows (block c + i of this warp);
+      // only the warp's own blocks are read. (lp spans the hoisted groups: at
+      // kNT = 4 a g128 pair of blocks falls in two.)
+      constexpr int kHoist = kChunk / kNT > 0 ? kChunk / kNT : 1;
+      wgmma::Level2 lp{};
+#pragma unroll
+      for (int i0 = 0; i0 < kChunk; i0 += kHoist) {
+        if (c + i0 >= blocks) break;
+        uint32_t b[kHoist][kNT][4];
+#pragma unroll
+        for (int i = 0; i < kHoist; ++i)
+          if (c + i0 + i < blocks)
+#pragma unroll
+            for (int j = 0; j < kNT; ++j)
+              ptx::ldmatrix_x4(b[i][j], xres + ((c + i0 + i) * kNT + j) * kGroupBytes + ld_offset);
+#pragma unroll
+        for (int i = 0; i < kHoist; ++i) {
+          if (c + i0 + i >= blocks) break;
+          mma_block(w[kS], l[kS], i0 + i, b[i], lp, acc);
+        }
+      }
     } else {
       // b[i][0] = X[token][kb * 64 + 4 q + (0..3, 16..19, 32..35, 48..51)] of block i.
       uint32_t b[kChunk][1][4];
@@ -291,13 +368,16 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) gemm_w4a8_gemv_kernel(co
       }
     }
     if (++cur_cc < chunks) return;
-    // The tile's last chunk: the 8 warps' partials meet in shared memory.
+    // The tile's last chunk: the warps' partials meet in shared memory.
     const int t16 = cur_t16;
     cur_cc = 0, cur_t16 += gridDim.x;
+    // red(w, jr, ln): warp w's accumulator jr % 4 of group jr / 4 in lane ln
+    int32_t* red_tile = kResident ? red_dyn + red_half * (kW * 4 * kNT * 32) : &red_static[0][0][0];
+    auto red = [red_tile](int w, int jr, int ln) -> int32_t& { return red_tile[(w * 4 * kNT + jr) * 32 + ln]; };
 #pragma unroll
     for (int j = 0; j < kNT; ++j)
 #pragma unroll
-      for (int r = 0; r < 4; ++r) red[warp][4 * j + r][lane] = acc[j][r], acc[j][r] = 0;
+      for (int r = 0; r < 4; ++r) red(warp, 4 * j + r, lane) = acc[j][r], acc[j][r] = 0;
     __syncthreads();
     // Thread (j, r, ln) < 128 kNT: accumulator r of lane ln in group j =
     // channel t16 * 16 + ln / 4 + 8 (r / 2) (ep_co), token 8 j + 2 (ln % 4) +
@@ -305,7 +385,7 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) gemm_w4a8_gemv_kernel(co
     if (ep_thread) {
       int32_t v = 0;
 #pragma unroll
-      for (int wp = 0; wp < kWarps; ++wp) v += red[wp][ep_jr][ep_ln];
+      for (int wp = 0; wp < kW; ++wp) v += red(wp, ep_jr, ep_ln);
       const int o = t16 * 16 + ep_co;
       if (o < p.n && ep_tok < p.m) {
         const size_t idx = static_cast<size_t>(ep_tok) * p.n + o;
@@ -319,7 +399,10 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) gemm_w4a8_gemv_kernel(co
       }
       load_channel_factors(cur_t16);  // the next tile's (cur_t16 moved on above)
     }
-    __syncthreads();  // red is written again for the next tile
+    if constexpr (kResident)
+      red_half ^= 1;  // the next tile's sums go to the other buffer (the comment at the top)
+    else
+      __syncthreads();  // red is written again for the next tile
   };
 
   if constexpr (kRing) copy_x(0, 0);
