@@ -100,7 +100,7 @@ std::vector<Case> all_cases() {
   // The Llama-2-13B and Llama-2-70B entries of the table, through the top-level planner.
   for (bool g : {false, true})
     for (auto [n, k] : {std::pair<int64_t, int64_t>{5120, 5120}, {5120, 13824}, {10240, 8192}, {8192, 8192}})
-      for (int64_t m : {5, 16, 64, 100}) cases.push_back({g, m, n, k});
+      for (int64_t m : {5, 16, 32, 64, 100}) cases.push_back({g, m, n, k});
   // The INT8-weight tiles (dequantization pass + wgmma with both operands in
   // shared memory), forced: a real layer at every m, the long-k layer at
   // large m, and each tile on odd shapes (n not a multiple of the tile or of

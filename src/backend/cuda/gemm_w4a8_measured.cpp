@@ -61,7 +61,10 @@ struct Entry {
 // 4-8% faster back to back, but the engine at 16 sequences 0.1-0.5% slower.
 // The same round re-swept the Llama-2-13B / 70B rows at m = 128-512 (round 8's
 // entries, measured against the slow split-K): 13 choices on 8 rows changed
-// (marked r18: split 2 or stream-K on wg128x128 / wg128x256, 1.04-1.21x).
+// (marked r18: split 2 or stream-K on wg128x128 / wg128x256, 1.04-1.21x),
+// and at m = 16 / 32 7 choices on 5 rows took the persistent 256 x 16 / 32
+// tiles with 3-6 global splits (1.05-1.17x), as round 17 found on the 7B / 8B
+// layers.
 constexpr Entry kTable[] = {
     // o at m <= 16: the 96-CTA plans (split 3), not the back-to-back optimum (64 CTAs, split 2:
     // 5.4 / 6.5 us at m = 1), which owes 0.4 us to two launches of one GEMM sharing the GPU. After
@@ -147,22 +150,22 @@ constexpr Entry kTable[] = {
     {27648, 5120, 256, {11, 1}, {11, 1}},  // pc wg128x256/1 58.8; g128 wg128x256/1 59.5 (r8)
     {27648, 5120, 512, {12, 1}, {11, 1}},  // pc wg128x128/1 112.8; g128 wg128x256/1 118.7 (r8)
     {5120, 13824, 1, {35, 4}, {6, 6}},  // pc wg256x8a2c-k256/4 12.2; g128 wg256x8/6 16.4 (r8)
-    {5120, 13824, 16, {36, 4}, {36, 4}},  // pc wg256x16a2c-k256/4 13.0; g128 wg256x16a2c-k256/4 16.9 (r8)
+    {5120, 13824, 16, {36, 4}, {7, 6}},  // r18: pc wg256x16a2c-k256/4 12.9; g128 wg256x16/6 15.9 (mean of two sweeps); was pc wg256x16a2c-k256/4 13.0; g128 wg256x16a2c-k256/4 16.9 (r8)
     {5120, 13824, 32, {37, 4}, {37, 4}},  // pc wg256x32c-k256/4 14.0; g128 wg256x32c-k256/4 17.8 (r8)
     {5120, 13824, 64, {39, 4}, {39, 4}},  // pc wg256x64c-k256/4 17.0; g128 wg256x64c-k256/4 20.0 (r8)
     {5120, 13824, 128, {12, kW4A8StreamK}, {12, kW4A8StreamK}},  // r18: pc wg128x128/sk 23.8; g128 wg128x128/sk 25.2 (mean of two sweeps); was pc wg256x128c/4 25.0; g128 wg256x128c/4 28.6 (r8)
     {5120, 13824, 256, {12, kW4A8StreamK}, {12, kW4A8StreamK}},  // wg128x128/sk: pc 34.1 (r10; /1 39.0), g128 37.1 (45.5)
     {5120, 13824, 512, {12, kW4A8StreamK}, {11, kW4A8StreamK}},  // r18: pc wg128x128/sk 59.1; g128 wg128x256/sk 60.2 (mean of two sweeps); was pc wg128x256/1 68.8; g128 wg128x256/1 70.1 (r8)
     {10240, 8192, 1, {6, 3}, {6, 3}},  // pc wg256x8/3 13.1; g128 wg256x8/3 16.4 (r8)
-    {10240, 8192, 16, {36, 2}, {14, 3}},  // pc wg256x16a2c-k256/2 14.5; g128 wg256x16a2/3 18.9 (r8)
-    {10240, 8192, 32, {37, 2}, {37, 2}},  // pc wg256x32c-k256/2 15.7; g128 wg256x32c-k256/2 20.2 (r8)
+    {10240, 8192, 16, {7, 3}, {14, 3}},  // r18: pc wg256x16/3 13.1; g128 wg256x16a2/3 16.4 (mean of two sweeps); was pc wg256x16a2c-k256/2 14.5; g128 wg256x16a2/3 18.9 (r8)
+    {10240, 8192, 32, {8, 3}, {8, 3}},  // r18: pc wg256x32/3 14.5; g128 wg256x32/3 17.2 (mean of two sweeps); was pc wg256x32c-k256/2 15.7; g128 wg256x32c-k256/2 20.2 (r8)
     {10240, 8192, 64, {39, 2}, {39, 2}},  // pc wg256x64c-k256/2 20.0; g128 wg256x64c-k256/2 23.4 (r8)
     {10240, 8192, 128, {12, 1}, {12, kW4A8StreamK}},  // r18: pc wg128x128/1 24.9; g128 wg128x128/sk 27.2 (mean of two sweeps); was pc wg128x128/1 25.6; g128 wg128x128/1 29.5 (r8)
     {10240, 8192, 256, {12, kW4A8StreamK}, {11, 1}},  // r18: pc wg128x128/sk 39.3; g128 wg128x256/1 42.5 (mean of two sweeps); was pc wg128x256/1 43.6; g128 wg128x256/1 44.5 (r8)
     {10240, 8192, 512, {11, kW4A8StreamK}, {11, kW4A8StreamK}},  // r18: pc wg128x256/sk 68.7; g128 wg128x256/sk 69.0 (mean of two sweeps); was pc wg128x128/1 73.6; g128 wg128x128/1 85.5 (r8)
     {8192, 8192, 1, {35, 3}, {34, 2}},  // pc wg256x8a2c-k256/3 11.5 (12.8 after a neighbor, r9; wg256x8/3 11.3, 14.3); g128 wg128x16c-k512/2 14.6 (r8)
-    {8192, 8192, 16, {34, 2}, {34, 2}},  // pc wg128x16c-k512/2 12.4; g128 wg128x16c-k512/2 14.7 (r8)
-    {8192, 8192, 32, {37, 3}, {37, 3}},  // pc wg256x32c-k256/3 13.6; g128 wg256x32c-k256/3 16.9 (r8)
+    {8192, 8192, 16, {7, 3}, {34, 2}},  // r18: pc wg256x16/3 11.4; g128 wg128x16c-k512/2 14.8 (mean of two sweeps); was pc wg128x16c-k512/2 12.4; g128 wg128x16c-k512/2 14.7 (r8)
+    {8192, 8192, 32, {8, 3}, {8, 3}},  // r18: pc wg256x32/3 12.5; g128 wg256x32/3 15.7 (mean of two sweeps); was pc wg256x32c-k256/3 13.6; g128 wg256x32c-k256/3 16.9 (r8)
     {8192, 8192, 64, {38, 2}, {38, 2}},  // pc wg128x64c-k256/2 14.2; g128 wg128x64c-k256/2 16.4 (r8)
     {8192, 8192, 128, {12, 2}, {12, 2}},  // r18: pc wg128x128/2 18.6; g128 wg128x128/2 20.0 (mean of two sweeps); was pc wg256x64c-k256/2 20.9; g128 wg256x64c-k256/2 24.3 (r8)
     {8192, 8192, 256, {12, 1}, {12, 1}},  // pc wg128x128/1 26.4; g128 wg128x128/1 30.4 (r8)
