@@ -78,6 +78,7 @@
 
 #include <cuda_fp16.h>
 
+#include "backend/cuda/gemm_w4a8_gemv.h"  // warp0_blocks (the resident layout)
 #include "backend/cuda/gemm_w4a8_launch.h"
 #include "backend/cuda/kernels/gemm_w4a8_unpack.cuh"
 #include "backend/cuda/kernels/mma_primitives.cuh"
@@ -132,8 +133,8 @@ __global__ void __launch_bounds__(32 * kW, kCtasPerSm) gemm_w4a8_gemv_kernel(con
   unsigned char* ring = gemv_smem + warp * kRingBytes<kNT>;
   // kResident: this warp's rows (warp 0 has the most blocks: every warp's
   // area is sized by its count), then the sum buffers [2][kW][4 kNT][32]
-  const int x_warp_bytes = (kG128 ? 2 * (k64_total / (2 * kW)) + min(k64_total % (2 * kW), 2)
-                                  : (k64_total + kW - 1) / kW) * kNT * kGroupBytes;
+  // (the layout resident_smem_bytes sizes)
+  const int x_warp_bytes = warp0_blocks(kG128, kW, p.k) * kNT * kGroupBytes;
   unsigned char* xres = gemv_smem + warp * x_warp_bytes;
   int32_t* red_dyn = reinterpret_cast<int32_t*>(gemv_smem + kW * x_warp_bytes);
   int red_half = 0;  // kResident: the sum buffer of the current tile
@@ -283,6 +284,34 @@ __global__ void __launch_bounds__(32 * kW, kCtasPerSm) gemm_w4a8_gemv_kernel(con
     }
   };
 
+  // The MMAs of chunk c (blocks c.. of this warp) with B fragments from shared
+  // memory: block i of the chunk has its kNT groups of rows at rows(i). The B
+  // fragments of kHoist blocks at a time are read ahead of their MMAs, so that
+  // the ldmatrix latencies overlap (16 registers of them). kRing reads them
+  // unconditionally (a ring slot past the warp's last block holds stale rows,
+  // which no MMA reads); the resident rows only for the warp's own blocks.
+  // lp spans the hoisted groups: at kNT = 4 a g128 pair of blocks falls in two.
+  auto mma_chunk_smem = [&](const uint4 (&ws)[kChunk], const uint32_t (&ls)[kChunk], int c, auto rows,
+                            int32_t (&acc)[kNT][4]) {
+    constexpr int kHoist = kChunk / kNT > 0 ? kChunk / kNT : 1;
+    wgmma::Level2 lp{};
+#pragma unroll
+    for (int i0 = 0; i0 < kChunk; i0 += kHoist) {
+      if (c + i0 >= blocks) break;
+      uint32_t b[kHoist][kNT][4];
+#pragma unroll
+      for (int i = 0; i < kHoist; ++i)
+        if (kRing || c + i0 + i < blocks)
+#pragma unroll
+          for (int j = 0; j < kNT; ++j) ptx::ldmatrix_x4(b[i][j], rows(i0 + i) + j * kGroupBytes + ld_offset);
+#pragma unroll
+      for (int i = 0; i < kHoist; ++i) {
+        if (c + i0 + i >= blocks) break;
+        mma_block(ws, ls, i0 + i, b[i], lp, acc);
+      }
+    }
+  };
+
   // The chunk cur_cc of tile cur_t16 from register slot kS and, kRing, ring
   // half h: the positions of the sequence take the slots and the halves in
   // turn.
@@ -307,49 +336,10 @@ __global__ void __launch_bounds__(32 * kW, kCtasPerSm) gemm_w4a8_gemv_kernel(con
         ptx::cp_async_commit();  // an empty group: the wait below counts one per chunk
       ptx::cp_async_wait<1>();   // this chunk's activations (this lane's copies) ...
       __syncwarp();              // ... and the other lanes'
-      // The B fragments of kHoist blocks at a time, then their MMAs (the
-      // ldmatrix reads are unconditional: a slot past the warp's last block
-      // holds stale rows, which no MMA reads); 16 registers of them.
-      constexpr int kHoist = kChunk / kNT;
-#pragma unroll
-      for (int i0 = 0; i0 < kChunk; i0 += kHoist) {
-        if (c + i0 >= blocks) break;
-        uint32_t b[kHoist][kNT][4];
-#pragma unroll
-        for (int i = 0; i < kHoist; ++i)
-#pragma unroll
-          for (int j = 0; j < kNT; ++j)
-            ptx::ldmatrix_x4(b[i][j], ring + ((h * kChunk + i0 + i) * kNT + j) * kGroupBytes + ld_offset);
-        wgmma::Level2 lp{};
-#pragma unroll
-        for (int i = 0; i < kHoist; ++i) {
-          if (c + i0 + i >= blocks) break;
-          mma_block(w[kS], l[kS], i0 + i, b[i], lp, acc);
-        }
-      }
+      mma_chunk_smem(w[kS], l[kS], c, [&](int i) { return ring + (h * kChunk + i) * kNT * kGroupBytes; }, acc);
       __syncwarp();  // ring half h is refilled by the next chunk's copies
     } else if constexpr (kResident) {
-      // As the ring's, from the resident rows (block c + i of this warp);
-      // only the warp's own blocks are read. (lp spans the hoisted groups: at
-      // kNT = 4 a g128 pair of blocks falls in two.)
-      constexpr int kHoist = kChunk / kNT > 0 ? kChunk / kNT : 1;
-      wgmma::Level2 lp{};
-#pragma unroll
-      for (int i0 = 0; i0 < kChunk; i0 += kHoist) {
-        if (c + i0 >= blocks) break;
-        uint32_t b[kHoist][kNT][4];
-#pragma unroll
-        for (int i = 0; i < kHoist; ++i)
-          if (c + i0 + i < blocks)
-#pragma unroll
-            for (int j = 0; j < kNT; ++j)
-              ptx::ldmatrix_x4(b[i][j], xres + ((c + i0 + i) * kNT + j) * kGroupBytes + ld_offset);
-#pragma unroll
-        for (int i = 0; i < kHoist; ++i) {
-          if (c + i0 + i >= blocks) break;
-          mma_block(w[kS], l[kS], i0 + i, b[i], lp, acc);
-        }
-      }
+      mma_chunk_smem(w[kS], l[kS], c, [&](int i) { return xres + (c + i) * kNT * kGroupBytes; }, acc);
     } else {
       // b[i][0] = X[token][kb * 64 + 4 q + (0..3, 16..19, 32..35, 48..51)] of block i.
       uint32_t b[kChunk][1][4];
