@@ -557,9 +557,6 @@ int run(int argc, char** argv) {
               if (cuda::w4a8_tile_is_gemv(tile) && (splits != 1 || m > cuda::w4a8_tile_tokens(tile) ||
                                                      !cuda::w4a8_gemv_fits(dev, tile, k, kind == 1)))
                 continue;
-              if (cuda::w4a8_tile_is_wgemv(tile) && (splits < 1 || m > cuda::w4a8_tile_tokens(tile) ||
-                                                      !cuda::w4a8_wgemv_fits(dev, tile, k, splits)))
-                continue;
               if (!wg && m > 256 && wgmma) continue;                 // 1.6-3.3x slower than the wgmma tiles there
               if (splits > std::max<int64_t>(1, k / 256)) continue;  // >= 256 of k per split
               const double t = time_w4(kind ? dg : dp, tile, splits, nullptr);

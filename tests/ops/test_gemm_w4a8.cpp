@@ -199,7 +199,7 @@ std::vector<Case> all_cases() {
   // (k = 11008: 172 blocks over 16 warps, 10 or 11 each).
   const cuda::DeviceInfo sm90;  // (no figures: sm_90's shared memory)
   for (bool g : {false, true})
-    for (int tile = cuda::kW4A8FirstGemvTile; tile < cuda::kW4A8EndGemvTile; ++tile) {
+    for (int tile = cuda::kW4A8FirstGemvTile; tile < cuda::kW4A8TileCount; ++tile) {
       const int64_t tokens = cuda::w4a8_tile_tokens(tile);
       for (int64_t m : {int64_t{1}, int64_t{4}, int64_t{9}, int64_t{17}, tokens - 1, tokens})
         if (m <= tokens) cases.push_back({g, m, 6144, 4096, tile, 1, true});
@@ -213,29 +213,6 @@ std::vector<Case> all_cases() {
       // two each, or one or two (7000 / 16 = 437.5 tiles).
       cases.push_back({g, 3, 12288, 4096, tile, 1, true});
       cases.push_back({g, tokens, 7000, 576, tile, 1, true});
-    }
-  // The wgmma decode kernels (a warpgroup per 64-channel tile and k range,
-  // the splits a cluster), forced: real layers at the edges of each tile's
-  // tokens with one split, the planner's count (0) and the largest cluster;
-  // the long-k layers (k = 14336: 112 k128 blocks, 14 a split; k = 11008: 86
-  // blocks, 10 or 11 a split); the odd shapes (n not a multiple of 64 or 16,
-  // k % 128 == 64: a CTA whose last k128 block is half; more splits than
-  // some CTAs have blocks for; k = 64: one half block).
-  for (bool g : {false, true})
-    for (int tile = cuda::kW4A8FirstWgemvTile; tile < cuda::kW4A8TileCount; ++tile) {
-      const int64_t tokens = cuda::w4a8_tile_tokens(tile);
-      for (int64_t m : {int64_t{1}, tokens / 4 + 1, tokens / 2 + 1, tokens - 1, tokens})
-        for (int splits : {1, 0, 8})  // (splits 0: the planner's count; 1: where the activations fit)
-          if (splits == 0 || cuda::w4a8_wgemv_fits(sm90, tile, 4096, splits))
-            cases.push_back({g, m, 6144, 4096, tile, splits, true});
-      cases.push_back({g, tokens, 4096, 4096, tile, 0, true});
-      cases.push_back({g, tokens, 4096, 14336, tile, 8, true});
-      cases.push_back({g, tokens - 2, 4096, 11008, tile, 8, true});
-      for (int64_t m : {int64_t{2}, tokens})
-        for (int splits : {1, 3, 4}) cases.push_back({g, m, 203, 448, tile, splits, true});
-      cases.push_back({g, tokens - 3, 1408, 2880, tile, 5, true});
-      cases.push_back({g, 5, 200, 64, tile, 1, true});
-      cases.push_back({g, tokens, 7000, 576, tile, 4, true});
     }
   // n not a multiple of 8: the staged epilogue's partial 16-B pieces.
   for (bool g : {false, true})
@@ -378,8 +355,7 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
                  // 6: the multicast pair of 128 x 256 with split-K 3,
                  // 7-10: the decode tiles gemv8 (m <= 8), gemv16 (m <= 16), gemv8d
                  // (m <= 8, two chunks of weights ahead), gemv16d (m <= 16, likewise),
-                 // 11-13: the resident ones gemv8r, gemv16r, gemv32r,
-                 // 14-16: the wgmma decode tiles wgemv16 / 32 / 64 with 3 splits (a cluster)
+                 // 11-13: the resident ones gemv8r, gemv16r, gemv32r
   };
   const bool hopper = cuda::w4a8_wgmma_supported(ctx.info());
   for (const PdlCase c : {PdlCase{false, 5, 0}, PdlCase{true, 5, 0}, PdlCase{false, 64, 0}, PdlCase{true, 300, 0},
@@ -391,9 +367,7 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
                           PdlCase{false, 1, 9}, PdlCase{true, 6, 9}, PdlCase{false, 13, 10},
                           PdlCase{true, 16, 10}, PdlCase{false, 3, 11}, PdlCase{true, 8, 11},
                           PdlCase{false, 16, 12}, PdlCase{true, 10, 12}, PdlCase{false, 29, 13},
-                          PdlCase{true, 32, 13}, PdlCase{false, 16, 14}, PdlCase{true, 7, 14},
-                          PdlCase{false, 21, 15}, PdlCase{true, 32, 15}, PdlCase{false, 64, 16},
-                          PdlCase{true, 40, 16}}) {
+                          PdlCase{true, 32, 13}}) {
     if (c.family >= 2 && !hopper) continue;
     SCOPED_TRACE(std::string(c.g128 ? "g128" : "per-channel") + " m " + std::to_string(c.m) + " family " +
                  std::to_string(c.family));
@@ -404,7 +378,6 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
                                 : c.family == 4 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstPdTile, 3, c.g128)
                                 : c.family == 5 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstClusterTile + 2, 3, c.g128)
                                 : c.family == 6 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstMcTile, 3, c.g128)
-                                : c.family >= 14 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstWgemvTile + c.family - 14, 3, c.g128)
                                 : c.family >= 7 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstGemvTile + c.family - 7, 1, c.g128)
                                                 : cuda::plan_w4a8(ctx.info(), dw, c.m);
     const test::QuantizedActivations a = random_activations(c.m, k, rng);

@@ -57,15 +57,13 @@ const char* w4a8_tile_name(int tile) {
                                               "wg256x8a2c-k256", "wg256x16a2c-k256", "wg256x32c-k256",  "wg128x64c-k256",
                                               "wg256x64c-k256", "wg128x160", "wg128x192", "wg128x208", "wg128x224",
                                               "wg128x256mc", "gemv8", "gemv16", "gemv8d", "gemv16d",
-                                              "gemv8r",     "gemv16r",    "gemv32r",     "wgemv16",    "wgemv32",
-                                              "wgemv64"};
+                                              "gemv8r",     "gemv16r",    "gemv32r"};
   return tile >= 0 && tile < kW4A8TileCount ? names[tile] : "?";
 }
 
 int w4a8_tile_tokens(int tile) {
   if (tile < 0 || tile >= kW4A8TileCount) return 0;
   if (w4a8_tile_is_gemv(tile)) return w4a8::gemv::kernel_tokens(w4a8_gemv_kernel(tile));
-  if (w4a8_tile_is_wgemv(tile)) return w4a8::wgemv::kernel_tokens(w4a8_wgemv_kernel(tile));
   return w4a8_tile_is_wgmma(tile) ? w4a8::wgmma::kTiles[tile - kW4A8FirstWgmmaTile].bm : kTiles[tile].bm;
 }
 
@@ -82,15 +80,6 @@ bool w4a8_gemv_fits(const DeviceInfo& dev, int tile, int64_t k, bool g128) {
   const size_t limit = room > 2048 ? room - 2048 : 0;
   return k <= (int64_t{1} << 30) &&
          w4a8::gemv::resident_smem_bytes(w4a8_gemv_kernel(tile), g128, static_cast<int>(k)) <= limit;
-}
-
-bool w4a8_wgemv_fits(const DeviceInfo& dev, int tile, int64_t k, int splits) {
-  if (!w4a8_tile_is_wgemv(tile) || splits < 1 || splits > w4a8::wgemv::kMaxSplits || k > (int64_t{1} << 30))
-    return false;
-  const size_t optin = dev.smem_per_block_optin > 0 ? dev.smem_per_block_optin : w4a8::gemv::kSm90SmemOptin;
-  return splits <= w4a8::wgemv::k128_total(static_cast<int>(k)) &&
-         w4a8::wgemv::smem_bytes(w4a8_tile_tokens(tile), static_cast<int>(k), splits) <=
-             std::min(optin, w4a8::gemv::kSm90SmemOptin);
 }
 
 bool w4a8_wgmma_supported(const DeviceInfo& dev) { return dev.cc_major == 9 && dev.cc_minor == 0; }
@@ -229,9 +218,8 @@ W4A8Plan plan_w4a8(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
 
 void gemm_w4a8(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A8Plan& plan, void* workspace,
                cudaStream_t stream) {
-  // the decode kernels: the mma.sync kernels' parameters
-  const bool gemv = w4a8_tile_is_gemv(plan.tile), wgemv = w4a8_tile_is_wgemv(plan.tile);
-  if (w4a8_tile_is_wgmma(plan.tile) && !gemv && !wgemv) {
+  const bool gemv = w4a8_tile_is_gemv(plan.tile);  // the decode kernel: the mma.sync kernels' parameters
+  if (w4a8_tile_is_wgmma(plan.tile) && !gemv) {
     gemm_w4a8_wgmma(w, args, plan, workspace, stream);
     return;
   }
@@ -262,13 +250,6 @@ void gemm_w4a8(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A8Plan&
     QS_CHECK(plan.grid_n == (w.n + 15) / 16 && args.m <= w4a8_tile_tokens(plan.tile)) << "plan made for another shape";
     QS_CHECK(reinterpret_cast<uintptr_t>(args.x) % 16 == 0) << "the decode kernel copies the activations in 16-byte pieces";
     w4a8::gemv::launch_gemv(w.kind == W4A8Kind::kG128, w4a8_gemv_kernel(plan.tile), p, plan.ctas, stream, plan.pdl);
-    return;
-  }
-  if (wgemv) {
-    QS_CHECK(plan.grid_n == (w.n + 63) / 64 && args.m <= w4a8_tile_tokens(plan.tile)) << "plan made for another shape";
-    QS_CHECK(reinterpret_cast<uintptr_t>(args.x) % 16 == 0) << "the decode kernel copies the activations in 16-byte pieces";
-    p.splits = plan.splits;
-    w4a8::wgemv::launch_wgemv(w.kind == W4A8Kind::kG128, w4a8_wgemv_kernel(plan.tile), p, stream, plan.pdl);
     return;
   }
   p.splits = plan.splits;

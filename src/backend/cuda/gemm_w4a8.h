@@ -33,7 +33,6 @@
 #include "backend/cuda/cuda_context.h"
 #include "backend/cuda/device_memory.h"
 #include "backend/cuda/gemm_w4a8_gemv.h"
-#include "backend/cuda/gemm_w4a8_wgemv.h"
 #include "quant/weight_format.h"
 
 namespace qserve::cuda {
@@ -56,7 +55,7 @@ W4A8DeviceWeights upload_w4a8(const quant::W4G128Weights& w);
 W4A8DeviceWeights upload_w4a8(const quant::W4PerChannelWeights& w);
 
 inline constexpr int kW4A8FirstWgmmaTile = 6;  // mma.sync tiles 0..5 (any sm_80+ device)
-inline constexpr int kW4A8TileCount = 55;  // wgmma tiles 6..44, the decode tiles 45..51 and 52..54 (sm_90 only)
+inline constexpr int kW4A8TileCount = 52;       // wgmma tiles 6..44, the decode tiles 45..51 (sm_90 only)
 // Tiles 16..19: INT8-weight wgmma tiles, run after a pass that dequantizes
 // the W4 weights into an INT8 copy in the workspace (docs/gemm-hopper.md).
 inline constexpr int kW4A8FirstS8Tile = 16;
@@ -85,9 +84,9 @@ inline constexpr int kW4A8FirstMcTile = 44;
 // (gemv8, gemv16, gemv8d, gemv16d, gemv8r, gemv16r, gemv32r; gemm_w4a8_gemv.h):
 // 16-channel tiles, weights loaded straight into registers by every SM,
 // mma.sync; no split-K (splits 1), no workspace.
-inline constexpr int kW4A8FirstGemvTile = 45, kW4A8EndGemvTile = 52;
-inline bool w4a8_tile_is_gemv(int tile) { return tile >= kW4A8FirstGemvTile && tile < kW4A8EndGemvTile; }
-static_assert(kW4A8EndGemvTile - kW4A8FirstGemvTile == w4a8::gemv::kKernelCount);
+inline constexpr int kW4A8FirstGemvTile = 45;
+inline bool w4a8_tile_is_gemv(int tile) { return tile >= kW4A8FirstGemvTile && tile < kW4A8TileCount; }
+static_assert(kW4A8TileCount - kW4A8FirstGemvTile == w4a8::gemv::kKernelCount);
 // The decode kernel of a decode tile, and the tile of a decode kernel.
 inline w4a8::gemv::Kernel w4a8_gemv_kernel(int tile) { return static_cast<w4a8::gemv::Kernel>(tile - kW4A8FirstGemvTile); }
 constexpr int w4a8_gemv_tile(w4a8::gemv::Kernel kernel) { return kW4A8FirstGemvTile + static_cast<int>(kernel); }
@@ -95,18 +94,6 @@ constexpr int w4a8_gemv_tile(w4a8::gemv::Kernel kernel) { return kW4A8FirstGemvT
 // resident kernels keep each warp's activation rows in shared memory; the
 // others run any k). Without a device's figure (planner tests) sm_90's.
 bool w4a8_gemv_fits(const DeviceInfo& dev, int tile, int64_t k, bool g128);
-// Tiles 52..54: the wgmma decode kernels for m <= 16 / 32 / 64 (wgemv16,
-// wgemv32, wgemv64; gemm_w4a8_wgemv.h): a warpgroup per 64-channel tile and
-// k range, weights loaded straight into registers, the CTA's activations
-// resident in shared memory, wgmma; the splits of k (1..8) are the CTAs of
-// one cluster, summed through distributed shared memory; no workspace.
-inline constexpr int kW4A8FirstWgemvTile = 52;
-static_assert(kW4A8TileCount - kW4A8FirstWgemvTile == w4a8::wgemv::kKernelCount);
-inline bool w4a8_tile_is_wgemv(int tile) { return tile >= kW4A8FirstWgemvTile && tile < kW4A8TileCount; }
-inline int w4a8_wgemv_kernel(int tile) { return tile - kW4A8FirstWgemvTile; }
-// Whether wgemv tile `tile` with `splits` CTAs per cluster runs a layer of
-// depth k on this device (its activations' share must fit in shared memory).
-bool w4a8_wgemv_fits(const DeviceInfo& dev, int tile, int64_t k, int splits);
 inline constexpr int kW4A8MaxClusterSplits = 8;
 inline bool w4a8_tile_is_s8(int tile) { return tile >= kW4A8FirstS8Tile && tile < kW4A8FirstPdTile; }
 inline bool w4a8_tile_is_pd(int tile) { return tile >= kW4A8FirstPdTile && tile < kW4A8FirstClusterTile; }

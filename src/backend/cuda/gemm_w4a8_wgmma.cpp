@@ -121,40 +121,6 @@ W4A8Plan plan_gemv(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int t
   return plan;
 }
 
-// The wgmma decode kernels' plan: ceil(n / 64) tiles x `splits` CTAs (one
-// cluster per tile); splits <= 0 takes the most splits (at most 8 and the
-// layer's 128-wide k blocks) whose CTAs all fit on the SMs at once (up to
-// four per SM, fewer where the activations' share of shared memory says so).
-W4A8Plan plan_wgemv(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int tile, int splits, bool g128) {
-  (void)g128;  // (both kinds take the same shared memory)
-  const int tokens = w4a8_tile_tokens(tile);
-  if (m > tokens) fail(ErrorCode::kInvalidArgument, "{} takes m <= {}, got {}", w4a8_tile_name(tile), tokens, m);
-  const int64_t tiles = cdiv(n, w4a8::wgemv::kTileChannels);
-  const int64_t sms = std::max(1, dev.sm_count);
-  const size_t smem_sm = dev.smem_per_sm > 0 ? dev.smem_per_sm : size_t{233472};  // (sm_90: 228 KB)
-  if (splits <= 0) {
-    splits = 1;
-    for (int s = 2; s <= w4a8::wgemv::kMaxSplits; ++s) {
-      const int per_sm = w4a8::wgemv::ctas_per_sm(tokens, static_cast<int>(k), s, smem_sm);
-      if (w4a8_wgemv_fits(dev, tile, k, s) && tiles * s <= per_sm * sms) splits = s;
-    }
-  }
-  if (!w4a8_wgemv_fits(dev, tile, k, splits))
-    fail(ErrorCode::kInvalidArgument,
-         "{}: {} splits of k = {} (at most 8 and the 128-wide k blocks, the activations' share within shared memory)",
-         w4a8_tile_name(tile), splits, k);
-  W4A8Plan plan;
-  plan.tile = tile;
-  plan.splits = splits;
-  plan.kt_per_split = w4a8::wgemv::max_k128_blocks(static_cast<int>(k), splits);
-  plan.grid_n = static_cast<int>(tiles);
-  plan.grid_m = 1;
-  plan.ctas = static_cast<int>(tiles * splits);
-  plan.workspace_bytes = 0;
-  plan.pdl = pdl_enabled(dev);
-  return plan;
-}
-
 // The decode kernels instead of the table and the rule (-1: neither):
 // - m <= 4 on layers of at most two 16-channel tiles per SM and k <= 16384:
 //   gemv8d (two CTAs per SM, two chunks of weights in flight per warp).
@@ -226,8 +192,6 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
     }
   }
   if (force_tile >= 0 && w4a8_tile_is_gemv(force_tile)) return plan_gemv(dev, m, n, k, force_tile, g128);
-  if (force_tile >= 0 && w4a8_tile_is_wgemv(force_tile))
-    return plan_wgemv(dev, m, n, k, force_tile, force_splits == kW4A8StreamK ? 0 : force_splits, g128);
   bool stream_k = force_splits == kW4A8StreamK;
   if (stream_k) force_splits = 1;  // the tile is chosen as for one split
   const int sms = std::max(1, dev.sm_count);
