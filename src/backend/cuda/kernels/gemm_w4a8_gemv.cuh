@@ -154,6 +154,10 @@ __global__ void __launch_bounds__(32 * kW, kCtasPerSm) gemm_w4a8_gemv_kernel(con
   uint32_t l[kSlots][kChunk];  // g128: their level-2 words (group kb / 2)
   // Chunk c (blocks c.. of this warp) of tile t16: block kb of the tile for
   // this lane is uint4 ((t16 / 8) * k64_total + kb) * 256 + (t16 % 8) * 32 + lane.
+  // The weights, read once, do not allocate in L1 (ld_stream_v4), which stays
+  // for the activation rows the SM's warps read again (the ring's cp.async.ca
+  // copies, the direct loads): 1.7% off the decode kernels' times (median
+  // over 126 timings, up to 10% on gate_up; bench/results/2026-12-02-gemm-h200-r19.md).
   auto load_chunk = [&](int t16, int c, uint4 (&wn)[kChunk], uint32_t (&ln)[kChunk]) {
     const uint4* wt = p.w + static_cast<size_t>(t16 >> 3) * k64_total * 256 + (t16 & 7) * 32 + lane;
     const uint32_t* l2t = p.level2 + (kG128 ? quant::level2_word_offset(t16, 0, p.groups) + g : 0);
@@ -162,7 +166,7 @@ __global__ void __launch_bounds__(32 * kW, kCtasPerSm) gemm_w4a8_gemv_kernel(con
       const int bi = c + i;
       if (bi < blocks) {
         const int kb = block_kb(bi);
-        wn[i] = __ldg(wt + static_cast<size_t>(kb) * 256);
+        wn[i] = ptx::ld_stream_v4(wt + static_cast<size_t>(kb) * 256);
         if constexpr (kG128)
           if (i % 2 == 0) ln[i] = __ldg(l2t + (kb >> 1) * 64);  // (chunks start at even blocks: i, i + 1 a pair)
       }
