@@ -7,17 +7,9 @@
 #include <cuda_fp16.h>
 
 #include "backend/cuda/gemm_w4a16_launch.h"
+#include "backend/cuda/kernels/mma_primitives.cuh"  // ld_stream_v4: weights are read once, no L1 allocation
 
 namespace qserve::cuda::w4a16 {
-
-// Weights are read once: no L1 allocation.
-__device__ __forceinline__ uint4 ldg_stream(const uint4* p) {
-  uint4 r;
-  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-      : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-      : "l"(p));
-  return r;
-}
 
 __device__ __forceinline__ uint32_t h2_bits(__half2 h) { return *reinterpret_cast<uint32_t*>(&h); }
 __device__ __forceinline__ __half2 bits_h2(uint32_t u) { return *reinterpret_cast<__half2*>(&u); }
@@ -88,7 +80,7 @@ __global__ void __launch_bounds__(WK * 32) w4a16_stream_kernel(const StreamParam
       const bool in = kt < ke;
 #pragma unroll
       for (int j = 0; j < MT; ++j) {
-        wv[u][j] = in && row_ok[j] ? ldg_stream(wp[j] + static_cast<size_t>(kt) * 32) : z4;
+        wv[u][j] = in && row_ok[j] ? ptx::ld_stream_v4(wp[j] + static_cast<size_t>(kt) * 32) : z4;
         sz[u][j] = in && row_ok[j] ? __ldg(pp[j] + (kt >> p.group_shift) * 8) : make_uint2(0, 0);
       }
 #pragma unroll
@@ -151,7 +143,7 @@ __global__ void w4a16_dequant_kernel(const uint4* w, const uint2* params, __half
   const int lane = static_cast<int>(idx & 31), g = lane >> 2, t = lane & 3;
   const int kt = static_cast<int>((idx >> 5) % kt_total), r16 = static_cast<int>((idx >> 5) / kt_total);
   const int t16 = row16_0 + r16;
-  const uint4 wv = ldg_stream(w + (static_cast<size_t>(t16) * kt_total + kt) * 32 + lane);
+  const uint4 wv = ptx::ld_stream_v4(w + (static_cast<size_t>(t16) * kt_total + kt) * 32 + lane);
   const uint2 sz = __ldg(params + (static_cast<size_t>(t16) * groups + (kt >> group_shift)) * 8 + g);
   const __half2 zz = bits_h2(sz.y), ss = bits_h2(sz.x);
   const __half2 z_lo = __low2half2(zz), z_hi = __high2half2(zz), s_lo = __low2half2(ss), s_hi = __high2half2(ss);

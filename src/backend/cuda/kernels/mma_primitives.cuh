@@ -1,4 +1,4 @@
-// Inline-PTX building blocks of the sm_80+ GEMMs: cp.async, ldmatrix, INT8 mma.sync.
+// Inline-PTX building blocks of the sm_80+ GEMMs: cp.async, ldmatrix, INT8 mma.sync, streaming loads.
 #pragma once
 
 #include <cstdint>
@@ -18,8 +18,9 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src, bool vali
 __device__ __forceinline__ void cp_async16_ca(void* dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src));
 }
-// 16-byte read-only load that does not allocate in L1: streamed weights,
-// read once, leave L1 to the data that other warps of the SM read again.
+// 16-byte read-only load that does not allocate in L1: streamed weights
+// (the W4A8 decode kernels, the W4A16 kernels), read once, leave L1 to the
+// data that other warps of the SM read again.
 __device__ __forceinline__ uint4 ld_stream_v4(const uint4* p) {
   uint4 r;
   asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
