@@ -73,11 +73,12 @@ std::string w4a8_plan_name(int tile, int splits) {
 
 bool w4a8_gemv_fits(const DeviceInfo& dev, int tile, int64_t k, bool g128) {
   if (!w4a8_tile_is_gemv(tile)) return false;
-  // the dynamic part beside the kernel's 2 KB static one, at most the launch's
-  // opt-in (kMaxResidentSmem = sm_90's 227 KB - 2 KB)
+  // the dynamic part beside the kernel's static one, within the device's
+  // opt-in and the launch's (kMaxResidentSmem)
+  using w4a8::gemv::kResidentStaticSmem;
   const size_t optin = dev.smem_per_block_optin > 0 ? dev.smem_per_block_optin : w4a8::gemv::kSm90SmemOptin;
-  const size_t room = std::min(optin, w4a8::gemv::kSm90SmemOptin);
-  const size_t limit = room > 2048 ? room - 2048 : 0;
+  const size_t limit =
+      std::min(optin > kResidentStaticSmem ? optin - kResidentStaticSmem : 0, w4a8::gemv::kMaxResidentSmem);
   return k <= (int64_t{1} << 30) &&
          w4a8::gemv::resident_smem_bytes(w4a8_gemv_kernel(tile), g128, static_cast<int>(k)) <= limit;
 }

@@ -77,7 +77,8 @@ constexpr size_t resident_smem_bytes(Kernel kernel, bool g128, int k) {
 // run without a device, and the most a resident kernel's dynamic shared
 // memory may take (2 KB left for its static part).
 inline constexpr size_t kSm90SmemOptin = 232448;
-inline constexpr size_t kMaxResidentSmem = kSm90SmemOptin - 2048;
+inline constexpr size_t kResidentStaticSmem = 2048;
+inline constexpr size_t kMaxResidentSmem = kSm90SmemOptin - kResidentStaticSmem;
 
 // The 8-token kernels at m <= this load the activations straight from X (no
 // shared-memory ring; the kernel's comment says why).
