@@ -3,7 +3,8 @@
 `wgmma.mma_async.sync.aligned.m64nNk32.s32.s8.s8` (PTX asm strings must be
 literals, and a m64n256 accumulator is 128 operands), in one of two forms:
 
-    rs: A in registers (the dequantized W4 weights), B in shared memory
+    rs: A in registers (the dequantized W4 weights), B in shared memory; A
+        signed (.s8) or, for the g128 weights biased by 128, unsigned (.u8)
         python3 scripts/gen_wgmma_s8.py rs > src/backend/cuda/kernels/gemm_wgmma_s8.cuh
     ss: A and B in shared memory (the INT8-weight tiles)
         python3 scripts/gen_wgmma_s8.py ss > src/backend/cuda/kernels/gemm_wgmma_s8_ss.cuh
@@ -21,7 +22,10 @@ FORMS = {
         "a_operands": 5,  # four A registers + the B descriptor
         "header": """// INT8 wgmma with the A operand in registers (sm_90a only): per warp w of the
 // warpgroup, register r of lane L holds A[16 w + L / 4 + 8 (r & 1)][4 (L % 4) + 16 (r >> 1) + byte]
-// (the mma.sync m16n8k32 A fragment); d[4 j + 2 h + e] is D[16 w + L / 4 + 8 h][8 j + 2 (L % 4) + e].""",
+// (the mma.sync m16n8k32 A fragment); d[4 j + 2 h + e] is D[16 w + L / 4 + 8 h][8 j + 2 (L % 4) + e].
+// kUnsignedA: A's bytes are unsigned (u8 x s8), as the g128 level 2 leaves
+// them before its XOR (gemm_w4a8_unpack.cuh).""",
+        "atypes": [False, True],
     },
     "ss": {
         "ns": [64, 128, 256],
@@ -31,6 +35,7 @@ FORMS = {
         "decl_params": "uint64_t desc_a, uint64_t desc_b, int accumulate",
         "a_inputs": '"l"(desc_a), "l"(desc_b)',
         "a_operands": 2,  # the A and B descriptors
+        "atypes": [None],
         "header": """// INT8 wgmma with both operands in shared memory (sm_90a only), K-major
 // descriptors (gemm_hopper_primitives.cuh: smem_desc_sw128). d[4 j + 2 h + e]
 // is D[16 w + L / 4 + 8 h][8 j + 2 (L % 4) + e] for lane L of warp w.""",
@@ -44,18 +49,20 @@ def operands(form: str, regs: int) -> str:
     return f"%{regs}, %{regs + 1}"
 
 
-def wrapper(form: str, n: int) -> str:
+def wrapper(form: str, n: int, unsigned_a) -> str:
     f = FORMS[form]
+    targs = f"{n}" if unsigned_a is None else f"{n}, {'true' if unsigned_a else 'false'}"
+    atype = "u8" if unsigned_a else "s8"
     regs = n // 2
     d = ", ".join(f"%{i}" for i in range(regs))
     outs = ",\n        ".join(
         ", ".join(f'"+r"(d[{j}])' for j in range(i, min(i + 8, regs))) for i in range(0, regs, 8))
-    return f'''// D[64 x {n}] (s32) = (accumulate ? D : 0) + A[64 x 32] (s8, {f["a_doc"]}) * B[32 x {n}] (s8, shared memory, K-major).
+    return f'''// D[64 x {n}] (s32) = (accumulate ? D : 0) + A[64 x 32] ({atype}, {f["a_doc"]}) * B[32 x {n}] (s8, shared memory, K-major).
 template <>
-__device__ __forceinline__ void {f["name"]}<{n}>(int32_t (&d)[{regs}], {f["params"]}) {{
+__device__ __forceinline__ void {f["name"]}<{targs}>(int32_t (&d)[{regs}], {f["params"]}) {{
   asm volatile(
       "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + f["a_operands"]}, 0;\\n"
-      "wgmma.mma_async.sync.aligned.m64n{n}k32.s32.s8.s8 "
+      "wgmma.mma_async.sync.aligned.m64n{n}k32.s32.{atype}.s8 "
       "{{{d}}}, {operands(form, regs)}, p;\\n}}\\n"
       : {outs}
       : {f["a_inputs"]}, "r"(accumulate));
@@ -76,13 +83,14 @@ def main() -> None:
 
 namespace qserve::cuda::ptx {{
 
-template <int N>
+{"template <int N>" if f["atypes"] == [None] else "template <int N, bool kUnsignedA = false>"}
 __device__ __forceinline__ void {f["name"]}(int32_t (&d)[N / 2], {f["decl_params"]});
 ''')
-    for n in f["ns"]:
-        print("#if defined(__CUDA_ARCH_FEAT_SM90_ALL)")
-        print(wrapper(form, n), end="")
-        print("#endif")
+    for unsigned_a in f["atypes"]:
+        for n in f["ns"]:
+            print("#if defined(__CUDA_ARCH_FEAT_SM90_ALL)")
+            print(wrapper(form, n, unsigned_a), end="")
+            print("#endif")
     print("}  // namespace qserve::cuda::ptx")
 
 

@@ -338,7 +338,7 @@ int run(int argc, char** argv) {
     std::vector<uint8_t> xh(max_m * k);
     fill_random(xh, 5);
     for (auto& v : xh) v = static_cast<uint8_t>(static_cast<int8_t>(v % 255 - 127));
-    cuda::DeviceBuffer x8(max_m * k), x16(max_m * k * 2), sx(max_m * 2), asum(max_m * 2);
+    cuda::DeviceBuffer x8(max_m * k), x16(max_m * k * 2), sx(max_m * 2), asum(max_m * 2), xsum(max_m * 4);
     x8.upload(xh);
     std::vector<uint16_t> x16h(max_m * k);
     for (int64_t i = 0; i < max_m * k; ++i) x16h[i] = float_to_half(static_cast<int8_t>(xh[i]) / 127.0f);
@@ -346,6 +346,10 @@ int run(int argc, char** argv) {
     std::vector<uint16_t> ones(max_m, float_to_half(0.01f));
     sx.upload(ones);
     asum.upload(ones);
+    std::vector<int32_t> xsumh(max_m);  // the rows' code sums (g128)
+    for (int64_t t = 0; t < max_m; ++t)
+      for (int64_t i = 0; i < k; ++i) xsumh[t] += static_cast<int8_t>(xh[t * k + i]);
+    xsum.upload(xsumh);
     cuda::DeviceBuffer y16(max_m * n * 2), y32(max_m * n * 4);
 
     // cuBLASLt at its best: for every m of the shape first, each heuristic
@@ -408,6 +412,7 @@ int run(int argc, char** argv) {
         args.x = x8.as<int8_t>();
         args.s_x = sx.as<__half>();
         args.a_sum = asum.as<__half>();
+        args.x_sum = xsum.as<int32_t>();
         args.m = m;
         args.y = y16.as<__half>();
         if (out) *out = plan;

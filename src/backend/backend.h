@@ -41,6 +41,9 @@ enum class ActFormat {
   kFloat,            // values [T, K] float
   kInt8PerToken,     // values [T, K] I8, scales [T]: s_x = max|x| / 127 (spec section 2)
   kInt8PerTokenSum,  // as kInt8PerToken, plus sums [T]: a_sum = s_x * sum_i xq (per-channel W4)
+  // as kInt8PerToken, plus sums [T] I32: sum_i xq, exact (g128 W4 on CUDA: the
+  // kernels multiply the level-2 weights biased by 128 and subtract 128 x it)
+  kInt8PerTokenCodeSum,
 };
 
 inline const char* act_format_name(ActFormat format) {
@@ -48,6 +51,7 @@ inline const char* act_format_name(ActFormat format) {
     case ActFormat::kFloat: return "float";
     case ActFormat::kInt8PerToken: return "int8 per-token";
     case ActFormat::kInt8PerTokenSum: return "int8 per-token + sum";
+    case ActFormat::kInt8PerTokenCodeSum: return "int8 per-token + code sum";
   }
   return "?";
 }
@@ -60,7 +64,7 @@ struct Activations {
   ActFormat format = ActFormat::kFloat;
   Tensor values;  // [T, K]: float for kFloat, I8 otherwise
   Tensor scales;  // [T] float_dtype(): per-token scale (int8 formats only)
-  Tensor sums;    // [T] float_dtype(): per-token activation sum (kInt8PerTokenSum only)
+  Tensor sums;    // [T] float_dtype(): per-token activation sum (kInt8PerTokenSum); I32 code sum (kInt8PerTokenCodeSum)
 
   int64_t tokens() const { return values.dim(0); }
   int64_t dim() const { return values.dim(1); }
@@ -197,6 +201,7 @@ class Backend {
     a.values = alloc(format == ActFormat::kFloat ? float_dtype() : DType::kI8, {tokens, dim});
     if (format != ActFormat::kFloat) a.scales = alloc(float_dtype(), {tokens});
     if (format == ActFormat::kInt8PerTokenSum) a.sums = alloc(float_dtype(), {tokens});
+    if (format == ActFormat::kInt8PerTokenCodeSum) a.sums = alloc(DType::kI32, {tokens});
     return a;
   }
 

@@ -39,9 +39,10 @@ std::vector<uint32_t> repack_level2_mma(const uint8_t* s2, const uint8_t* zero, 
   const int64_t tiles = (n + 127) / 128 * 8;  // 16-channel tiles, padded to whole 128-channel blocks
   std::vector<uint32_t> out(tiles * groups * 8);
   auto entry = [&](int64_t o, int64_t g) -> uint32_t {
-    if (o >= n) return 1u;  // s2 = 1, szero = 0
-    const uint8_t s = s2[o * groups + g];
-    return s | static_cast<uint32_t>(scaled_zero(s, zero[o * groups + g])) << 8;
+    if (o >= n) return 1u;  // s2 = 1, zs2 = 0
+    const uint32_t s = s2[o * groups + g], zs2 = s * zero[o * groups + g];
+    QS_CHECK(zs2 <= 255) << "level-2 z * s2 = " << zs2 << " outside the protective range";
+    return s | zs2 << 8;
   };
   for (int64_t t = 0; t < tiles; ++t)
     for (int64_t g = 0; g < groups; ++g)

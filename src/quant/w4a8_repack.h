@@ -46,19 +46,23 @@ inline int64_t padded_rows(int64_t n) { return (n + kMmaTileRows - 1) / kMmaTile
 inline int64_t repacked_offset(int64_t t, int64_t kt, int lane, int64_t k) {
   return (((t / kMmaBlockTiles) * (k / kMmaTileK) + kt) * kMmaBlockTiles + t % kMmaBlockTiles) * 512 + lane * 16;
 }
-// g128 level 2 as the sm_90a wgmma kernels compute it (docs/gemm-hopper.md),
-// three instructions per 4 weights: byte b of w4x4 * s2 + C, with
-// C = (128 - z s2) * 0x01010101 (mod 2^32), is (w4_b - z) s2 + 128, in
-// [0, 255] under the protective range, so the 32-bit multiply-add has no
-// carry between bytes; XOR 0x80 per byte gives the INT8 weights (two's
-// complement), the same bytes as level2_dequant_wrap4. z s2 <= 240, so it is
-// recovered from the stored scaled zero (the low byte of -z s2).
-QS_HOST_DEVICE uint32_t level2_offset_constant(uint32_t szero) {
-  return (128u - ((0u - szero) & 0xffu)) * 0x01010101u;
-}
+// g128 level 2 as the CUDA kernels compute it (docs/gemm-hopper.md): byte b
+// of w4x4 * s2 + C, with C = (128 - z s2) * 0x01010101 (mod 2^32), is
+// (w4_b - z) s2 + 128, in [0, 255] under the protective range, so the 32-bit
+// multiply-add has no carry between bytes: the weights biased by 128, as
+// unsigned bytes (level2_dequant_biased4: one instruction per 4 weights; the
+// sm_90a kernels multiply them as u8 and subtract 128 * sum_i Xq[t, i] from
+// each token's accumulators). XOR 0x80 per byte gives the INT8 weights (two's
+// complement, level2_dequant_offset4), the same bytes as level2_dequant_wrap4.
+// C is one multiply-add from the stored byte zs2 = z s2.
+QS_HOST_DEVICE uint32_t level2_offset_constant(uint32_t zs2) { return 0x80808080u - zs2 * 0x01010101u; }
+QS_HOST_DEVICE uint32_t level2_dequant_biased4(uint32_t w4x4, uint32_t s2, uint32_t c) { return w4x4 * s2 + c; }
 QS_HOST_DEVICE uint32_t level2_dequant_offset4(uint32_t w4x4, uint32_t s2, uint32_t c) {
-  return (w4x4 * s2 + c) ^ 0x80808080u;
+  return level2_dequant_biased4(w4x4, s2, c) ^ 0x80808080u;
 }
+// What the biased weights add to an accumulator: 128 per unit of the token's
+// code sum (the kernels subtract it: exact INT32).
+inline constexpr int32_t kLevel2Bias = 128;
 
 // qweight [n, k/2] canonical -> [n/128][k/64][8][32][16] bytes; k % 64 == 0.
 std::vector<uint8_t> repack_w4_mma(const uint8_t* qweight, int64_t n, int64_t k);

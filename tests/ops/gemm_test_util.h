@@ -25,6 +25,7 @@ struct QuantizedActivations {
   std::vector<int8_t> q;        // [m, k] codes in [-127, 127]
   std::vector<uint16_t> s_x;    // [m] fp16 per-token scales
   std::vector<uint16_t> a_sum;  // [m] fp16 s_x * sum of the row's codes (per-channel epilogue)
+  std::vector<int32_t> x_sum;   // [m] the row's code sum (g128: the biased weights' correction)
 };
 
 inline QuantizedActivations random_activations(int64_t m, int64_t k, std::mt19937& rng) {
@@ -35,11 +36,13 @@ inline QuantizedActivations random_activations(int64_t m, int64_t k, std::mt1993
   std::uniform_real_distribution<float> s(0.001f, 0.05f);
   a.s_x.resize(m);
   a.a_sum.resize(m);
+  a.x_sum.resize(m);
   for (int64_t t = 0; t < m; ++t) {
     a.s_x[t] = float_to_half(s(rng));
     int64_t sum = 0;
     for (int64_t i = 0; i < k; ++i) sum += a.q[t * k + i];
     a.a_sum[t] = float_to_half(half_to_float(a.s_x[t]) * static_cast<float>(sum));
+    a.x_sum[t] = static_cast<int32_t>(sum);
   }
   return a;
 }

@@ -81,7 +81,16 @@ class CudaBackendOps : public ::testing::Test {
       }
       const float rs = ref.scales.data_as<float>()[t];
       EXPECT_NEAR(s[t], rs, 1e-3 * rs) << what << " scale of row " << t;
-      if (!ref.sums.empty()) {
+      if (ref.format == ActFormat::kInt8PerTokenCodeSum) {
+        // the exact sum of the device's own codes, and of the reference's
+        // within the moved codes
+        double own = 0, theirs = 0;
+        for (int64_t i = 0; i < K; ++i) own += q[t * K + i], theirs += ref.values.data_as<int8_t>()[t * K + i];
+        const float gs = host(got.sums)[t];
+        EXPECT_EQ(gs, own) << what << " code sum of row " << t;
+        EXPECT_EQ(ref.sums.data_as<int32_t>()[t], theirs) << what << " reference code sum of row " << t;
+        EXPECT_LE(std::fabs(gs - theirs), moved) << what << " code sum of row " << t;
+      } else if (!ref.sums.empty()) {
         const float gs = host(got.sums)[t], want = ref.sums.data_as<float>()[t];
         EXPECT_NEAR(gs, want, 2e-3 * std::fabs(want) + rs * (moved + 1)) << what << " sum of row " << t;
       }
@@ -126,7 +135,8 @@ TEST_F(CudaBackendOps, AddIsFp16Rounded) {
 TEST_F(CudaBackendOps, RmsNormInEveryFormat) {
   for (int64_t T : {1, 7, 33})
     for (int64_t H : {320, 584})
-      for (ActFormat f : {ActFormat::kFloat, ActFormat::kInt8PerToken, ActFormat::kInt8PerTokenSum})
+      for (ActFormat f : {ActFormat::kFloat, ActFormat::kInt8PerToken, ActFormat::kInt8PerTokenSum,
+                         ActFormat::kInt8PerTokenCodeSum})
         for (bool residual : {false, true}) {
           const std::string what = fmt::format("T {} H {} {} residual {}", T, H, act_format_name(f), residual);
           Tensor x = random_f16_exact(rng, {T, H}, 1.f), d = random_f16_exact(rng, {T, H}, 0.5f);
@@ -153,7 +163,8 @@ TEST_F(CudaBackendOps, RmsNormInEveryFormat) {
 
 TEST_F(CudaBackendOps, SiluMulAndQuantize) {
   for (int64_t T : {1, 7, 33})
-    for (ActFormat f : {ActFormat::kFloat, ActFormat::kInt8PerToken, ActFormat::kInt8PerTokenSum}) {
+    for (ActFormat f : {ActFormat::kFloat, ActFormat::kInt8PerToken, ActFormat::kInt8PerTokenSum,
+                         ActFormat::kInt8PerTokenCodeSum}) {
       const int64_t I = 904;
       const std::string what = fmt::format("T {} {}", T, act_format_name(f));
       Tensor g = random_f16_exact(rng, {T, I}, 2.f), u = random_f16_exact(rng, {T, I}, 1.f);
@@ -179,7 +190,8 @@ TEST_F(CudaBackendOps, SiluMulAndQuantize) {
 // two halves (the same kernel, reading rows 2I apart).
 TEST_F(CudaBackendOps, SiluMulFusedReadsGateAndUpHalves) {
   for (int64_t T : {1, 9, 33})
-    for (ActFormat f : {ActFormat::kFloat, ActFormat::kInt8PerToken, ActFormat::kInt8PerTokenSum}) {
+    for (ActFormat f : {ActFormat::kFloat, ActFormat::kInt8PerToken, ActFormat::kInt8PerTokenSum,
+                         ActFormat::kInt8PerTokenCodeSum}) {
       const int64_t I = 904;
       const std::string what = fmt::format("T {} {}", T, act_format_name(f));
       Tensor g = random_f16_exact(rng, {T, I}, 2.f), u = random_f16_exact(rng, {T, I}, 1.f);
@@ -201,7 +213,8 @@ TEST_F(CudaBackendOps, SiluMulFusedReadsGateAndUpHalves) {
       else expect_int8_close(got, ref, "silu_mul_fused " + what);
       EXPECT_EQ(host(got.values), host(split.values)) << what;
       if (f != ActFormat::kFloat) EXPECT_EQ(host(got.scales), host(split.scales)) << what;
-      if (f == ActFormat::kInt8PerTokenSum) EXPECT_EQ(host(got.sums), host(split.sums)) << what;
+      if (f == ActFormat::kInt8PerTokenSum || f == ActFormat::kInt8PerTokenCodeSum)
+        EXPECT_EQ(host(got.sums), host(split.sums)) << what;
     }
 }
 

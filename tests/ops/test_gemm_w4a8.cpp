@@ -272,7 +272,7 @@ TEST_P(GemmW4A8, MatchesCpuReference) {
               : cuda::plan_w4a8(ctx.info(), dw, c.m, c.tile, c.splits);  // the top-level choice
   RecordProperty("tile", cuda::w4a8_tile_name(plan.tile));
   RecordProperty("splits", plan.splits);
-  auto x = to_device(a.q), sx = to_device(a.s_x), asum = to_device(a.a_sum);
+  auto x = to_device(a.q), sx = to_device(a.s_x), asum = to_device(a.a_sum), xsum = to_device(a.x_sum);
   cuda::DeviceBuffer ws(std::max<size_t>(plan.workspace_bytes, 4));
   QS_CUDA_CHECK(cudaMemset(ws.data(), 0, ws.size()));
   cuda::DeviceBuffer acc(c.m * c.n * 4), y(c.m * c.n * 2);
@@ -285,6 +285,7 @@ TEST_P(GemmW4A8, MatchesCpuReference) {
   args.x = x.as<int8_t>();
   args.s_x = sx.as<__half>();
   args.a_sum = asum.as<__half>();
+  args.x_sum = xsum.as<int32_t>();
   args.m = c.m;
 
   // 1. Exact accumulators (poisoned with 0x7f7f7f7f first).
@@ -387,7 +388,7 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
       cpu::gemm_w4a8_g128(a.q.data(), a.s_x.data(), c.m, wg, acc_ref.data(), y_ref.data());
     else
       cpu::gemm_w4a8_per_channel(a.q.data(), a.s_x.data(), a.a_sum.data(), c.m, wp, acc_ref.data(), y_ref.data());
-    auto x_final = to_device(a.q), sx = to_device(a.s_x), asum = to_device(a.a_sum);
+    auto x_final = to_device(a.q), sx = to_device(a.s_x), asum = to_device(a.a_sum), xsum = to_device(a.x_sum);
     cuda::DeviceBuffer x(c.m * k), acc(c.m * n * 4), snapshot(c.m * n * 4);
     cuda::DeviceBuffer ws(std::max<size_t>(plan.workspace_bytes, 4));
     QS_CUDA_CHECK(cudaMemset(ws.data(), 0, ws.size()));
@@ -399,6 +400,7 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
     args.x = x.as<int8_t>();
     args.s_x = sx.as<__half>();
     args.a_sum = asum.as<__half>();
+    args.x_sum = xsum.as<int32_t>();
     args.m = c.m;
     args.acc_out = acc.as<int32_t>();
     test::launch_late_copies(x_final.data(), x.data(), x.size(), acc.data(), snapshot.data(), snapshot.size(), 200,

@@ -92,7 +92,7 @@ TEST(CpuOps, Int8ActivationRowFollowsTheContract) {
   const int64_t K = 33;
   auto row = random_vector(K, 3, 2.0f);
   row[5] = -7.25f;  // the max |x|
-  for (ActFormat f : {ActFormat::kInt8PerToken, ActFormat::kInt8PerTokenSum}) {
+  for (ActFormat f : {ActFormat::kInt8PerToken, ActFormat::kInt8PerTokenSum, ActFormat::kInt8PerTokenCodeSum}) {
     Activations a = backend->alloc_activations(f, 2, K);
     cpu::write_activation_row(row.data(), K, 1, a);
     const float s = a.scales.data_as<float>()[1];
@@ -105,6 +105,9 @@ TEST(CpuOps, Int8ActivationRowFollowsTheContract) {
     }
     if (f == ActFormat::kInt8PerTokenSum) {
       EXPECT_FLOAT_EQ(a.sums.data_as<float>()[1], s * qsum);
+    }
+    if (f == ActFormat::kInt8PerTokenCodeSum) {
+      EXPECT_EQ(a.sums.data_as<int32_t>()[1], qsum);
     }
     std::vector<float> back(K);
     cpu::read_activation_row(a, 1, back.data());

@@ -64,18 +64,18 @@ TEST(W4A8Repack, Level2Entries) {
       const uint32_t e = l2[at] >> (o % 16 >= 8 ? 16 : 0);
       if (o < n) {
         EXPECT_EQ(e & 0xff, s2[o * groups + g]);
-        EXPECT_EQ((e >> 8) & 0xff, quant::scaled_zero(s2[o * groups + g], z[o * groups + g]));
+        EXPECT_EQ((e >> 8) & 0xff, static_cast<uint32_t>(s2[o * groups + g] * z[o * groups + g]));  // z s2
       } else {
-        EXPECT_EQ(e & 0xffff, 1u);  // padding: s2 = 1, scaled zero 0
+        EXPECT_EQ(e & 0xffff, 1u);  // padding: s2 = 1, z s2 = 0
       }
     }
 }
 
-// The sm_90a kernels' level-2 dequantization (one multiply-add and one XOR
-// per 4 weights) gives exactly the INT8 weights for every s2 / zero and every
-// combination of four codes whose weights lie in [-128, 127] (what the
-// protective range guarantees), byte for byte, the same as the mma.sync
-// kernels' multiply + __vadd4.
+// The CUDA kernels' level-2 dequantization (one multiply-add and one XOR per
+// 4 weights, the constant from the stored z s2) gives exactly the INT8
+// weights for every s2 / zero and every combination of four codes whose
+// weights lie in [-128, 127] (what the protective range guarantees), byte for
+// byte, the same as QServe's multiply + __vadd4 of the scaled zero.
 TEST(W4A8Repack, Level2OffsetBinaryIsExact) {
   int64_t checked = 0;
   for (int s2 = 1; s2 <= 16; ++s2)
@@ -84,7 +84,7 @@ TEST(W4A8Repack, Level2OffsetBinaryIsExact) {
       for (int w4 = 0; w4 <= 15; ++w4)
         if ((w4 - z) * s2 >= -128 && (w4 - z) * s2 <= 127) codes.push_back(w4);
       const uint8_t szero = quant::scaled_zero(static_cast<uint8_t>(s2), static_cast<uint8_t>(z));
-      const uint32_t c = quant::level2_offset_constant(szero);
+      const uint32_t c = quant::level2_offset_constant(static_cast<uint32_t>(s2 * z));
       for (int a : codes)
         for (int b : codes)
           for (int d : codes)

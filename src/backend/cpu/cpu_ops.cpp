@@ -40,6 +40,7 @@ void write_activation_row(const float* row, int64_t dim, int64_t t, Activations&
   }
   out.scales.data_as<float>()[t] = s;
   if (out.format == ActFormat::kInt8PerTokenSum) out.sums.data_as<float>()[t] = s * static_cast<float>(qsum);
+  if (out.format == ActFormat::kInt8PerTokenCodeSum) out.sums.data_as<int32_t>()[t] = static_cast<int32_t>(qsum);
 }
 
 void read_activation_row(const Activations& in, int64_t t, float* out) {

@@ -12,7 +12,8 @@ namespace qserve {
 struct Int8Rows {
   int8_t* q = nullptr;        // [rows, cols]
   uint16_t* scale = nullptr;  // [rows] fp16 s_x
-  uint16_t* sum = nullptr;    // [rows] fp16 a_sum = s_x * sum(q), or null (g128 layers need none)
+  uint16_t* sum = nullptr;    // [rows] fp16 a_sum = s_x * sum(q), or null (per-channel W4 layers)
+  int32_t* code_sum = nullptr;  // [rows] sum(q), exact, or null (g128 W4 on sm_90a: the biased weights' correction)
 };
 
 // RMSNorm with the residual add fused in, then INT8 quantization:

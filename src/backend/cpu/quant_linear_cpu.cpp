@@ -21,7 +21,9 @@ class QuantizedLinearCpu final : public Linear {
   ActFormat input_format() const override {
     switch (w_.format) {
       case WeightFormat::kW4PerChannel: return ActFormat::kInt8PerTokenSum;
-      case WeightFormat::kW4G128:
+      // (the code sum is what the CUDA g128 kernels need; the reference
+      // ignores it, and a layer's input format stays the same on every backend)
+      case WeightFormat::kW4G128: return ActFormat::kInt8PerTokenCodeSum;
       case WeightFormat::kW8PerChannel: return ActFormat::kInt8PerToken;
       default: return ActFormat::kFloat;
     }

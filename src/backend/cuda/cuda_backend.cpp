@@ -338,6 +338,7 @@ class CudaBackend final : public Backend {
     r.q = out.values.data_as<int8_t>();
     r.scale = h16(out.scales);
     r.sum = out.format == ActFormat::kInt8PerTokenSum ? h16(out.sums) : nullptr;
+    r.code_sum = out.format == ActFormat::kInt8PerTokenCodeSum ? out.sums.data_as<int32_t>() : nullptr;
     return r;
   }
 

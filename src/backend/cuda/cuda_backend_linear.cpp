@@ -28,8 +28,9 @@ void check_io(const Linear& l, const Activations& x, const Tensor& y, ActFormat 
            y.dtype() == DType::kF16)
       << l.describe() << ": x " << x.values.describe() << ", y " << y.describe();
   if (want != ActFormat::kFloat)
-    QS_CHECK(x.scales.dtype() == DType::kF16 && (want != ActFormat::kInt8PerTokenSum || x.sums.dtype() == DType::kF16))
-        << l.describe() << ": fp16 scales / sums expected";
+    QS_CHECK(x.scales.dtype() == DType::kF16 && (want != ActFormat::kInt8PerTokenSum || x.sums.dtype() == DType::kF16) &&
+             (want != ActFormat::kInt8PerTokenCodeSum || x.sums.dtype() == DType::kI32))
+        << l.describe() << ": fp16 scales, fp16 sums / I32 code sums expected";
 }
 
 class F16Linear final : public Linear {
@@ -97,7 +98,7 @@ class W4A8Linear final : public Linear {
   int64_t in_features() const override { return w_.k; }
   int64_t out_features() const override { return w_.n; }
   ActFormat input_format() const override {
-    return w_.kind == W4A8Kind::kPerChannel ? ActFormat::kInt8PerTokenSum : ActFormat::kInt8PerToken;
+    return w_.kind == W4A8Kind::kPerChannel ? ActFormat::kInt8PerTokenSum : ActFormat::kInt8PerTokenCodeSum;
   }
   void forward(const Activations& x, Tensor& y) const override {
     check_io(*this, x, y, input_format());
@@ -108,6 +109,7 @@ class W4A8Linear final : public Linear {
     args.x = x.values.data_as<int8_t>();
     args.s_x = static_cast<const __half*>(x.scales.data());
     args.a_sum = w_.kind == W4A8Kind::kPerChannel ? static_cast<const __half*>(x.sums.data()) : nullptr;
+    args.x_sum = w_.kind == W4A8Kind::kG128 ? x.sums.data_as<int32_t>() : nullptr;
     args.m = m;
     args.y = static_cast<__half*>(y.data());
     gemm_w4a8(w_, args, plan, state_->w4a8_workspace(plan.workspace_bytes), state_->stream());

@@ -227,6 +227,7 @@ void gemm_w4a8(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A8Plan&
   QS_CHECK(args.m > 0 && args.x && (args.y || args.acc_out));
   QS_CHECK(args.acc_out || args.s_x) << "the fp16 epilogue needs s_x";
   QS_CHECK(w.kind == W4A8Kind::kG128 || args.acc_out || args.a_sum) << "per-channel W4A8 needs a_sum";
+  QS_CHECK(w.kind != W4A8Kind::kG128 || args.x_sum) << "g128 W4A8 needs x_sum";
   QS_CHECK(workspace || plan.workspace_bytes == 0);
   QS_CHECK(args.m * w.n < (int64_t{1} << 31) && args.m * w.k < (int64_t{1} << 31))
       << "m * n or m * k too large for 32-bit indexing";
@@ -236,6 +237,7 @@ void gemm_w4a8(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A8Plan&
   p.level2 = w.level2.as<const uint32_t>();
   p.s_x = args.s_x;
   p.a_sum = args.a_sum;
+  p.x_sum = args.x_sum;
   p.ch_scale = w.ch_scale.as<const float>();
   p.ch_szero = w.ch_szero.as<const float>();
   p.y = args.y;

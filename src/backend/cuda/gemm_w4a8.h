@@ -4,8 +4,9 @@
 //
 // Weights are repacked at load time into the kernel's compute order
 // (quant/w4a8_repack.h): one 128-bit load per lane per 16x64 tile, INT4 ->
-// INT8 by a mask and a shift per 8 values, g128 level 2 by a multiply and a
-// __vadd4 per 4 values; per-channel zero points leave the main loop (a_sum).
+// INT8 by a mask and a shift per 8 values, g128 level 2 by a multiply-add and
+// an XOR per 4 values (the sm_90a kernels skip the XOR: biased weights, u8 x
+// s8, W4A8Args::x_sum); per-channel zero points leave the main loop (a_sum).
 // Multi-stage cp.async pipeline, XOR-swizzled activation tiles read by
 // ldmatrix, tile shape by problem size, split-K with an in-kernel fix-up (the
 // last CTA of a tile sums the partials) when the grid would not fill the GPU.
@@ -165,6 +166,10 @@ struct W4A8Args {
   const int8_t* x = nullptr;    // [m, k] row-major
   const __half* s_x = nullptr;  // [m]
   const __half* a_sum = nullptr;  // [m], per-channel only
+  // [m] g128 only: the token's INT8 code sum sum_i Xq[t, i] (exact). The sm_90a
+  // kernels multiply the level-2 weights biased by 128 as unsigned bytes and
+  // subtract 128 x_sum (docs/gemm-hopper.md, "Biased level-2 weights").
+  const int32_t* x_sum = nullptr;
   int64_t m = 0;
   __half* y = nullptr;          // [m, n] row-major
   int32_t* acc_out = nullptr;   // optional [m, n]: write the exact INT32 accumulators instead of y

@@ -16,6 +16,7 @@ struct KernelParams {
   const uint32_t* level2;   // [ceil(n/128)][groups][8][8] (g128; quant/w4a8_repack.h)
   const __half* s_x;        // [m]
   const __half* a_sum;      // [m] (per-channel)
+  const int32_t* x_sum;     // [m] sum_i Xq[t, i] (g128: the decode kernels' biased weights, unbias_acc)
   const float* ch_scale;    // [n16*16]
   const float* ch_szero;    // [n16*16] (per-channel)
   __half* y;                // [m, n]

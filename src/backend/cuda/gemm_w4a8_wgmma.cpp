@@ -357,6 +357,7 @@ w4a8::wgmma::Params wgmma_params(const W4A8Args& args, const W4A8Plan& plan, voi
   p.x = args.x;
   p.s_x = args.s_x;
   p.a_sum = args.a_sum;
+  p.x_sum = args.x_sum;
   p.y = args.y;
   p.acc_out = args.acc_out;
   // (The cluster tiles need no workspace: null, and no split-K fix-up reads it.)
@@ -386,6 +387,7 @@ w4a8::wgmma::Params wgmma_params(const W4A8Args& args, const W4A8Plan& plan, voi
 void gemm_w4a8_wgmma(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A8Plan& plan, void* workspace,
                      cudaStream_t stream) {
   QS_CHECK(w.kind == W4A8Kind::kG128 || args.acc_out || args.a_sum) << "per-channel W4A8 needs a_sum";
+  QS_CHECK(w.kind != W4A8Kind::kG128 || args.x_sum) << "g128 W4A8 needs x_sum";
   QS_CHECK(!w4a8_tile_is_gemv(plan.tile)) << "the decode kernel runs through gemm_w4a8";
   const int local = plan.tile - kW4A8FirstWgmmaTile;
   const TileShape& s = kTiles[local];

@@ -16,6 +16,7 @@ struct Params {
   const int8_t* x;         // [m, k] row-major (read through the tensor map; kept for checks)
   const __half* s_x;       // [m]
   const __half* a_sum;     // [m] (per-channel)
+  const int32_t* x_sum;    // [m] sum_i Xq[t, i] (g128: the W4 tiles' biased weights, unbias_acc)
   const float* ch_scale;   // [n16*16]
   const float* ch_szero;   // [n16*16] (per-channel)
   __half* y;               // [m, n]

@@ -116,9 +116,12 @@ __global__ void merge_quantize_kernel(const SplitPartials p, int heads_per_block
     *reinterpret_cast<uint2*>(quant.q + b * cols + static_cast<int64_t>(h) * D + d0) = quantize8(y, rq, acc);
     isum = quant_sum(acc, 8);
   }
-  if (quant.sum != nullptr) {
+  if (quant.sum != nullptr || quant.code_sum != nullptr) {
     const int total = cluster_row_sum(cluster, isum, warp_isum, sum_of);  // |total| <= 127 x cols < 2^24: exact in f32
-    if (rank == 0 && t == 0) reinterpret_cast<half*>(quant.sum)[b] = __float2half_rn(__fmul_rn(s, static_cast<float>(total)));
+    if (rank == 0 && t == 0) {
+      if (quant.sum) reinterpret_cast<half*>(quant.sum)[b] = __float2half_rn(__fmul_rn(s, static_cast<float>(total)));
+      if (quant.code_sum) quant.code_sum[b] = total;
+    }
   }
   if (rank == 0 && t == 0) reinterpret_cast<half*>(quant.scale)[b] = s_h;
 #else

@@ -36,6 +36,7 @@ struct RowParams {
   int8_t* q;          // [rows, cols] or null (fp16 output instead)
   half* scale;        // [rows]
   half* sum;          // [rows] or null
+  int32_t* code_sum;  // [rows] or null: the exact code sum (Int8Rows::code_sum)
   half* out;          // fp16 output [rows, cols] (rmsnorm) or null
 };
 
@@ -197,10 +198,11 @@ __global__ void __launch_bounds__(THREADS) row_kernel(const RowParams p) {
   }
   // exact: |sum| <= 127 x 32768 < 2^24
   float qsum = static_cast<float>(OP == RowOp::kSiluMul ? isum : quant_sum(acc, codes));
-  if (p.sum) qsum = block_sum<THREADS>(qsum, red);
+  if (p.sum || p.code_sum) qsum = block_sum<THREADS>(qsum, red);
   if (threadIdx.x == 0) {
     p.scale[row] = s_h;
     if (p.sum) p.sum[row] = __float2half_rn(__fmul_rn(s, qsum));
+    if (p.code_sum) p.code_sum[row] = static_cast<int32_t>(qsum);
   }
 }
 
@@ -248,10 +250,11 @@ __global__ void __launch_bounds__(kWideThreads) silu_mul_quant_wide_kernel(const
     *reinterpret_cast<uint2*>(p.q + row * p.cols + c * 8) = quantize8_by_reciprocal(y, inv_s, isum);
   }
   float qsum = static_cast<float>(isum);  // exact: |isum| < 2^24
-  if (p.sum) qsum = block_sum<kWideThreads>(qsum, red);
+  if (p.sum || p.code_sum) qsum = block_sum<kWideThreads>(qsum, red);
   if (threadIdx.x == 0) {
     p.scale[row] = s_h;
     if (p.sum) p.sum[row] = __float2half_rn(__fmul_rn(s, qsum));
+    if (p.code_sum) p.code_sum[row] = static_cast<int32_t>(qsum);
   }
 }
 
@@ -304,9 +307,12 @@ __global__ void silu_mul_quant_cluster_kernel(const RowParams p, int per_block) 
   int isum = 0;  // |sum| <= 127 x cols
   if (active)
     *reinterpret_cast<uint2*>(p.q + row * p.cols + static_cast<int64_t>(c) * 8) = quantize8_by_reciprocal(y, inv_s, isum);
-  if (p.sum != nullptr) {
+  if (p.sum != nullptr || p.code_sum != nullptr) {
     const int total = cluster_row_sum(cluster, isum, warp_isum, sum_of);  // exact in f32: |total| < 2^24
-    if (rank == 0 && t == 0) p.sum[row] = __float2half_rn(__fmul_rn(s, static_cast<float>(total)));
+    if (rank == 0 && t == 0) {
+      if (p.sum) p.sum[row] = __float2half_rn(__fmul_rn(s, static_cast<float>(total)));
+      if (p.code_sum) p.code_sum[row] = total;
+    }
   }
   if (rank == 0 && t == 0) p.scale[row] = s_h;
 #else
@@ -325,7 +331,7 @@ constexpr int kQuantWarps = 2;  // rows per block
 template <int ITERS>
 __global__ void __launch_bounds__(kQuantWarps * 32) quantize_warp_kernel(const half* __restrict__ x, int rows, int cols,
                                                                           int8_t* __restrict__ q, half* scale,
-                                                                          half* sum) {
+                                                                          half* sum, int32_t* code_sum) {
   pdl_wait_and_trigger();  // launch.h
   const int lane = threadIdx.x % 32;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kQuantWarps + threadIdx.x / 32;
@@ -367,6 +373,7 @@ __global__ void __launch_bounds__(kQuantWarps * 32) quantize_warp_kernel(const h
   if (lane == 0) {
     scale[row] = s_h;
     if (sum) sum[row] = __float2half_rn(__fmul_rn(s, static_cast<float>(isum)));  // |isum| < 2^24: exact
+    if (code_sum) code_sum[row] = isum;
   }
 }
 
@@ -374,7 +381,7 @@ template <int ITERS>
 cudaError_t launch_quantize_warp(const RowParams& p, int rows, cudaStream_t stream) {
   const int blocks = (rows + kQuantWarps - 1) / kQuantWarps;
   return launch_kernel(quantize_warp_kernel<ITERS>, dim3(blocks), dim3(kQuantWarps * 32), 0, stream, p.a, rows, p.cols,
-                       p.q, p.scale, p.sum);
+                       p.q, p.scale, p.sum, p.code_sum);
 }
 
 template <RowOp OP, int THREADS>
@@ -406,6 +413,7 @@ RowParams quant_params(const Int8Rows& out) {
   p.q = out.q;
   p.scale = reinterpret_cast<half*>(out.scale);
   p.sum = reinterpret_cast<half*>(out.sum);
+  p.code_sum = out.code_sum;
   return p;
 }
 

@@ -204,6 +204,7 @@ __global__ void __launch_bounds__(32 * kW, kCtasPerSm) gemm_w4a8_gemv_kernel(con
   const int ep_co = (ep_ln >> 2) + 8 * ((ep_jr & 3) >> 1), ep_tok = 8 * (ep_jr >> 2) + 2 * (ep_ln & 3) + (ep_jr & 1);
   const bool ep_factors = ep_thread && !p.acc_out;
   float ep_scale = 0.0f, ep_szero = 0.0f, ep_sx = 0.0f, ep_asum = 0.0f;
+  int32_t ep_xsum = 0;  // g128: the token's code sum (the biased weights' accumulators, unbias_acc)
   auto load_channel_factors = [&](int t16) {
     const int o = t16 * 16 + ep_co;  // (< n16 * 16: the factors' length)
     if (ep_factors && t16 < tiles) {
@@ -219,6 +220,8 @@ __global__ void __launch_bounds__(32 * kW, kCtasPerSm) gemm_w4a8_gemv_kernel(con
     ep_sx = __half2float(p.s_x[ep_tok]);
     if constexpr (!kG128) ep_asum = __half2float(p.a_sum[ep_tok]);
   }
+  if constexpr (kG128)
+    if (ep_thread && ep_tok < p.m) ep_xsum = p.x_sum[ep_tok];
 
   // kResident: this warp's rows, once: lane (g, q) copies piece q of row 8 j
   // + g of each of its blocks (zeros at rows past m). The warp waits for them
@@ -277,14 +280,19 @@ __global__ void __launch_bounds__(32 * kW, kCtasPerSm) gemm_w4a8_gemv_kernel(con
       if (i % 2 == 0) lp = wgmma::level2_params(ls[i]);
     const uint4& wi = ws[i];
     uint32_t a[8];
-    wgmma::unpack8<kG128>(wi.x, lp, a[0], a[1]);
-    wgmma::unpack8<kG128>(wi.y, lp, a[2], a[3]);
-    wgmma::unpack8<kG128>(wi.z, lp, a[4], a[5]);
-    wgmma::unpack8<kG128>(wi.w, lp, a[6], a[7]);
+    wgmma::unpack8<kG128, kG128>(wi.x, lp, a[0], a[1]);
+    wgmma::unpack8<kG128, kG128>(wi.y, lp, a[2], a[3]);
+    wgmma::unpack8<kG128, kG128>(wi.z, lp, a[4], a[5]);
+    wgmma::unpack8<kG128, kG128>(wi.w, lp, a[6], a[7]);
 #pragma unroll
     for (int j = 0; j < kNT; ++j) {
-      ptx::mma_s8_16832(acc[j], a[0], a[1], a[2], a[3], b[j][0], b[j][1]);
-      ptx::mma_s8_16832(acc[j], a[4], a[5], a[6], a[7], b[j][2], b[j][3]);
+      if constexpr (kG128) {  // the weights biased by 128 (unpack8): u8 x s8
+        ptx::mma_u8s8_16832(acc[j], a[0], a[1], a[2], a[3], b[j][0], b[j][1]);
+        ptx::mma_u8s8_16832(acc[j], a[4], a[5], a[6], a[7], b[j][2], b[j][3]);
+      } else {
+        ptx::mma_s8_16832(acc[j], a[0], a[1], a[2], a[3], b[j][0], b[j][1]);
+        ptx::mma_s8_16832(acc[j], a[4], a[5], a[6], a[7], b[j][2], b[j][3]);
+      }
     }
   };
 
@@ -380,6 +388,7 @@ __global__ void __launch_bounds__(32 * kW, kCtasPerSm) gemm_w4a8_gemv_kernel(con
       int32_t v = 0;
 #pragma unroll
       for (int wp = 0; wp < kW; ++wp) v += red(wp, ep_jr, ep_ln);
+      if constexpr (kG128) v = wgmma::unbias_acc(v, ep_xsum);
       const int o = t16 * 16 + ep_co;
       if (o < p.n && ep_tok < p.m) {
         const size_t idx = static_cast<size_t>(ep_tok) * p.n + o;

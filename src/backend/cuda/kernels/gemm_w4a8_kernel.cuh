@@ -130,10 +130,11 @@ __device__ __forceinline__ void unpack_word(uint32_t word, uint32_t s2_lo, uint3
   lo = word & 0x0f0f0f0fu;
   hi = (word >> 4) & 0x0f0f0f0fu;
   if constexpr (kG128) {
-    // Multiply first (each byte <= 15 * 16 = 240: no carry between lanes),
-    // then add the scaled zero in 8-bit lanes; exact under the protective range.
-    lo = __vadd4(lo * s2_lo, sz_lo);
-    hi = __vadd4(hi * s2_hi, sz_hi);
+    // (w - z) s2 + 128 per byte by one multiply-add with no carry between
+    // bytes (sz_* = C, quant::level2_offset_constant), then the sign bit:
+    // exact under the protective range.
+    lo = quant::level2_dequant_offset4(lo, s2_lo, sz_lo);
+    hi = quant::level2_dequant_offset4(hi, s2_hi, sz_hi);
   }
 }
 
@@ -202,10 +203,10 @@ __global__ void __launch_bounds__(Cfg::kThreads) gemm_w4a8_kernel(const KernelPa
       uint32_t s2_lo = 0, sz_lo = 0, s2_hi = 0, sz_hi = 0;
       if constexpr (kG128) {
         const uint32_t l2 = *reinterpret_cast<const uint32_t*>(stage + l2_off + mi * 32);
-        s2_lo = l2 & 0xffu;
-        sz_lo = ((l2 >> 8) & 0xffu) * 0x01010101u;
-        s2_hi = (l2 >> 16) & 0xffu;
-        sz_hi = (l2 >> 24) * 0x01010101u;
+        s2_lo = __byte_perm(l2, 0u, 0x4440);
+        sz_lo = quant::level2_offset_constant(__byte_perm(l2, 0u, 0x4441));
+        s2_hi = __byte_perm(l2, 0u, 0x4442);
+        sz_hi = quant::level2_offset_constant(l2 >> 24);
       }
       uint32_t a[8];
       unpack_word<kG128>(wv.x, s2_lo, sz_lo, s2_hi, sz_hi, a[0], a[1]);

@@ -11,31 +11,41 @@ namespace qserve::cuda::w4a8::wgmma {
 
 // Level-2 parameters of rows g and g + 8 for one group, in the form the
 // unpacking below uses: s2 and C (quant/w4a8_repack.h). The stored entry has
-// s2 | szero << 8 per row (rows g, g + 8 in the low, high half).
+// s2 | zs2 << 8 per row (rows g, g + 8 in the low, high half): each byte
+// taken by one byte permute, C by one multiply-add.
 struct Level2 {
   uint32_t s2_lo, c_lo, s2_hi, c_hi;
 };
 __device__ __forceinline__ Level2 level2_params(uint32_t e) {
   Level2 l;
-  l.s2_lo = e & 0xffu;
-  l.c_lo = quant::level2_offset_constant(e >> 8);
-  l.s2_hi = (e >> 16) & 0xffu;
+  l.s2_lo = __byte_perm(e, 0u, 0x4440);
+  l.c_lo = quant::level2_offset_constant(__byte_perm(e, 0u, 0x4441));
+  l.s2_hi = __byte_perm(e, 0u, 0x4442);
   l.c_hi = quant::level2_offset_constant(e >> 24);
   return l;
 }
 
 // INT4 x 8 (one word of the compute order) -> two registers of 4 INT8 each
-// (rows g and g + 8). g128: three instructions per 4 weights, a 32-bit
-// multiply-add with no carry between bytes and an XOR
-// (quant::level2_dequant_offset4, exact under the protective range).
-template <bool kG128>
+// (rows g and g + 8). g128: a 32-bit multiply-add with no carry between bytes
+// per 4 weights (quant::level2_dequant_biased4, exact under the protective
+// range), then, unless kBiased, an XOR to two's complement. kBiased leaves
+// the weights + 128 as unsigned bytes for a u8 x s8 MMA, whose accumulators
+// then hold 128 * sum_i Xq[t, i] too (biased_acc removes it).
+template <bool kG128, bool kBiased = false>
 __device__ __forceinline__ void unpack8(uint32_t word, const Level2& l, uint32_t& lo, uint32_t& hi) {
   lo = word & 0x0f0f0f0fu;
   hi = (word >> 4) & 0x0f0f0f0fu;
-  if constexpr (kG128) {
+  if constexpr (kG128 && kBiased) {
+    lo = quant::level2_dequant_biased4(lo, l.s2_lo, l.c_lo);
+    hi = quant::level2_dequant_biased4(hi, l.s2_hi, l.c_hi);
+  } else if constexpr (kG128) {
     lo = quant::level2_dequant_offset4(lo, l.s2_lo, l.c_lo);
     hi = quant::level2_dequant_offset4(hi, l.s2_hi, l.c_hi);
   }
 }
+
+// The exact INT32 accumulator of the signed weights from that of the biased
+// ones: acc - 128 * x_sum (x_sum = sum_i Xq[t, i] of the output's token).
+__device__ __forceinline__ int32_t unbias_acc(int32_t acc, int32_t x_sum) { return acc - quant::kLevel2Bias * x_sum; }
 
 }  // namespace qserve::cuda::w4a8::wgmma

@@ -21,6 +21,7 @@
 
 #include "backend/cuda/gemm_w4a8_wgmma_launch.h"
 #include "backend/cuda/kernels/gemm_hopper_primitives.cuh"
+#include "backend/cuda/kernels/gemm_w4a8_unpack.cuh"
 #include "quant/gemm_epilogue.h"
 
 namespace qserve::cuda::w4a8::wgmma {
@@ -30,7 +31,7 @@ namespace qserve::cuda::w4a8::wgmma {
 // the stages: `smem` (the stages) then holds, per cluster_reduce_bytes():
 //   part  [BM][cluster_row_ints(MT)] int32  this CTA's partial tile
 //   ch_f  [2][128 MT] f32                   channel scale, scaled zero
-//   tok_f [2][BM] f32                       per-token s_x, a_sum
+//   tok_f [2][BM] f32                       per-token s_x, a_sum (g128: the code sum's bits)
 // acc[j][4 i + 2 h + e]: channel (cw MT + j) 64 + warp 16 + g + 8 h of the
 // tile, token 8 i + 2 q + e (the wgmma D fragment of m64 tile j). The
 // factors (scale, szero: this thread's channels; tok_*: tokens wtid + 128 r)
@@ -97,10 +98,13 @@ __device__ __forceinline__ void cluster_reduce_epilogue(const Params& p, uint8_t
     if (p.acc_out) {
 #pragma unroll
       for (int e = 0; e < 4; ++e)
-        if (o + e < p.n) p.acc_out[idx + e] = v[e];
+        if (o + e < p.n) p.acc_out[idx + e] = kG128 ? unbias_acc(v[e], p.x_sum[t]) : v[e];
       continue;
     }
     const float sx = tok_f[row], asum = tok_f[BM + row];
+    if constexpr (kG128)  // the W4 tiles' biased weights: asum holds the code sum's bits
+#pragma unroll
+      for (int e = 0; e < 4; ++e) v[e] = unbias_acc(v[e], __float_as_int(asum));
     __half h[4];
 #pragma unroll
     for (int e = 0; e < 4; ++e) {

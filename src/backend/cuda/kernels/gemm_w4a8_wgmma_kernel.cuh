@@ -98,8 +98,9 @@ namespace qserve::cuda::w4a8::wgmma {
 // computes the second half too, on whatever the weight buffer holds, against
 // the zeros that TMA wrote for the activations past k: no branch splits the
 // wgmma sequence (which made the compiler close the group with a dummy wgmma).
-// g128: the level-2 words of group kt (one 128-wide stage = one group) came
-// with the stage (l2st: [8 MT tiles][8] uint32; l2_off[j]: this lane's word
+// g128: the weights come biased by 128 (unsigned bytes, unpack8), for
+// issue_stage's u8 x s8 wgmmas; the level-2 words of group kt (one 128-wide
+// stage = one group) came with the stage (l2st: [8 MT tiles][8] uint32; l2_off[j]: this lane's word
 // of its tile j, or -1 past n16).
 template <int MT, bool kG128>
 __device__ __forceinline__ void load_stage(uint64_t* full_bar, uint32_t parity, const uint8_t* wst,
@@ -110,32 +111,33 @@ __device__ __forceinline__ void load_stage(uint64_t* full_bar, uint32_t parity, 
   for (int j = 0; j < MT; ++j) {
     const Level2 l = kG128 ? level2_params(l2_off[j] >= 0 ? l2st[l2_off[j]] : 0x00010001u) : Level2{};
     const uint4 w0 = *reinterpret_cast<const uint4*>(wst + w_off[j]);
-    unpack8<kG128>(w0.x, l, a[j][0], a[j][1]);
-    unpack8<kG128>(w0.y, l, a[j][2], a[j][3]);
-    unpack8<kG128>(w0.z, l, a[j][4], a[j][5]);
-    unpack8<kG128>(w0.w, l, a[j][6], a[j][7]);
+    unpack8<kG128, kG128>(w0.x, l, a[j][0], a[j][1]);
+    unpack8<kG128, kG128>(w0.y, l, a[j][2], a[j][3]);
+    unpack8<kG128, kG128>(w0.z, l, a[j][4], a[j][5]);
+    unpack8<kG128, kG128>(w0.w, l, a[j][6], a[j][7]);
     const uint4 w1 = *reinterpret_cast<const uint4*>(wst + w_off[j] + 4096);
-    unpack8<kG128>(w1.x, l, a[j][8], a[j][9]);
-    unpack8<kG128>(w1.y, l, a[j][10], a[j][11]);
-    unpack8<kG128>(w1.z, l, a[j][12], a[j][13]);
-    unpack8<kG128>(w1.w, l, a[j][14], a[j][15]);
+    unpack8<kG128, kG128>(w1.x, l, a[j][8], a[j][9]);
+    unpack8<kG128, kG128>(w1.y, l, a[j][10], a[j][11]);
+    unpack8<kG128, kG128>(w1.z, l, a[j][12], a[j][13]);
+    unpack8<kG128, kG128>(w1.w, l, a[j][14], a[j][15]);
   }
 }
 
 // Consumer, one stage: 4 k32 steps x MT wgmma m64nBMk32, committed as one
 // group. B = the stage's X tile: stepping 32 B of k adds 2 to the descriptor.
-template <int BM, int MT>
+// kU8A: the A registers hold unsigned bytes (the g128 weights biased by 128).
+template <int BM, int MT, bool kU8A>
 __device__ __forceinline__ void issue_stage(int32_t (&acc)[MT][BM / 2], const uint32_t (&a)[MT][16], uint64_t desc) {
   ptx::wgmma_fence();
 #pragma unroll
   for (int j = 0; j < MT; ++j) {
-    ptx::wgmma_s8_rs<BM>(acc[j], a[j][0], a[j][1], a[j][2], a[j][3], desc + 0, 1);
-    ptx::wgmma_s8_rs<BM>(acc[j], a[j][4], a[j][5], a[j][6], a[j][7], desc + 2, 1);
+    ptx::wgmma_s8_rs<BM, kU8A>(acc[j], a[j][0], a[j][1], a[j][2], a[j][3], desc + 0, 1);
+    ptx::wgmma_s8_rs<BM, kU8A>(acc[j], a[j][4], a[j][5], a[j][6], a[j][7], desc + 2, 1);
   }
 #pragma unroll
   for (int j = 0; j < MT; ++j) {
-    ptx::wgmma_s8_rs<BM>(acc[j], a[j][8], a[j][9], a[j][10], a[j][11], desc + 4, 1);
-    ptx::wgmma_s8_rs<BM>(acc[j], a[j][12], a[j][13], a[j][14], a[j][15], desc + 6, 1);
+    ptx::wgmma_s8_rs<BM, kU8A>(acc[j], a[j][8], a[j][9], a[j][10], a[j][11], desc + 4, 1);
+    ptx::wgmma_s8_rs<BM, kU8A>(acc[j], a[j][12], a[j][13], a[j][14], a[j][15], desc + 6, 1);
   }
   ptx::wgmma_commit();
 }
@@ -168,6 +170,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   // kPD: the stages hold X and the W4 staging [MT][8 KB], the INT8 A tiles
   // (as kS8's) have two slots of their own.
   constexpr bool kSS = kS8 || kPD;  // both wgmma operands in shared memory
+  // g128 W4 tiles (register A): the weights biased by 128 (unpack8, u8 x s8
+  // wgmmas); the accumulators are made exact before any epilogue (unbias_acc
+  // with the token's code sum p.x_sum). kSS tiles read signed INT8 weights.
+  constexpr bool kBiasedW = kG128 && !kSS;
   constexpr int kXBytes = BM * 128, kWBytes = MT * (kSS ? 16384 : 8192), kW4Bytes = kPD ? MT * 8192 : 0;
   constexpr int kL2Bytes = kSS ? 0 : MT * 256;  // level-2 words per 128-wide block (W4 tiles; used by g128)
   static_assert(KD == 1 || !kSS, "deep stages: W4 tiles only");
@@ -388,7 +394,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int r = 0; r < kTokPerThread; ++r) {
           const int t = min(m_blk * BM + wtid + 128 * r, p.m - 1);
           tok_sx[r] = __half2float(p.s_x[t]);
-          tok_asum[r] = kG128 ? 0.0f : __half2float(p.a_sum[t]);
+          // g128 W4: the token's code sum, its bits in the float (unbias_acc)
+          tok_asum[r] = kBiasedW ? __int_as_float(p.x_sum[t]) : kG128 ? 0.0f : __half2float(p.a_sum[t]);
         }
       }
 
@@ -458,14 +465,14 @@ __global__ void __launch_bounds__(kThreads, 1)
       };
       load(a0);
       while (true) {
-        issue_stage<BM, MT>(acc, a0, x_desc());
+        issue_stage<BM, MT, kG128>(acc, a0, x_desc());
         next_step();
         if (kt == ke) break;
         load(a1);
         if constexpr (ASETS > 1)
-          issue_stage<BM, MT>(acc_b, a1, x_desc());
+          issue_stage<BM, MT, kG128>(acc_b, a1, x_desc());
         else
-          issue_stage<BM, MT>(acc, a1, x_desc());
+          issue_stage<BM, MT, kG128>(acc, a1, x_desc());
         next_step();
         if (kt == ke) break;
         load(a0);
@@ -503,7 +510,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int j = 0; j < MT; ++j) o_base[j] = t16[j] * 16 + g;
 
-      // Visits this thread's accumulators inside the output: f(value, index in [m, n]).
+      // Visits this thread's accumulators inside the output: f(value, index in [m, n], token).
       auto for_each_output = [&](auto&& f) {
 #pragma unroll
         for (int j = 0; j < MT; ++j)
@@ -512,7 +519,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
             for (int e4 = 0; e4 < 4; ++e4) {
               const int o = o_base[j] + 8 * (e4 >> 1), t = t_base + 8 * i + (e4 & 1);
-              if (o < p.n && t < p.m) f(acc[j][4 * i + e4], static_cast<size_t>(t) * p.n + o);
+              if (o < p.n && t < p.m) f(acc[j][4 * i + e4], static_cast<size_t>(t) * p.n + o, t);
             }
       };
 
@@ -570,7 +577,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
 
       if (p.acc_out) {  // exact accumulators (tests): plain stores
-        for_each_output([&](int32_t& v, size_t idx) { p.acc_out[idx] = v; });
+        for_each_output([&](int32_t& v, size_t idx, int t) { p.acc_out[idx] = kBiasedW ? unbias_acc(v, p.x_sum[t]) : v; });
         continue;
       }
 
@@ -595,7 +602,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         const float sx0 = s_fac[8 * i + 2 * q], sx1 = s_fac[8 * i + 2 * q + 1];
         const int32_t v0 = acc[j][4 * i + 2 * h], v1 = acc[j][4 * i + 2 * h + 1];
         float f0, f1;
-        if constexpr (kG128) {
+        if constexpr (kBiasedW) {
+          f0 = quant::epilogue_g128(unbias_acc(v0, __float_as_int(s_fac[BM + 8 * i + 2 * q])), sx0, scale[j][h]);
+          f1 = quant::epilogue_g128(unbias_acc(v1, __float_as_int(s_fac[BM + 8 * i + 2 * q + 1])), sx1, scale[j][h]);
+        } else if constexpr (kG128) {
           f0 = quant::epilogue_g128(v0, sx0, scale[j][h]);
           f1 = quant::epilogue_g128(v1, sx1, scale[j][h]);
         } else {
