@@ -24,7 +24,7 @@ void check_shape(std::span<const float> w, int64_t n, int64_t k) {
 
 }  // namespace
 
-void quantize_activation_row(const float* x, int64_t k, int8_t* q, uint16_t* scale, uint16_t* a_sum) {
+int32_t quantize_activation_row(const float* x, int64_t k, int8_t* q, uint16_t* scale, uint16_t* a_sum) {
   float amax = 0.0f;
   for (int64_t i = 0; i < k; ++i) amax = std::max(amax, std::fabs(x[i]));
   const uint16_t s_bits = float_to_half(amax / 127.0f);
@@ -37,6 +37,7 @@ void quantize_activation_row(const float* x, int64_t k, int8_t* q, uint16_t* sca
   }
   *scale = s_bits;
   if (a_sum) *a_sum = float_to_half(s * static_cast<float>(sum));
+  return static_cast<int32_t>(sum);
 }
 
 QuantizedActivations quantize_activations(std::span<const float> x, int64_t m, int64_t k) {

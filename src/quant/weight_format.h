@@ -32,7 +32,8 @@ struct QuantizedActivations {
 };
 
 // One token: x [k] -> q [k], scale, a_sum (a_sum may be null).
-void quantize_activation_row(const float* x, int64_t k, int8_t* q, uint16_t* scale, uint16_t* a_sum);
+// Returns the row's code sum sum_i q[i] (exact).
+int32_t quantize_activation_row(const float* x, int64_t k, int8_t* q, uint16_t* scale, uint16_t* a_sum);
 // x [m, k] fp32 row-major.
 QuantizedActivations quantize_activations(std::span<const float> x, int64_t m, int64_t k);
 

@@ -31,13 +31,9 @@ void rmsnorm_row(const uint16_t* x, uint16_t* residual, const uint16_t* gamma, i
 }
 
 void quantize_rows_out(const float* y, int r, int cols, const Int8Rows& out) {
-  int8_t* q = out.q + static_cast<int64_t>(r) * cols;
-  quant::quantize_activation_row(y, cols, q, out.scale + r, out.sum ? out.sum + r : nullptr);
-  if (out.code_sum) {
-    int32_t total = 0;
-    for (int i = 0; i < cols; ++i) total += q[i];
-    out.code_sum[r] = total;
-  }
+  const int32_t code_sum = quant::quantize_activation_row(y, cols, out.q + static_cast<int64_t>(r) * cols, out.scale + r,
+                                                         out.sum ? out.sum + r : nullptr);
+  if (out.code_sum) out.code_sum[r] = code_sum;
 }
 
 }  // namespace

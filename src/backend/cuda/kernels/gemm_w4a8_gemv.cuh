@@ -286,13 +286,9 @@ __global__ void __launch_bounds__(32 * kW, kCtasPerSm) gemm_w4a8_gemv_kernel(con
     wgmma::unpack8<kG128, kG128>(wi.w, lp, a[6], a[7]);
 #pragma unroll
     for (int j = 0; j < kNT; ++j) {
-      if constexpr (kG128) {  // the weights biased by 128 (unpack8): u8 x s8
-        ptx::mma_u8s8_16832(acc[j], a[0], a[1], a[2], a[3], b[j][0], b[j][1]);
-        ptx::mma_u8s8_16832(acc[j], a[4], a[5], a[6], a[7], b[j][2], b[j][3]);
-      } else {
-        ptx::mma_s8_16832(acc[j], a[0], a[1], a[2], a[3], b[j][0], b[j][1]);
-        ptx::mma_s8_16832(acc[j], a[4], a[5], a[6], a[7], b[j][2], b[j][3]);
-      }
+      // g128: the weights biased by 128 (unpack8), u8 x s8
+      ptx::mma_s8_16832<kG128>(acc[j], a[0], a[1], a[2], a[3], b[j][0], b[j][1]);
+      ptx::mma_s8_16832<kG128>(acc[j], a[4], a[5], a[6], a[7], b[j][2], b[j][3]);
     }
   };
 

@@ -174,6 +174,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   // wgmmas); the accumulators are made exact before any epilogue (unbias_acc
   // with the token's code sum p.x_sum). kSS tiles read signed INT8 weights.
   constexpr bool kBiasedW = kG128 && !kSS;
+  // (cluster_reduce_epilogue unbiases every g128 accumulator: W4 tiles only)
+  static_assert(!kCL || !kSS, "the cluster tiles: W4 weights in registers");
   constexpr int kXBytes = BM * 128, kWBytes = MT * (kSS ? 16384 : 8192), kW4Bytes = kPD ? MT * 8192 : 0;
   constexpr int kL2Bytes = kSS ? 0 : MT * 256;  // level-2 words per 128-wide block (W4 tiles; used by g128)
   static_assert(KD == 1 || !kSS, "deep stages: W4 tiles only");
