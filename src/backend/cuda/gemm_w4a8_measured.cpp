@@ -65,6 +65,21 @@ struct Entry {
 // and at m = 16 / 32 7 choices on 5 rows took the persistent 256 x 16 / 32
 // tiles with 3-6 global splits (1.05-1.17x), as round 17 found on the 7B / 8B
 // layers.
+// Round 21 (bench/results/2026-12-02-gemm-h200-r21.md): the g128 plans at
+// m <= 64 re-swept after round 20 made g128 5-12% faster, back to back and
+// after a 5-us neighbor kernel (the model's pattern), and the candidates run
+// in the engine. Six g128 choices changed (marked r21), each taken only where
+// the neighbor pattern gained >= 3%, back to back lost <= 3% and the engine
+// showed no loss: Llama-2-7B gate_up at m <= 16 (the deep-stage cluster tile
+// on its 86 CTAs: engine decode +5% at 1-4 sequences), Llama-3-8B qkv at
+// m = 17-32 and both down layers at m = 9-16 (cluster or resident plans in
+// place of global split-K, whose fix-up costs more after another kernel:
+// 13-17% after a neighbor), 70B down at m = 9-16. Not taken, the engine
+// disagreeing with the benchmark: Llama-3-8B gate_up's deep-stage tile (9%
+// faster back to back, even after a neighbor, engine 0 to -1%), gemv8d on the
+// down layers at m = 5-8 (15% faster in both patterns; the engine at 8
+// sequences mixed, as in round 14), per-channel gemv16r on Llama-3-8B qkv at
+// m = 9-16 (10% / 27% faster, engine -1.3%).
 constexpr Entry kTable[] = {
     // o at m <= 16: the 96-CTA plans (split 3), not the back-to-back optimum (64 CTAs, split 2:
     // 5.4 / 6.5 us at m = 1), which owes 0.4 us to two launches of one GEMM sharing the GPU. After
@@ -79,7 +94,7 @@ constexpr Entry kTable[] = {
     {4096, 4096, 512, {12, 1}, {12, 1}},  // pc wg128x128/1 15.9; g128 wg128x128/1 17.5 (round K; pass + s8 20.9)
     {6144, 4096, 1, {35, 4}, {6, 4}},  // pc wg256x8a2c-k256/4 6.9 (r8); g128 wg256x8/4 8.2
     {6144, 4096, 16, {7, 4}, {50, 1}},  // pc wg256x16/4 7.2 (r17, call 5; was wg256x16a2c/4 7.5); g128 gemv16r 7.0 (r18; was wg256x16a2c-k256/4 8.7, r8)
-    {6144, 4096, 32, {25, 4}, {8, 4}},  // pc wg256x32c/4 8.4; g128 wg256x32/4 9.4 (r17, call 5; was wg256x32c/4 9.7)
+    {6144, 4096, 32, {25, 4}, {37, 4}},  // pc wg256x32c/4 8.4; g128 wg256x32c-k256/4 8.6, 9.9 after a neighbor (r21; was wg256x32/4 8.7, 11.8)
     {6144, 4096, 64, {38, 2}, {38, 2}},  // pc wg128x64c-k256/2 9.4 (r8); g128 wg128x64c-k256/2 10.3 (r8)
     {6144, 4096, 128, {12, 2}, {12, 2}},  // pc wg128x128/2 12.5; g128 wg128x128/2 13.1 (r17; were wg256x32/1 13.4, wg256x128c/4 14.5)
     {6144, 4096, 256, {12, 1}, {12, 1}},  // pc wg128x128/1 15.1; g128 wg128x128/1 16.8
@@ -91,8 +106,8 @@ constexpr Entry kTable[] = {
     {12288, 4096, 128, {12, 1}, {12, 1}},  // pc wg128x128/1 15.4; g128 wg128x128/1 16.9
     {12288, 4096, 256, {11, 1}, {11, 1}},  // pc wg128x256/1 24.8; g128 wg128x256/1 25.3
     {12288, 4096, 512, {12, 1}, {11, 1}},  // pc wg128x128/1 42.5; g128 wg128x256/1 50.0
-    {22016, 4096, 1, {6, 1}, {6, 1}},  // pc wg256x8/1 13.2; g128 wg256x8/1 18.5
-    {22016, 4096, 16, {14, 1}, {7, 1}},  // pc wg256x16a2/1 13.6; g128 wg256x16/1 19.3
+    {22016, 4096, 1, {6, 1}, {35, 1}},  // pc wg256x8/1 13.2; g128 wg256x8a2c-k256/1 15.7, 18.5 after a neighbor (r21; was wg256x8/1 17.4, 19.8)
+    {22016, 4096, 16, {14, 1}, {36, 1}},  // pc wg256x16a2/1 13.6; g128 wg256x16a2c-k256/1 16.7, 19.2 (r21; was wg256x16/1 18.0, 20.4)
     {22016, 4096, 32, {8, 1}, {8, 1}},  // pc wg256x32/1 14.3; g128 wg256x32/1 20.4
     {22016, 4096, 64, {9, 1}, {9, 1}},  // pc wg256x64/1 17.8; g128 wg256x64/1 23.1
     {22016, 4096, 128, {10, 1}, {10, 1}},  // pc wg256x128/1 25.6; g128 wg256x128/1 27.8
@@ -106,21 +121,21 @@ constexpr Entry kTable[] = {
     {28672, 4096, 256, {11, 1}, {11, 1}},  // pc wg128x256/1 48.4; g128 wg128x256/1 49.5
     {28672, 4096, 512, {11, 1}, {11, 1}},  // pc wg128x256/1 95.0; g128 wg128x256/1 99.9
     {4096, 11008, 1, {35, 4}, {6, 6}},  // pc wg256x8a2c-k256/4 9.9 (r8); g128 wg256x8/6 12.1
-    {4096, 11008, 16, {14, 6}, {7, 6}},  // pc wg256x16a2/6 10.1; g128 wg256x16/6 12.6 (r17, call 5; were 10.5, 13.2)
+    {4096, 11008, 16, {14, 6}, {50, 1}},  // pc wg256x16a2/6 10.1 (r17, call 5; was 10.5); g128 gemv16r 11.0, 12.6 after a neighbor (r21; was wg256x16/6 11.0, 14.5)
     {4096, 11008, 32, {37, 4}, {37, 6}},  // pc wg256x32c-k256/4 11.5 (r8); g128 wg256x32c-k256/6 14.1 (r8)
     {4096, 11008, 64, {38, 3}, {38, 3}},  // pc wg128x64c-k256/3 12.7 (r8); g128 wg128x64c-k256/3 14.8 (r8)
     {4096, 11008, 128, {38, 2}, {12, 4}},  // pc wg128x64c-k256/2 16.0; g128 wg128x128/4 17.6 (r17; was 19.4)
     {4096, 11008, 256, {12, 2}, {12, 2}},  // pc wg128x128/2 21.9; g128 wg128x128/2 24.1 (r17; were wg256x64c/2 25.1, wg128x128/sk 27.8)
     {4096, 11008, 512, {12, 1}, {12, 1}},  // pc wg128x128/1 34.1; g128 wg128x128/1 39.1 (round K; pass + s8 49.0)
     {4096, 14336, 1, {35, 6}, {13, 6}},  // pc wg256x8a2c-k256/6 11.3 (r8); g128 wg256x8a2/6 13.9
-    {4096, 14336, 16, {7, 6}, {14, 6}},  // pc wg256x16/6 11.3; g128 wg256x16a2/6 14.3 (r17, call 5; were 12.3, 15.1)
+    {4096, 14336, 16, {7, 6}, {36, 6}},  // pc wg256x16/6 11.3 (r17, call 5; was 12.3); g128 wg256x16a2c-k256/6 13.2, 14.5 after a neighbor (r21; was wg256x16a2/6 12.8, 16.6)
     {4096, 14336, 32, {25, 6}, {37, 6}},  // pc wg256x32c/6 13.0; g128 wg256x32c-k256/6 16.1 (r8)
     {4096, 14336, 64, {38, 3}, {38, 3}},  // pc wg128x64c-k256/3 14.9 (r8); g128 wg128x64c-k256/3 17.7 (r8)
     {4096, 14336, 128, {38, 2}, {12, 4}},  // pc wg128x64c-k256/2 19.3; g128 wg128x128/4 20.0 (r17; was 23.6)
     {4096, 14336, 256, {12, 2}, {12, 2}},  // pc wg128x128/2 26.3; g128 wg128x128/2 29.1 (r17; were wg256x64c/2 30.1, wg128x128/sk 32.7)
     {4096, 14336, 512, {12, 1}, {11, 2}},  // pc wg128x128/1 41.8; g128 wg128x256/2 45.6 (r17; was wg128x128/1 52.2)
     {8192, 28672, 1, {32, 2}, {34, 2}},  // pc wg128x8c-k512/2 28.9 (r8); g128 wg128x16c-k512/2 36.1 (r8)
-    {8192, 28672, 16, {33, 2}, {14, 4}},  // pc wg128x16c-k256/2 30.1 (r8); g128 wg256x16a2/4 39.8
+    {8192, 28672, 16, {33, 2}, {34, 2}},  // pc wg128x16c-k256/2 30.1 (r8); g128 wg128x16c-k512/2 32.1, 34.3 after a neighbor (r21; was wg256x16a2/4 35.5, 36.9)
     {8192, 28672, 32, {37, 3}, {8, 4}},  // pc wg256x32c-k256/3 33.8 (r8); g128 wg256x32/4 39.2 (r17, call 5; was 42.1)
     {8192, 28672, 64, {38, 2}, {38, 2}},  // pc wg128x64c-k256/2 33.8 (r8); g128 wg128x64c-k256/2 42.0 (r8)
     {8192, 28672, 128, {12, 2}, {12, 2}},  // pc wg128x128/2 52.9; g128 wg128x128/2 58.8
