@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Entries of the W4A8 measured plan table from `bench_gemm --sweep` output.
 
-Usage: bench/gemm_table_refit.py SWEEP.txt [SWEEP.txt ...] [--repo DIR] [--margin 0.02] [--all]
+Usage: bench/gemm_table_refit.py SWEEP.txt [SWEEP.txt ...] [--neighbor NSWEEP.txt ...] [--repo DIR]
+       [--margin 0.02] [--max-loss M] [--all] [--overrides]
 
 Reads the "sweep" lines that `bench_gemm --sweep` / `--sweep-tiles` print (one per layer, kind
 and m: every tile/split timed), and prints one line of `kTable` in
@@ -20,6 +21,21 @@ src/backend/cuda/gemm_w4a8_measured.cpp per (layer, m bucket) that the sweeps co
 
 Tile ids come from the names array of src/backend/cuda/gemm_w4a8.cpp (w4a8_tile_name), so the
 tool follows the tile list. Several files may be given (the same row in two runs: the mean).
+
+The model's pattern: `--neighbor FILE...` takes sweeps run with `bench_gemm --neighbor-us 5`
+(each launch after a kernel that holds every SM, as a model's GEMMs follow other kernels; the
+positional sweeps are then the back-to-back ones). A choice is then the fastest after the
+neighbor among the plans both kinds of sweep timed, and it replaces an existing entry only if it
+is faster than the entry by more than --margin after the neighbor and slower by at most
+--max-loss (default: --margin) back to back (round 21 of docs/gemm-hopper.md: the two patterns
+disagree on a third of the decode candidates). Run the result in the engine before keeping it:
+
+`--overrides` prints the changed choices as one QSERVE_W4A8_PLANS value (gemm_w4a8_overrides.h)
+instead of table lines, for `qserve bench throughput` with and without it.
+
+The tool does not know the decode rule that goes before the table (decode_tile in
+gemm_w4a8_wgmma.cpp; `bench_gemm_plans` marks its plans "rule"): an entry of such a layer and
+bucket serves only the m the rule leaves, and an override of it replaces the rule too.
 """
 import argparse
 import math
@@ -95,40 +111,65 @@ def reproducible(k, splits):
     return math.ceil(kt / math.ceil(kt / splits)) == splits
 
 
-def refit(sweeps, names, buckets, table, margin, show_all):
+def decide(rows, nrows, common, old_c, margin, max_loss):
+    """The pick for one layer, bucket and kind: (plan, changed).
+
+    rows / nrows: the back-to-back / after-a-neighbor sweeps of the bucket's m (nrows empty: no
+    neighbor sweeps); common: the candidate plans; old_c: the entry's plan (None: no entry)."""
+    def mean(rs, c):
+        return sum(r[c] for r in rs) / len(rs)
+
+    rank = nrows if nrows else rows
+    best = min(common, key=lambda c: mean(rank, c))
+    if old_c is None:
+        return best, True
+    if old_c not in common or best == old_c:
+        return old_c, False
+    if mean(rank, best) >= mean(rank, old_c) * (1 - margin):
+        return old_c, False
+    if nrows and mean(rows, best) > mean(rows, old_c) * (1 + max_loss):
+        return old_c, False
+    return best, True
+
+
+def refit(sweeps, names, buckets, table, margin, show_all, neighbor=None, max_loss=None, overrides=False):
+    """Table lines (or, with overrides, QSERVE_W4A8_PLANS entries) for the covered (layer, bucket)s."""
+    neighbor = neighbor or {}
+    max_loss = margin if max_loss is None else max_loss
     lines = []
     for n, k in sorted({(key[0], key[1]) for key in sweeps}):
         for bucket in buckets:
             ms = [1, 8] if bucket == 1 else [bucket]
-            choice, notes, changed = {}, [], False
+            choice, notes, changed, changed_kinds = {}, [], False, []
             for kind in ("pc", "g128"):
-                rows = [sweeps.get((n, k, kind, m)) for m in ms if (n, k, kind, m) in sweeps]
-                if not rows:
+                rows = [sweeps[(n, k, kind, m)] for m in ms if (n, k, kind, m) in sweeps]
+                nrows = [neighbor[(n, k, kind, m)] for m in ms if (n, k, kind, m) in neighbor]
+                if not rows or (neighbor and not nrows):
                     break
-                common = set.intersection(*(set(r) for r in rows))
-
-                def mean(c):
-                    return sum(r[c] for r in rows) / len(rows)
-
+                common = set.intersection(*(set(r) for r in rows + nrows))
                 cands = [c for c in common if c.split("/")[0] in names and reproducible(k, split_of(c.split("/")[1]))]
                 if not cands:
                     break
-                best = min(cands, key=mean)
-                pick = best
                 old = table.get((n, k, bucket), {}).get(kind)
-                if old is not None:
-                    old_c = f"{names[old[0]]}/{old[1]}"
-                    if old_c not in common or mean(best) >= mean(old_c) * (1 - margin):
-                        pick = old_c
-                    else:
-                        changed = True
-                else:
+                old_c = f"{names[old[0]]}/{old[1]}" if old else None
+                pick, kind_changed = decide(rows, nrows, set(cands) | ({old_c} & common if old_c else set()), old_c,
+                                            margin, max_loss)
+                if kind_changed:
                     changed = True
+                    changed_kinds.append((kind, pick))
                 tile, splits = pick.split("/")
                 choice[kind] = (names.index(tile), split_of(splits))
-                t = f"{mean(pick):.1f}" if pick in common else "kept, not swept"
+                if pick in common:
+                    t = f"{sum(r[pick] for r in rows) / len(rows):.1f}"
+                    if nrows:
+                        t += f", {sum(r[pick] for r in nrows) / len(nrows):.1f} after a neighbor"
+                else:
+                    t = "kept, not swept"
                 notes.append(f"{kind} {pick} {t}")
             if len(choice) != 2 or not (changed or show_all):
+                continue
+            if overrides:
+                lines += [f"{n}x{k}@{bucket}:{kind}={pick}" for kind, pick in changed_kinds]
                 continue
             pc, g = choice["pc"], choice["g128"]
             mark = "" if changed else " (unchanged)"
@@ -143,13 +184,25 @@ def main():
     ap.add_argument("--repo", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     ap.add_argument("--margin", type=float, default=0.02, help="relative gain needed to replace an entry")
     ap.add_argument("--all", action="store_true", help="also print the covered entries that stay")
+    ap.add_argument("--neighbor", nargs="+", default=[], help="sweeps run with bench_gemm --neighbor-us")
+    ap.add_argument("--max-loss", type=float, default=None,
+                    help="with --neighbor: the most a new choice may lose back to back (default: --margin)")
+    ap.add_argument("--overrides", action="store_true", help="print the changes as one QSERVE_W4A8_PLANS value")
     a = ap.parse_args()
     names = tile_names(a.repo)
     sweeps = read_sweeps(a.sweeps)
     if not sweeps:
         sys.exit("gemm_table_refit: no sweep lines in the input")
-    for line in refit(sweeps, names, m_buckets(a.repo), table_entries(a.repo), a.margin, a.all):
-        print(line)
+    neighbor = read_sweeps(a.neighbor) if a.neighbor else {}
+    if a.neighbor and not neighbor:
+        sys.exit("gemm_table_refit: no sweep lines in the --neighbor input")
+    lines = refit(sweeps, names, m_buckets(a.repo), table_entries(a.repo), a.margin, a.all and not a.overrides,
+                  neighbor, a.max_loss, a.overrides)
+    if a.overrides:
+        print(",".join(lines))
+    else:
+        for line in lines:
+            print(line)
 
 
 if __name__ == "__main__":

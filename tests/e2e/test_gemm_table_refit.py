@@ -22,13 +22,16 @@ def sweep(n, k, kind, m, times):
     return f"  sweep x/y n={n} k={k} {kind} m={m} best {best} {times[best]} us (planner 9.9) {body}\n"
 
 
-def run(tmp_path, lines, *args):
+def run(tmp_path, lines, *args, neighbor=None):
     (tmp_path / "src/backend/cuda").mkdir(parents=True)
     (tmp_path / "src/backend/cuda/gemm_w4a8.cpp").write_text(NAMES)
     (tmp_path / "src/backend/cuda/gemm_w4a8_measured.cpp").write_text(TABLE)
     (tmp_path / "src/backend/cuda/gemm_w4a8_measured.h").write_text(BUCKETS)
     s = tmp_path / "sweep.txt"
     s.write_text("".join(lines))
+    if neighbor is not None:
+        (tmp_path / "neighbor.txt").write_text("".join(neighbor))
+        args = (*args, "--neighbor", str(tmp_path / "neighbor.txt"))
     r = subprocess.run([sys.executable, str(TOOL), str(s), "--repo", str(tmp_path), *args],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
@@ -75,6 +78,30 @@ def test_stream_k_choices_and_entries(tmp_path):
     (tmp_path / "r/src/backend/cuda/gemm_w4a8_measured.cpp").write_text(
         "    {4096, 14336, 256, {1, 2}, {2, kW4A8StreamK}},  // x\n")
     assert t.table_entries(str(tmp_path / "r")) == {(4096, 14336, 256): {"pc": (1, 2), "g128": (2, "sk")}}
+
+
+def test_with_neighbor_sweeps_a_choice_must_win_after_the_neighbor(tmp_path):
+    # The table's entry is wgA/2 (4096 x 4096, bucket 16). wgB/3 is 20% faster back to back.
+    b2b = [sweep(4096, 4096, kind, 16, {"wgA/2": 5.0, "wgB/3": 4.0, "wgC-k256/2": 5.1}) for kind in ("pc", "g128")]
+    # ... but after a neighbor as slow as the entry: the entry stays.
+    even = [sweep(4096, 4096, kind, 16, {"wgA/2": 6.0, "wgB/3": 6.0, "wgC-k256/2": 6.5}) for kind in ("pc", "g128")]
+    assert run(tmp_path / "a", b2b, neighbor=even) == []
+    # Faster in both patterns: it replaces the entry, with both times in the comment.
+    both = [sweep(4096, 4096, kind, 16, {"wgA/2": 6.0, "wgB/3": 5.0, "wgC-k256/2": 6.5}) for kind in ("pc", "g128")]
+    out = run(tmp_path / "b", b2b, neighbor=both)
+    assert len(out) == 1 and out[0].startswith("    {4096, 4096, 16, {2, 3}, {2, 3}},")
+    assert "pc wgB/3 4.0, 5.0 after a neighbor" in out[0]
+    # Fastest after the neighbor (wgC) but 2% slower back to back: within --max-loss 0.03, not 0.01.
+    nb_c = [sweep(4096, 4096, kind, 16, {"wgA/2": 6.0, "wgB/3": 6.0, "wgC-k256/2": 5.0}) for kind in ("pc", "g128")]
+    out = run(tmp_path / "c", b2b, "--max-loss", "0.03", neighbor=nb_c)
+    assert len(out) == 1 and "{3, 2}, {3, 2}" in out[0]
+    assert run(tmp_path / "d", b2b, "--max-loss", "0.01", neighbor=nb_c) == []
+
+
+def test_overrides_print_the_changed_kinds_only(tmp_path):
+    lines = [sweep(4096, 4096, "pc", 16, {"wgA/2": 5.0, "wgB/3": 4.0}),
+             sweep(4096, 4096, "g128", 16, {"wgA/2": 5.0, "wgB/3": 4.99})]
+    assert run(tmp_path, lines, "--overrides") == ["4096x4096@16:pc=wgB/3"]
 
 
 def test_the_repository_files_parse():
