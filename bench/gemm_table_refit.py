@@ -111,14 +111,16 @@ def reproducible(k, splits):
     return math.ceil(kt / math.ceil(kt / splits)) == splits
 
 
+def mean(rows, c):
+    """Plan c's mean time over sweep rows (each {"tile/splits": us})."""
+    return sum(r[c] for r in rows) / len(rows)
+
+
 def decide(rows, nrows, common, old_c, margin, max_loss):
     """The pick for one layer, bucket and kind: (plan, changed).
 
     rows / nrows: the back-to-back / after-a-neighbor sweeps of the bucket's m (nrows empty: no
     neighbor sweeps); common: the candidate plans; old_c: the entry's plan (None: no entry)."""
-    def mean(rs, c):
-        return sum(r[c] for r in rs) / len(rs)
-
     rank = nrows if nrows else rows
     best = min(common, key=lambda c: mean(rank, c))
     if old_c is None:
@@ -140,7 +142,7 @@ def refit(sweeps, names, buckets, table, margin, show_all, neighbor=None, max_lo
     for n, k in sorted({(key[0], key[1]) for key in sweeps}):
         for bucket in buckets:
             ms = [1, 8] if bucket == 1 else [bucket]
-            choice, notes, changed, changed_kinds = {}, [], False, []
+            choice, notes, changed_kinds = {}, [], []
             for kind in ("pc", "g128"):
                 rows = [sweeps[(n, k, kind, m)] for m in ms if (n, k, kind, m) in sweeps]
                 nrows = [neighbor[(n, k, kind, m)] for m in ms if (n, k, kind, m) in neighbor]
@@ -152,20 +154,19 @@ def refit(sweeps, names, buckets, table, margin, show_all, neighbor=None, max_lo
                     break
                 old = table.get((n, k, bucket), {}).get(kind)
                 old_c = f"{names[old[0]]}/{old[1]}" if old else None
-                pick, kind_changed = decide(rows, nrows, set(cands) | ({old_c} & common if old_c else set()), old_c,
-                                            margin, max_loss)
+                pick, kind_changed = decide(rows, nrows, set(cands) | ({old_c} & common), old_c, margin, max_loss)
                 if kind_changed:
-                    changed = True
                     changed_kinds.append((kind, pick))
                 tile, splits = pick.split("/")
                 choice[kind] = (names.index(tile), split_of(splits))
                 if pick in common:
-                    t = f"{sum(r[pick] for r in rows) / len(rows):.1f}"
+                    t = f"{mean(rows, pick):.1f}"
                     if nrows:
-                        t += f", {sum(r[pick] for r in nrows) / len(nrows):.1f} after a neighbor"
+                        t += f", {mean(nrows, pick):.1f} after a neighbor"
                 else:
                     t = "kept, not swept"
                 notes.append(f"{kind} {pick} {t}")
+            changed = bool(changed_kinds)
             if len(choice) != 2 or not (changed or show_all):
                 continue
             if overrides:

@@ -70,13 +70,15 @@ struct Entry {
 // after a 5-us neighbor kernel (the model's pattern), and the candidates run
 // in the engine. Six g128 choices changed (marked r21), each taken only where
 // the neighbor pattern gained >= 3%, back to back lost <= 3% and the engine
-// showed no loss: Llama-2-7B gate_up at m <= 16 (the deep-stage cluster tile
+// showed no loss (one exception, Llama-3-8B down at m = 9-16: 2.6-3.6% slower
+// back to back in three timings, 13% faster after a neighbor, engine +0.8 /
+// +1.5% at 16 sequences): Llama-2-7B gate_up at m <= 16 (the deep-stage cluster tile
 // on its 86 CTAs: engine decode +5% at 1-4 sequences), Llama-3-8B qkv at
 // m = 17-32 and both down layers at m = 9-16 (cluster or resident plans in
-// place of global split-K, whose fix-up costs more after another kernel:
-// 13-17% after a neighbor), 70B down at m = 9-16. Not taken, the engine
+// place of global split-K, which lose most after another kernel: the new
+// plans take 13-17% less time after a neighbor), 70B down at m = 9-16. Not taken, the engine
 // disagreeing with the benchmark: Llama-3-8B gate_up's deep-stage tile (9%
-// faster back to back, even after a neighbor, engine 0 to -1%), gemv8d on the
+// faster back to back, no faster after a neighbor, engine 0 to -1%), gemv8d on the
 // down layers at m = 5-8 (15% faster in both patterns; the engine at 8
 // sequences mixed, as in round 14), per-channel gemv16r on Llama-3-8B qkv at
 // m = 9-16 (10% / 27% faster, engine -1.3%).

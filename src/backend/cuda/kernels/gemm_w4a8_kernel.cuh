@@ -19,6 +19,7 @@
 #include <cuda_fp16.h>
 
 #include "backend/cuda/gemm_w4a8_launch.h"
+#include "backend/cuda/kernels/gemm_w4a8_unpack.cuh"
 #include "backend/cuda/kernels/mma_primitives.cuh"
 #include "backend/cuda/kernels/pdl.cuh"
 #include "quant/gemm_epilogue.h"
@@ -123,21 +124,6 @@ struct StageLoader {
   }
 };
 
-// INT4 x 8 (one word of the compute order) -> two registers of 4 INT8 each.
-template <bool kG128>
-__device__ __forceinline__ void unpack_word(uint32_t word, uint32_t s2_lo, uint32_t sz_lo, uint32_t s2_hi,
-                                            uint32_t sz_hi, uint32_t& lo, uint32_t& hi) {
-  lo = word & 0x0f0f0f0fu;
-  hi = (word >> 4) & 0x0f0f0f0fu;
-  if constexpr (kG128) {
-    // (w - z) s2 + 128 per byte by one multiply-add with no carry between
-    // bytes (sz_* = C, quant::level2_offset_constant), then the sign bit:
-    // exact under the protective range.
-    lo = quant::level2_dequant_offset4(lo, s2_lo, sz_lo);
-    hi = quant::level2_dequant_offset4(hi, s2_hi, sz_hi);
-  }
-}
-
 template <class Cfg, bool kG128>
 __global__ void __launch_bounds__(Cfg::kThreads) gemm_w4a8_kernel(const KernelParams p) {
   constexpr int MI = Cfg::MI, NI = Cfg::NI, STAGES = Cfg::STAGES;
@@ -200,19 +186,14 @@ __global__ void __launch_bounds__(Cfg::kThreads) gemm_w4a8_kernel(const KernelPa
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi) {
       const uint4 wv = *reinterpret_cast<const uint4*>(stage + w_off + mi * 512);
-      uint32_t s2_lo = 0, sz_lo = 0, s2_hi = 0, sz_hi = 0;
-      if constexpr (kG128) {
-        const uint32_t l2 = *reinterpret_cast<const uint32_t*>(stage + l2_off + mi * 32);
-        s2_lo = __byte_perm(l2, 0u, 0x4440);
-        sz_lo = quant::level2_offset_constant(__byte_perm(l2, 0u, 0x4441));
-        s2_hi = __byte_perm(l2, 0u, 0x4442);
-        sz_hi = quant::level2_offset_constant(l2 >> 24);
-      }
+      // signed INT8 weights (the level 2 with its XOR: this kernel's mma.sync is s8 x s8)
+      const wgmma::Level2 l =
+          kG128 ? wgmma::level2_params(*reinterpret_cast<const uint32_t*>(stage + l2_off + mi * 32)) : wgmma::Level2{};
       uint32_t a[8];
-      unpack_word<kG128>(wv.x, s2_lo, sz_lo, s2_hi, sz_hi, a[0], a[1]);
-      unpack_word<kG128>(wv.y, s2_lo, sz_lo, s2_hi, sz_hi, a[2], a[3]);
-      unpack_word<kG128>(wv.z, s2_lo, sz_lo, s2_hi, sz_hi, a[4], a[5]);
-      unpack_word<kG128>(wv.w, s2_lo, sz_lo, s2_hi, sz_hi, a[6], a[7]);
+      wgmma::unpack8<kG128>(wv.x, l, a[0], a[1]);
+      wgmma::unpack8<kG128>(wv.y, l, a[2], a[3]);
+      wgmma::unpack8<kG128>(wv.z, l, a[4], a[5]);
+      wgmma::unpack8<kG128>(wv.w, l, a[6], a[7]);
 #pragma unroll
       for (int ni = 0; ni < NI; ++ni) {
         ptx::mma_s8_16832(acc[mi][ni], a[0], a[1], a[2], a[3], xr[ni][0], xr[ni][1]);

@@ -1,6 +1,7 @@
 // INT4 -> INT8 unpacking (+ g128 level-2 dequantization) of one 32-bit word
 // of the repacked compute order (quant/w4a8_repack.h), shared by the wgmma
-// consumers, the producer-dequantizing tiles and the dequantization pass.
+// consumers, the producer-dequantizing tiles, the dequantization pass, the
+// decode kernels and the sm_80 mma.sync kernel.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +31,7 @@ __device__ __forceinline__ Level2 level2_params(uint32_t e) {
 // per 4 weights (quant::level2_dequant_biased4, exact under the protective
 // range), then, unless kBiased, an XOR to two's complement. kBiased leaves
 // the weights + 128 as unsigned bytes for a u8 x s8 MMA, whose accumulators
-// then hold 128 * sum_i Xq[t, i] too (biased_acc removes it).
+// then hold 128 * sum_i Xq[t, i] too (unbias_acc removes it).
 template <bool kG128, bool kBiased = false>
 __device__ __forceinline__ void unpack8(uint32_t word, const Level2& l, uint32_t& lo, uint32_t& hi) {
   lo = word & 0x0f0f0f0fu;
