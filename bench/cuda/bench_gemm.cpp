@@ -41,7 +41,7 @@
 // above m = 256 on sm_90; cluster tiles up to 8, the cluster size) and prints
 // one "sweep" line per row and kind; --sweep-tiles limits it to the tiles
 // named (w4a8_tile_name: "wg256x16a2c,wg256x32"), --sweep-splits to the split
-// counts given (sk: stream-K, on the large W4 wgmma tiles); --graph-us sets the work per graph replay (default 2000 us;
+// counts given (sk: stream-K, on the persistent W4 wgmma tiles); --graph-us sets the work per graph replay (default 2000 us;
 // shorter makes a sweep cheaper).
 //
 // Reports microseconds, TOPS (2mnk / t), effective GB/s (weights + activations

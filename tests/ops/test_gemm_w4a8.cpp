@@ -161,11 +161,26 @@ std::vector<Case> all_cases() {
     cases.push_back({g, 200, 5120, 13824});
     cases.push_back({g, 200, 4096, 12288});
   }
+  // The decode tiles' stream-K (wg256x8 .. wg256x64, wg256x8a2 ..
+  // wg256x32a2): m = 1, 7 and one token block and 5 (a partial second
+  // block) on the odd shapes; Llama-2-7B gate_up (86 tiles of 32 stages on
+  // 132 CTAs: most tiles cut in two or three pieces) at m = 1 and a block +
+  // 5; Llama-3-8B qkv at m = 33.
+  const int large_sk = cuda::kW4A8FirstWgmmaTile + 4, large_sk_end = cuda::kW4A8FirstWgmmaTile + 7;
   for (bool g : {false, true})
     for (int tile = cuda::kW4A8FirstStreamKTile; tile < cuda::kW4A8EndStreamKTile; ++tile) {
-      for (int64_t m : {7, 255, 1031}) cases.push_back({g, m, 1408, 2880, tile, cuda::kW4A8StreamK, true});
-      for (int64_t m : {2, 129}) cases.push_back({g, m, 203, 448, tile, cuda::kW4A8StreamK, true});
-      for (int64_t m : {512, 1024, 4097}) cases.push_back({g, m, 6144, 4096, tile, cuda::kW4A8StreamK, true});
+      if (tile >= large_sk && tile < large_sk_end) {
+        for (int64_t m : {7, 255, 1031}) cases.push_back({g, m, 1408, 2880, tile, cuda::kW4A8StreamK, true});
+        for (int64_t m : {2, 129}) cases.push_back({g, m, 203, 448, tile, cuda::kW4A8StreamK, true});
+        for (int64_t m : {512, 1024, 4097}) cases.push_back({g, m, 6144, 4096, tile, cuda::kW4A8StreamK, true});
+        continue;
+      }
+      const int64_t block_plus = cuda::w4a8_tile_tokens(tile) + 5;
+      for (int64_t m : {int64_t{1}, int64_t{7}, block_plus})
+        cases.push_back({g, m, 1408, 2880, tile, cuda::kW4A8StreamK, true});
+      for (int64_t m : {2, 17}) cases.push_back({g, m, 203, 448, tile, cuda::kW4A8StreamK, true});
+      for (int64_t m : {int64_t{1}, block_plus}) cases.push_back({g, m, 22016, 4096, tile, cuda::kW4A8StreamK, true});
+      cases.push_back({g, 33, 6144, 4096, tile, cuda::kW4A8StreamK, true});
     }
   // The 160-224-token tiles, forced: a real layer at mid and large m (the
   // last token block partial: 1024 = 4 x 208 + 192, 4097), and the odd shapes
@@ -534,8 +549,8 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 1, 4096, 28672, -1, 0, true).tile));
   EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(a100, 1, 4096, 4096, -1, 0, false).tile));
   // Stream-K: one CTA per SM while the problem has that many stages, the
-  // pieces' workspace [ctas][2][tile] after the counters; only the large
-  // W4 tiles.
+  // pieces' workspace [ctas][2][tile] after the counters; the persistent
+  // W4 tiles only.
   const int wg128x256 = cuda::kW4A8FirstWgmmaTile + 5;
   const cuda::W4A8Plan sk = cuda::plan_w4a8(h200, 512, 6144, 4096, wg128x256, cuda::kW4A8StreamK, false);
   EXPECT_EQ(sk.splits, cuda::kW4A8StreamK);
@@ -546,7 +561,16 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   EXPECT_EQ(sk_small.ctas, 8);  // 2 tiles x 4 stages
   EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 16, 4096, 4096, cuda::kW4A8FirstClusterTile, cuda::kW4A8StreamK, false),
                Error);
-  EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 16, 4096, 4096, cuda::kW4A8FirstWgmmaTile, cuda::kW4A8StreamK, false),
+  // The decode tiles too (Llama-2-7B gate_up at m = 1: 86 tiles of 256 x 8,
+  // 32 stages each, on all 132 SMs), not the producer-dequantizing ones.
+  const cuda::W4A8Plan sk_decode =
+      cuda::plan_w4a8_wgmma(h200, 1, 22016, 4096, cuda::kW4A8FirstWgmmaTile, cuda::kW4A8StreamK, true);
+  EXPECT_EQ(sk_decode.splits, cuda::kW4A8StreamK);
+  EXPECT_EQ(sk_decode.grid_n, 86);
+  EXPECT_EQ(sk_decode.ctas, 132);
+  EXPECT_EQ(sk_decode.tile_ints, 256 * 8);
+  EXPECT_EQ(sk_decode.workspace_bytes, sk_decode.counter_bytes() + size_t{132} * 2 * 256 * 8 * 4);
+  EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 16, 4096, 4096, cuda::kW4A8FirstPdTile, cuda::kW4A8StreamK, false),
                Error);
   EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 1024, 4096, 4096, cuda::kW4A8FirstS8Tile, cuda::kW4A8StreamK, false),
                Error);
@@ -613,12 +637,15 @@ TEST(GemmW4A8Planner, PlanOverridesParse) {
   const auto sk = cuda::parse_w4a8_plan_overrides("6144x4096@1024:pc=wg128x256/sk");
   ASSERT_EQ(sk.size(), 1u);
   EXPECT_EQ(sk[0].choice.splits, cuda::kW4A8StreamK);
+  const auto sk_decode_o = cuda::parse_w4a8_plan_overrides("22016x4096@1:g128=wg256x8a2/sk");
+  ASSERT_EQ(sk_decode_o.size(), 1u);
+  EXPECT_EQ(sk_decode_o[0].choice.splits, cuda::kW4A8StreamK);
   EXPECT_EQ(cuda::parse_w4a8_plan_overrides("4096x4096@1:g128=gemv8/1").size(), 1u);
   EXPECT_EQ(cuda::parse_w4a8_plan_overrides("4096x14336@16:g128=gemv16d/1").size(), 1u);
   for (const char* bad : {"4096x4096@1:pc=wg128x8c", "4096x4096@8:pc=wg128x8c/2", "4096x4096@1:fp16=wg128x8c/2",
                           "4096x4096@1:pc=nosuch/2", "4096x4096@1:pc=wg128x8c/9",
                           "4096x4096@1:pc=s8_128x128/1", "4096x4096@1:pc=128x8/2", "x4096@1:pc=wg128x8c/2", "4096x4096@1:pc=wg128x8c/0",
-                          "4096x4096@1:pc=wg128x8c/sk", "4096x4096@1:pc=wg256x8/sk", "4096x4096@1:pc=wg128x8c/-1",
+                          "4096x4096@1:pc=wg128x8c/sk", "4096x4096@1:pc=wg256x8a2c/sk", "4096x4096@1:pc=wg128x8c/-1",
                           "4096x4096@16:pc=gemv8/1", "4096x4096@1:pc=gemv8/2", "4096x4096@32:pc=gemv16d/1"})
     EXPECT_THROW(cuda::parse_w4a8_plan_overrides(bad), Error) << bad;
   EXPECT_EQ(cuda::w4a8_m_bucket(8), 1);

@@ -109,11 +109,14 @@ bool w4a8_tile_supported(const DeviceInfo& dev, int tile);
 bool w4a8_wgmma_supported(const DeviceInfo& dev);
 
 // A `splits` value (force_splits, W4A8Plan::splits): stream-K instead of
-// split-K, for the large W4 wgmma tiles 10..12 (wg256x128, wg128x256,
-// wg128x128): the k stages of all output tiles cut into one equal range per
-// persistent CTA, so that no wave is partial (kernels/gemm_w4a8_wgmma_units.cuh).
+// split-K, for the persistent W4 wgmma tiles 6..15 (the decode tiles
+// wg256x8 .. wg256x64 and their two-accumulator forms, and the large tiles
+// wg256x128, wg128x256, wg128x128): the k stages of all output tiles cut into
+// one equal range per persistent CTA, so that no wave is partial and a layer
+// of fewer output tiles than SMs still runs on every SM
+// (kernels/gemm_w4a8_wgmma_units.cuh).
 inline constexpr int kW4A8StreamK = -1;
-inline constexpr int kW4A8FirstStreamKTile = 10, kW4A8EndStreamKTile = 13;
+inline constexpr int kW4A8FirstStreamKTile = 6, kW4A8EndStreamKTile = 16;
 inline bool w4a8_tile_has_stream_k(int tile) { return tile >= kW4A8FirstStreamKTile && tile < kW4A8EndStreamKTile; }
 // A plan as "TILE/SPLITS" (SPLITS: the split-K factor, or sk for stream-K),
 // the form of QSERVE_W4A8_PLANS and of the benchmark's sweeps.

@@ -57,7 +57,7 @@ W4A8PlanOverride parse_entry(std::string_view e) {
   if (w4a8_tile_is_gemv(o.choice.tile) && (splits != 1 || o.bucket > w4a8_tile_tokens(o.choice.tile)))
     fail("the decode tiles take SPLITS 1 and an M bucket within their tokens (gemv8, gemv8d, gemv8r: 1; gemv16, gemv16d, gemv16r: 1 or 16; gemv32r: 1, 16 or 32)");
   if (splits == kW4A8StreamK && !w4a8_tile_has_stream_k(o.choice.tile))
-    fail("stream-K takes the large tiles only (wg256x128, wg128x256, wg128x128)");
+    fail("stream-K takes the persistent W4 tiles only (wg256x8 .. wg256x64, wg256x8a2 .. wg256x32a2, wg256x128, wg128x256, wg128x128)");
   o.choice.splits = static_cast<int>(splits);
   return o;
 }

@@ -12,7 +12,8 @@
 // (kW4A8MBuckets: it serves m up to itself, 1 up to 8); KIND: pc or
 // g128; TILE: a name of w4a8_tile_name (gemm_w4a8.h), a W4 wgmma tile (as the
 // table's); SPLITS >= 1, or sk (stream-K, kW4A8StreamK: the
-// large tiles wg256x128, wg128x256, wg128x128).
+// persistent W4 tiles wg256x8 .. wg256x64, wg256x8a2 .. wg256x32a2,
+// wg256x128, wg128x256, wg128x128).
 #pragma once
 
 #include <cstdint>

@@ -315,7 +315,9 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
   }
   if (stream_k) {
     if (!w4a8::wgmma::is_stream_k_tile(local))
-      fail(ErrorCode::kInvalidArgument, "stream-K takes the large W4 tiles (wg256x128, wg128x256, wg128x128), not {}",
+      fail(ErrorCode::kInvalidArgument,
+           "stream-K takes the persistent W4 tiles (wg256x8 .. wg128x128, no cluster, INT8-weight or deep-stage "
+           "tile), not {}",
            w4a8_tile_name(plan.tile));
     plan.splits = kW4A8StreamK;
     plan.kt_per_split = static_cast<int>(kt_total);

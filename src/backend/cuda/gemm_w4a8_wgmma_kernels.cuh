@@ -1,6 +1,6 @@
 // The launchers of the sm_90a W4A8 tiles by family (W4, INT8-weight s8,
 // producer-dequantizing pd, W4 with split-K in a cluster, the large W4 tiles
-// with stream-K, the 160-224-token tiles, the multicast pairs) and kind (g128, per-channel): each family x kind
+// with stream-K, the decode tiles with stream-K, the 160-224-token tiles, the multicast pairs) and kind (g128, per-channel): each family x kind
 // is instantiated in its own gemm_w4a8_wgmma_*.cu, so that they compile in
 // parallel; gemm_w4a8_wgmma_launch.cu calls them.
 #pragma once
@@ -83,8 +83,8 @@ void launch_range(int tile, const CUtensorMap& x_map, const CUtensorMap& w_map, 
 }
 }  // namespace detail
 
-// The seven families of one kind; each is instantiated in its own file
-// (gemm_w4a8_wgmma_{g128,pc,s8_g128,s8_pc,pd_g128,pd_pc,cl_g128,cl_pc,sk_g128,sk_pc,mid_g128,mid_pc,mc_g128,mc_pc}.cu),
+// The eight families of one kind; each is instantiated in its own file
+// (gemm_w4a8_wgmma_{g128,pc,s8_g128,s8_pc,pd_g128,pd_pc,cl_g128,cl_pc,sk_g128,sk_pc,skd_g128,skd_pc,mid_g128,mid_pc,mc_g128,mc_pc}.cu),
 // so that they compile in parallel, and nowhere else (the extern declarations below).
 // y_map: the TMA epilogue's output map (tiles tma_epilogue, Params::y_tma), passed as the kernel's second map.
 template <bool kG128>
@@ -117,11 +117,23 @@ void launch_kind_mc(int tile, const CUtensorMap& x_map, const CUtensorMap& y_map
                     cudaStream_t stream, bool pdl) {
   detail::launch_range<kG128, kFirstMcTile, kTileCount>(tile, x_map, y_map, p, ctas, stream, pdl);
 }
-// The stream-K instantiations of the large W4 tiles.
+// The stream-K instantiations of the large W4 tiles (4..6).
 template <bool kG128>
 void launch_kind_sk(int tile, const CUtensorMap& x_map, const CUtensorMap& y_map, const Params& p, int ctas,
                     cudaStream_t stream, bool pdl) {
-  detail::launch_range<kG128, kFirstStreamKTile, kEndStreamKTile, true>(tile, x_map, y_map, p, ctas, stream, pdl);
+  detail::launch_range<kG128, kFirstLargeStreamKTile, kEndLargeStreamKTile, true>(tile, x_map, y_map, p, ctas,
+                                                                                 stream, pdl);
+}
+// The stream-K instantiations of the decode tiles (0..3, 7..9).
+template <bool kG128>
+void launch_kind_skd(int tile, const CUtensorMap& x_map, const CUtensorMap& y_map, const Params& p, int ctas,
+                     cudaStream_t stream, bool pdl) {
+  if (tile < kFirstLargeStreamKTile)
+    detail::launch_range<kG128, kFirstStreamKTile, kFirstLargeStreamKTile, true>(tile, x_map, y_map, p, ctas, stream,
+                                                                                pdl);
+  else
+    detail::launch_range<kG128, kEndLargeStreamKTile, kEndStreamKTile, true>(tile, x_map, y_map, p, ctas, stream,
+                                                                            pdl);
 }
 
 extern template void launch_kind<true>(int, const CUtensorMap&, const CUtensorMap&, const Params&, int, cudaStream_t,
@@ -148,5 +160,9 @@ extern template void launch_kind_sk<true>(int, const CUtensorMap&, const CUtenso
                                           cudaStream_t, bool);
 extern template void launch_kind_sk<false>(int, const CUtensorMap&, const CUtensorMap&, const Params&, int,
                                            cudaStream_t, bool);
+extern template void launch_kind_skd<true>(int, const CUtensorMap&, const CUtensorMap&, const Params&, int,
+                                           cudaStream_t, bool);
+extern template void launch_kind_skd<false>(int, const CUtensorMap&, const CUtensorMap&, const Params&, int,
+                                            cudaStream_t, bool);
 
 }  // namespace qserve::cuda::w4a8::wgmma

@@ -22,6 +22,9 @@ template <bool kG128>
 void launch_kind_sk(int tile, const CUtensorMap& x_map, const CUtensorMap& y_map, const Params& p, int ctas,
                     cudaStream_t stream, bool pdl);
 template <bool kG128>
+void launch_kind_skd(int tile, const CUtensorMap& x_map, const CUtensorMap& y_map, const Params& p, int ctas,
+                     cudaStream_t stream, bool pdl);
+template <bool kG128>
 void launch_kind_mid(int tile, const CUtensorMap& x_map, const CUtensorMap& y_map, const Params& p, int ctas,
                      cudaStream_t stream, bool pdl);
 template <bool kG128>
@@ -72,7 +75,9 @@ void launch_w4(int tile, const CUtensorMap& x_map, const CUtensorMap& y_map, con
   if (tile >= kFirstMidTile) return launch_kind_mid<kG128>(tile, x_map, y_map, p, ctas, stream, pdl);
   if (tile >= kFirstClusterTile) return launch_kind_cl<kG128>(tile, x_map, p, ctas, stream, pdl);
   if (tile >= kFirstPdTile) return launch_kind_pd<kG128>(tile, x_map, p, ctas, stream, pdl);
-  if (p.stream_k) return launch_kind_sk<kG128>(tile, x_map, y_map, p, ctas, stream, pdl);
+  if (p.stream_k && tile >= kFirstLargeStreamKTile && tile < kEndLargeStreamKTile)
+    return launch_kind_sk<kG128>(tile, x_map, y_map, p, ctas, stream, pdl);
+  if (p.stream_k) return launch_kind_skd<kG128>(tile, x_map, y_map, p, ctas, stream, pdl);
   launch_kind<kG128>(tile, x_map, y_map, p, ctas, stream, pdl);
 }
 

@@ -108,9 +108,15 @@ inline constexpr int kFirstMidTile = 34, kEndMidTile = 38;
 // at m = 256-4096: bench/results/2026-11-30-gemm-h200-r12.md).
 inline constexpr int kFirstMcTile = 38;
 inline constexpr int kMaxClusterSplits = 8;   // the portable cluster size
-// Tiles 4..6 (256 x 128, 128 x 256, 128 x 128) also have stream-K
-// instantiations (Params::stream_k).
-inline constexpr int kFirstStreamKTile = 4, kEndStreamKTile = 7;
+// Every persistent W4 tile below the INT8-weight ones (0..9) also has a
+// stream-K instantiation (Params::stream_k): the large tiles 4..6 (256 x 128,
+// 128 x 256, 128 x 128; gemm_w4a8_wgmma_sk_*.cu) and the decode tiles 0..3
+// and 7..9 (256 x 8 .. 256 x 64 and the two-accumulator forms;
+// gemm_w4a8_wgmma_skd_*.cu): at decode a wide layer has fewer 256-channel
+// tiles than SMs (Llama-2-7B gate_up: 86 on 132), and stream-K spreads the
+// same weights over every SM.
+inline constexpr int kFirstStreamKTile = 0, kEndStreamKTile = kFirstS8Tile;
+inline constexpr int kFirstLargeStreamKTile = 4, kEndLargeStreamKTile = 7;
 inline constexpr bool is_stream_k_tile(int tile) { return tile >= kFirstStreamKTile && tile < kEndStreamKTile; }
 inline constexpr TileShape kTiles[kTileCount] = {
     {8, 2, 12},    // decode
