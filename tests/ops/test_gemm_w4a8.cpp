@@ -26,6 +26,7 @@
 #include "backend/cuda/gemm_w4a8.h"
 #include "backend/cuda/gemm_w4a8_measured.h"
 #include "backend/cuda/gemm_w4a8_overrides.h"
+#include "backend/cuda/gemm_w4a8_wgmma_launch.h"
 #include "gemm_test_util.h"
 #include "pdl_late_kernel.h"
 #endif
@@ -572,6 +573,14 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   EXPECT_EQ(sk_decode.workspace_bytes, sk_decode.counter_bytes() + size_t{132} * 2 * 256 * 8 * 4);
   EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 16, 4096, 4096, cuda::kW4A8FirstPdTile, cuda::kW4A8StreamK, false),
                Error);
+  // Tile 30 (wg128x16c) runs two CTAs per SM (round 22): per-channel
+  // Llama-3-8B qkv at m = 16 takes it with 4 splits, 48 tiles x 4 = 192 CTAs
+  // (one per unit, all resident at once on 132 SMs).
+  const cuda::W4A8Plan two_per_sm = cuda::plan_w4a8(h200, 16, 6144, 4096, -1, 0, false);
+  EXPECT_STREQ(cuda::w4a8_tile_name(two_per_sm.tile), "wg128x16c");
+  EXPECT_EQ(two_per_sm.splits, 4);
+  EXPECT_EQ(two_per_sm.ctas, 192);
+  EXPECT_EQ(cuda::w4a8::wgmma::kTiles[two_per_sm.tile - cuda::kW4A8FirstWgmmaTile].occ, 2);
   EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 1024, 4096, 4096, cuda::kW4A8FirstS8Tile, cuda::kW4A8StreamK, false),
                Error);
   EXPECT_THROW(cuda::plan_w4a8_mma(h200, 16, 4096, 4096, -1, cuda::kW4A8StreamK, false), Error);

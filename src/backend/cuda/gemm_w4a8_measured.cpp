@@ -16,7 +16,7 @@ struct Entry {
 // 11 wg128x256, 12 wg128x128, 13-15 wg256x8a2 / x16a2 / x32a2 (two
 // accumulator sets); 23 wg256x8a2c, 24 wg256x16a2c, 25 wg256x32c,
 // 26 wg256x64c, 27 wg256x128c, 28 wg128x64c, 29 wg128x8c, 30 wg128x16c
-// (split-K within a cluster).
+// (split-K within a cluster; 30: two CTAs per SM since round 22).
 // From `bench_gemm --m 1,16,32,64,128,256 --graph-us 400 --sweep-tiles ...`
 // on the H200 (bench/results/2026-11-30-gemm-h200-r6.md, round G2): per row
 // the fastest of every tile x split-K of the mma.sync tiles 128x8/16/32 and
@@ -82,6 +82,13 @@ struct Entry {
 // down layers at m = 5-8 (15% faster in both patterns; the engine at 8
 // sequences mixed, as in round 14), per-channel gemv16r on Llama-3-8B qkv at
 // m = 9-16 (10% / 27% faster, engine -1.3%).
+// Round 22 (bench/results/2026-12-02-gemm-h200-r22.md): tile 30 (wg128x16c)
+// runs two CTAs per SM (TileShape::occ); with it the per-channel plans at
+// m = 9-16 of the qkv and down layers (marked r22: 96-264 CTAs) take 5-15%
+// less time after a neighbor and -1.7% to +4.2% back to back; engine
+// (per-channel, 16 sequences) Llama-3-8B +2.9%, Llama-2-7B +0.7%. By the
+// same rule nothing else changed: two CTAs per SM lost on the gate_up and
+// 70B rows (3-25%), the decode tiles' stream-K lost on every row.
 constexpr Entry kTable[] = {
     // o at m <= 16: the 96-CTA plans (split 3), not the back-to-back optimum (64 CTAs, split 2:
     // 5.4 / 6.5 us at m = 1), which owes 0.4 us to two launches of one GEMM sharing the GPU. After
@@ -95,14 +102,14 @@ constexpr Entry kTable[] = {
     {4096, 4096, 256, {12, 2}, {12, 2}},  // pc wg128x128/2 12.9; g128 wg128x128/2 13.6 (r17; were wg256x32/1 14.0, wg128x128/1 15.1)
     {4096, 4096, 512, {12, 1}, {12, 1}},  // pc wg128x128/1 15.9; g128 wg128x128/1 17.5 (round K; pass + s8 20.9)
     {6144, 4096, 1, {35, 4}, {6, 4}},  // pc wg256x8a2c-k256/4 6.9 (r8); g128 wg256x8/4 8.2
-    {6144, 4096, 16, {7, 4}, {50, 1}},  // pc wg256x16/4 7.2 (r17, call 5; was wg256x16a2c/4 7.5); g128 gemv16r 7.0 (r18; was wg256x16a2c-k256/4 8.7, r8)
+    {6144, 4096, 16, {30, 4}, {50, 1}},  // pc wg128x16c/4 7.0, 8.8 after a neighbor (r22, two CTAs per SM; was wg256x16/4 7.2, 9.8); g128 gemv16r 7.0 (r18; was wg256x16a2c-k256/4 8.7, r8)
     {6144, 4096, 32, {25, 4}, {37, 4}},  // pc wg256x32c/4 8.4; g128 wg256x32c-k256/4 8.6, 9.9 after a neighbor (r21; was wg256x32/4 8.7, 11.8)
     {6144, 4096, 64, {38, 2}, {38, 2}},  // pc wg128x64c-k256/2 9.4 (r8); g128 wg128x64c-k256/2 10.3 (r8)
     {6144, 4096, 128, {12, 2}, {12, 2}},  // pc wg128x128/2 12.5; g128 wg128x128/2 13.1 (r17; were wg256x32/1 13.4, wg256x128c/4 14.5)
     {6144, 4096, 256, {12, 1}, {12, 1}},  // pc wg128x128/1 15.1; g128 wg128x128/1 16.8
     {6144, 4096, 512, {11, 1}, {11, 1}},  // pc wg128x256/1 24.8; g128 wg128x256/1 26.6
     {12288, 4096, 1, {23, 2}, {35, 2}},  // pc wg256x8a2c/2 9.8; g128 wg256x8a2c-k256/2 12.4 (r8)
-    {12288, 4096, 16, {7, 2}, {36, 2}},  // pc wg256x16/2 9.9 (r17, call 5; was 10.6); g128 wg256x16a2c-k256/2 13.1 (r8)
+    {12288, 4096, 16, {30, 2}, {36, 2}},  // pc wg128x16c/2 9.5, 12.2 (r22; was wg256x16/2 9.9, 12.8); g128 wg256x16a2c-k256/2 13.1 (r8)
     {12288, 4096, 32, {8, 2}, {37, 2}},  // pc wg256x32/2 11.0 (r17, call 5; was wg256x32c/2 11.5); g128 wg256x32c-k256/2 13.8 (r8)
     {12288, 4096, 64, {8, 1}, {38, 1}},  // pc wg256x32/1 13.6; g128 wg128x64c-k256/1 15.5 (r8)
     {12288, 4096, 128, {12, 1}, {12, 1}},  // pc wg128x128/1 15.4; g128 wg128x128/1 16.9
@@ -123,14 +130,14 @@ constexpr Entry kTable[] = {
     {28672, 4096, 256, {11, 1}, {11, 1}},  // pc wg128x256/1 48.4; g128 wg128x256/1 49.5
     {28672, 4096, 512, {11, 1}, {11, 1}},  // pc wg128x256/1 95.0; g128 wg128x256/1 99.9
     {4096, 11008, 1, {35, 4}, {6, 6}},  // pc wg256x8a2c-k256/4 9.9 (r8); g128 wg256x8/6 12.1
-    {4096, 11008, 16, {14, 6}, {50, 1}},  // pc wg256x16a2/6 10.1 (r17, call 5; was 10.5); g128 gemv16r 11.0, 12.6 after a neighbor (r21; was wg256x16/6 11.0, 14.5)
+    {4096, 11008, 16, {30, 6}, {50, 1}},  // pc wg128x16c/6 10.2, 11.7 (r22; was wg256x16a2/6 10.1, 13.4); g128 gemv16r 11.0, 12.6 after a neighbor (r21; was wg256x16/6 11.0, 14.5)
     {4096, 11008, 32, {37, 4}, {37, 6}},  // pc wg256x32c-k256/4 11.5 (r8); g128 wg256x32c-k256/6 14.1 (r8)
     {4096, 11008, 64, {38, 3}, {38, 3}},  // pc wg128x64c-k256/3 12.7 (r8); g128 wg128x64c-k256/3 14.8 (r8)
     {4096, 11008, 128, {38, 2}, {12, 4}},  // pc wg128x64c-k256/2 16.0; g128 wg128x128/4 17.6 (r17; was 19.4)
     {4096, 11008, 256, {12, 2}, {12, 2}},  // pc wg128x128/2 21.9; g128 wg128x128/2 24.1 (r17; were wg256x64c/2 25.1, wg128x128/sk 27.8)
     {4096, 11008, 512, {12, 1}, {12, 1}},  // pc wg128x128/1 34.1; g128 wg128x128/1 39.1 (round K; pass + s8 49.0)
     {4096, 14336, 1, {35, 6}, {13, 6}},  // pc wg256x8a2c-k256/6 11.3 (r8); g128 wg256x8a2/6 13.9
-    {4096, 14336, 16, {7, 6}, {36, 6}},  // pc wg256x16/6 11.3 (r17, call 5; was 12.3); g128 wg256x16a2c-k256/6 13.2, 14.5 after a neighbor (r21; was wg256x16a2/6 12.8, 16.6)
+    {4096, 14336, 16, {30, 6}, {36, 6}},  // pc wg128x16c/6 11.5, 13.2 (r22; was wg256x16/6 11.3, 14.6); g128 wg256x16a2c-k256/6 13.2, 14.5 after a neighbor (r21; was wg256x16a2/6 12.8, 16.6)
     {4096, 14336, 32, {25, 6}, {37, 6}},  // pc wg256x32c/6 13.0; g128 wg256x32c-k256/6 16.1 (r8)
     {4096, 14336, 64, {38, 3}, {38, 3}},  // pc wg128x64c-k256/3 14.9 (r8); g128 wg128x64c-k256/3 17.7 (r8)
     {4096, 14336, 128, {38, 2}, {12, 4}},  // pc wg128x64c-k256/2 19.3; g128 wg128x128/4 20.0 (r17; was 23.6)

@@ -46,7 +46,7 @@ int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // sweeps of every tile x split on the H200 (the results file).
 double unit_cost(const TileShape& s, int64_t m, int64_t n, int64_t kt_total, int splits, int sms, double tile_eff) {
   const int64_t units = cdiv(n, s.bn()) * cdiv(m, s.bm) * splits;
-  const int64_t rounds = cdiv(units, sms);
+  const int64_t rounds = cdiv(units, int64_t{sms} * s.occ);
   const double stage_bytes = 64.0 * s.bn() + 128.0 * s.bm;
   const double fixup =
       splits > 1 ? 4.0 * static_cast<double>(std::min<int64_t>(m, s.bm)) * s.bn() * splits / stage_bytes + 1.0 : 0.0;
@@ -300,7 +300,7 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
   plan.grid_n = static_cast<int>(cdiv(n, s.bn()));
   plan.grid_m = static_cast<int>(cdiv(m, s.bm));
   const int64_t units = int64_t{plan.grid_n} * plan.grid_m * plan.splits;
-  plan.ctas = static_cast<int>(std::min<int64_t>(units, sms));
+  plan.ctas = static_cast<int>(std::min<int64_t>(units, int64_t{sms} * s.occ));  // persistent: every resident CTA
   plan.tile_ints = int64_t{s.bn()} * s.bm;  // the split-K pieces (gemm_w4a8.h)
   plan.workspace_bytes = plan.workspace_bytes_for(m, n);
   if (s.mc) {  // pairs of n blocks, two CTAs each

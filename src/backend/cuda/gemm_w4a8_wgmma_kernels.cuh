@@ -25,7 +25,8 @@ void launch(const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p,
             bool pdl) {
   constexpr TileShape s = kTiles[kTile];
   auto* kernel =
-      &gemm_w4a8_wgmma_kernel<s.bm, s.mt, s.stages, kG128, s.acc_sets, s.s8, s.pd, s.cluster, s.kd, kSK, s.mc>;
+      &gemm_w4a8_wgmma_kernel<s.bm, s.mt, s.stages, kG128, s.acc_sets, s.s8, s.pd, s.cluster, s.kd, kSK, s.mc,
+                              s.occ>;
   if (static_cast<bool>(p.stream_k) != kSK) QS_CUDA_CHECK(cudaErrorInvalidValue);
   constexpr int smem = smem_bytes(s);
   static const bool configured = [&] {

@@ -79,6 +79,13 @@ struct TileShape {
   // A stage slot is free once the consumers of both CTAs have released it
   // (each consumer warp arrives on both CTAs' `empty` barriers).
   bool mc = false;
+  // CTAs per SM (1 or 2). Two (round 22, the small cluster tiles): 80
+  // registers a thread at launch, the producer down to 24 and the consumers
+  // up to 104 through setmaxnreg (a 16-token tile's accumulators and two
+  // register sets of weights fit), at most kSmemLimitOcc2 of shared memory:
+  // twice the consumer warps per SM and twice the resident CTAs for the same
+  // splits (bench/results/2026-12-02-gemm-h200-r22.md).
+  int occ = 1;
   int bn() const { return 128 * mt; }
   // Bytes of one 128-wide k block's weights (a stage holds kd blocks): W4
   // repacked (8 KB per 128 channels x 128 k) or INT8 (16 KB per 128 channels
@@ -160,7 +167,11 @@ inline constexpr TileShape kTiles[kTileCount] = {
     // 128 channels per CTA at decode: per stage half the unpacking of the
     // 256-wide tiles, twice the CTAs for the same splits.
     {8, 1, 20, 2, false, false, true},   // 128 x 8
-    {16, 1, 20, 2, false, false, true},  // 128 x 16
+    // 128 x 16, two CTAs per SM (10 stages; the one-CTA form of 20 stages
+    // was in no plan): per-channel Llama qkv / down at m = 9-16 on 96-264
+    // CTAs, 5-15% faster than the shipped plans after a neighbor kernel
+    // (round 22).
+    {16, 1, 10, 2, false, false, true, 1, false, 2},
     // The decode cluster tiles with deep stages (kd = 2 or 4 blocks of 128 k
     // per stage: 16-32 KB weight copies per 128 channels).
     {8, 1, 12, 2, false, false, true, 2},   // 128 x 8, 256-deep stages
@@ -198,6 +209,9 @@ inline constexpr int kThreads = 384;  // warpgroup 0: TMA producer; 1, 2: consum
 // holds them (epi_buffers): a chunk's stmatrix then waits for no other
 // thread's copy-out of the previous chunk, one barrier per chunk instead of two.
 inline constexpr int kSmemLimit = 227 * 1024;
+// Two CTAs per SM (TileShape::occ): 228 KB per SM less 1 KB reserved per CTA.
+inline constexpr int kSmemLimitOcc2 = 113 * 1024;
+inline constexpr int smem_limit(int occ) { return occ == 1 ? kSmemLimit : kSmemLimitOcc2; }
 // (16 tokens for the 256 x 128 tiles, so that their two buffers fit.)
 inline constexpr int epi_chunk(int bm, int mt) { return bm < 32 ? bm : mt == 2 && bm >= 128 ? 16 : 32; }
 inline constexpr int epi_row_bytes(int mt) { return mt * 128 + 16; }
@@ -240,11 +254,11 @@ inline constexpr int smem_bytes_with(const TileShape& s, int epi_bufs) {
   return s.stages * s.stage_bytes() + s.a_slot_bytes() + (2 * s.stages + (s.pd ? 4 : 0)) * 8 + 16 +
          (s.cluster ? 0 : tma_epilogue(s) ? tma_epi_bytes(s) : epi_bytes(s, epi_bufs)) + 1024;
 }
-inline constexpr int epi_buffers(const TileShape& s) { return smem_bytes_with(s, 2) <= kSmemLimit ? 2 : 1; }
+inline constexpr int epi_buffers(const TileShape& s) { return smem_bytes_with(s, 2) <= smem_limit(s.occ) ? 2 : 1; }
 inline constexpr int smem_bytes(const TileShape& s) { return smem_bytes_with(s, epi_buffers(s)); }
 static_assert([] {
   for (const TileShape& s : kTiles)
-    if (smem_bytes(s) > kSmemLimit) return false;
+    if (smem_bytes(s) > smem_limit(s.occ) || s.occ < 1 || s.occ > 2 || (s.occ == 2 && s.pd)) return false;
   return true;
 }());
 

@@ -7,7 +7,8 @@
 // load per lane per 16 x 64 tile), N is tokens (B = activations X [m, k],
 // K-major, TMA'd into 128-B-swizzled shared memory), K input channels.
 //
-// Warp specialization (384 threads, one CTA per SM, persistent):
+// Warp specialization (384 threads, one CTA per SM, persistent; OCC = 2:
+// two CTAs per SM, 80 registers a thread at launch, setmaxnreg 24 / 104):
 //   warpgroup 0 (setmaxnreg 40): one thread issues, per 128-wide k stage,
 //     one TMA tensor box X [BM rows][128 B], MT bulk copies of the weights
 //     (8 KB = 128 channels x 128 k, contiguous in the repacked layout) and,
@@ -159,12 +160,13 @@ __device__ __forceinline__ void issue_stage_ss(int32_t (&acc)[MT][BM / 2], const
 }
 
 template <int BM, int MT, int STAGES, bool kG128, int ASETS, bool kS8 = false, bool kPD = false, bool kCL = false,
-          int KD = 1, bool kSK = false, bool kMC = false>
-__global__ void __launch_bounds__(kThreads, 1)
+          int KD = 1, bool kSK = false, bool kMC = false, int OCC = 1>
+__global__ void __launch_bounds__(kThreads, OCC)
     gemm_w4a8_wgmma_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap w_map,
                            const Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(!kSK || (!kS8 && !kPD && !kCL && KD == 1), "stream-K: the persistent W4 tiles");
+  static_assert(OCC == 1 || (OCC == 2 && !kPD), "one or two CTAs per SM (TileShape::occ); pd: one");
   static_assert(!kMC || (!kS8 && !kPD && !kCL && KD == 1 && !kSK && BM % 16 == 0),
                 "multicast pairs: the persistent W4 tiles, split-K");
   // kPD: the stages hold X and the W4 staging [MT][8 KB], the INT8 A tiles
@@ -203,7 +205,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   // kCL: s_is_last, epi and fac point past the allocation (smem_bytes leaves
   // the epilogue's buffers out) and are never used.
   int* s_is_last = reinterpret_cast<int*>(afull + (kPD ? 4 : 0));
-  constexpr TileShape kShape{BM, MT, STAGES, ASETS, kS8, kPD, kCL, KD};
+  // (Every field that sizes the shared memory, as the host computed it: smem_bytes.)
+  constexpr TileShape kShape{BM, MT, STAGES, ASETS, kS8, kPD, kCL, KD, kMC, OCC};
   constexpr int kEpiBufs = epi_buffers(kShape);
   constexpr bool kTmaEpi = tma_epilogue(kShape);  // 128 x 192..256: outputs stored through TMA (launch.h)
   // Staged chunks: [2 warpgroups][kEpiBufs][epi_chunk(BM, MT)][epi_row_bytes(MT)];
@@ -248,7 +251,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     produce_dequantized<BM, MT, STAGES, kG128>(&x_map, p, xs, ws, w4s, full, empty, afull, aempty);
   } else if (wg == 0) {
     // ---------------- producer ----------------
-    ptx::setmaxnreg_dec<40>();
+    ptx::setmaxnreg_dec<OCC == 1 ? 40 : 24>();
     if (threadIdx.x == 0) {
       ptx::tma_prefetch_map(&x_map);
       if constexpr (kS8) ptx::tma_prefetch_map(&w_map);
@@ -338,7 +341,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if constexpr (kPD)
       ptx::setmaxnreg_inc<kPdConsumerRegs>();
     else
-      ptx::setmaxnreg_inc<232>();
+      ptx::setmaxnreg_inc<OCC == 1 ? 232 : 104>();
     ptx::pdl_wait();  // before reading s_x / a_sum and writing y, partials, counters
     const int cw = wg - 1;                  // consumer warpgroup 0 / 1
     const int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
