@@ -84,9 +84,9 @@ struct Entry {
 // m = 9-16 (10% / 27% faster, engine -1.3%).
 // Round 22 (bench/results/2026-12-02-gemm-h200-r22.md): tile 30 (wg128x16c)
 // runs two CTAs per SM (TileShape::occ); with it the per-channel plans at
-// m = 9-16 of the qkv and down layers (marked r22: 96-264 CTAs) take 5-15%
-// less time after a neighbor and -1.7% to +4.2% back to back; engine
-// (per-channel, 16 sequences) Llama-3-8B +2.9%, Llama-2-7B +0.7%. By the
+// m = 9-16 of the qkv and down layers (marked r22: 192 CTAs) take 5-13%
+// less time after a neighbor and 0.96-1.02x the time back to back; engine
+// (per-channel, 16 sequences) Llama-3-8B +3.0%, Llama-2-7B +0.9%. By the
 // same rule nothing else changed: two CTAs per SM lost on the gate_up and
 // 70B rows (3-25%), the decode tiles' stream-K lost on every row.
 constexpr Entry kTable[] = {

@@ -121,7 +121,9 @@ inline constexpr int kMaxClusterSplits = 8;   // the portable cluster size
 // and 7..9 (256 x 8 .. 256 x 64 and the two-accumulator forms;
 // gemm_w4a8_wgmma_skd_*.cu): at decode a wide layer has fewer 256-channel
 // tiles than SMs (Llama-2-7B gate_up: 86 on 132), and stream-K spreads the
-// same weights over every SM.
+// same weights over every SM. Measured slower than the shipped plans on every
+// decode row (round 22: the cut tiles' fix-up costs more than the idle SMs),
+// so only forced plans and QSERVE_W4A8_PLANS reach the decode tiles' form.
 inline constexpr int kFirstStreamKTile = 0, kEndStreamKTile = kFirstS8Tile;
 inline constexpr int kFirstLargeStreamKTile = 4, kEndLargeStreamKTile = 7;
 inline constexpr bool is_stream_k_tile(int tile) { return tile >= kFirstStreamKTile && tile < kEndStreamKTile; }
@@ -168,9 +170,8 @@ inline constexpr TileShape kTiles[kTileCount] = {
     // 256-wide tiles, twice the CTAs for the same splits.
     {8, 1, 20, 2, false, false, true},   // 128 x 8
     // 128 x 16, two CTAs per SM (10 stages; the one-CTA form of 20 stages
-    // was in no plan): per-channel Llama qkv / down at m = 9-16 on 96-264
-    // CTAs, 5-15% faster than the shipped plans after a neighbor kernel
-    // (round 22).
+    // was in no plan): per-channel Llama qkv / down at m = 9-16 on 192 CTAs,
+    // 5-13% less time than the earlier plans after a neighbor kernel (round 22).
     {16, 1, 10, 2, false, false, true, 1, false, 2},
     // The decode cluster tiles with deep stages (kd = 2 or 4 blocks of 128 k
     // per stage: 16-32 KB weight copies per 128 channels).
