@@ -167,7 +167,8 @@ std::vector<Case> all_cases() {
   // block) on the odd shapes; Llama-2-7B gate_up (86 tiles of 32 stages on
   // 132 CTAs: most tiles cut in two or three pieces) at m = 1 and a block +
   // 5; Llama-3-8B qkv at m = 33.
-  const int large_sk = cuda::kW4A8FirstWgmmaTile + 4, large_sk_end = cuda::kW4A8FirstWgmmaTile + 7;
+  const int large_sk = cuda::kW4A8FirstWgmmaTile + cuda::w4a8::wgmma::kFirstLargeStreamKTile,
+            large_sk_end = cuda::kW4A8FirstWgmmaTile + cuda::w4a8::wgmma::kEndLargeStreamKTile;
   for (bool g : {false, true})
     for (int tile = cuda::kW4A8FirstStreamKTile; tile < cuda::kW4A8EndStreamKTile; ++tile) {
       if (tile >= large_sk && tile < large_sk_end) {
