@@ -102,6 +102,10 @@ std::vector<Case> all_cases() {
   for (bool g : {false, true})
     for (auto [n, k] : {std::pair<int64_t, int64_t>{5120, 5120}, {5120, 13824}, {10240, 8192}, {8192, 8192}})
       for (int64_t m : {5, 16, 32, 64, 100}) cases.push_back({g, m, n, k});
+  // Llama-2-70B down (k = 28672) in the m = 17-32 bucket: the 128 x 32 cluster
+  // tiles with 2 splits of 14336 (round 23), at the bucket's top and inside it.
+  for (bool g : {false, true})
+    for (int64_t m : {20, 32}) cases.push_back({g, m, 8192, 28672});
   // The INT8-weight tiles (dequantization pass + wgmma with both operands in
   // shared memory), forced: a real layer at every m, the long-k layer at
   // large m, and each tile on odd shapes (n not a multiple of the tile or of
@@ -582,6 +586,18 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   EXPECT_EQ(two_per_sm.splits, 4);
   EXPECT_EQ(two_per_sm.ctas, 192);
   EXPECT_EQ(cuda::w4a8::wgmma::kTiles[two_per_sm.tile - cuda::kW4A8FirstWgmmaTile].occ, 2);
+  // The 128 x 32 cluster tiles (round 23) at m = 17-32: 70B down per-channel
+  // wg128x32c-k256 with 2 splits (64 tiles x 2 = 128 CTAs, 256-deep stages),
+  // Llama-2-7B qkv per-channel the two-CTAs-per-SM form (96 x 2 = 192 CTAs).
+  const cuda::W4A8Plan down70 = cuda::plan_w4a8(h200, 32, 8192, 28672, -1, 0, false);
+  EXPECT_STREQ(cuda::w4a8_tile_name(down70.tile), "wg128x32c-k256");
+  EXPECT_EQ(down70.splits, 2);
+  EXPECT_EQ(down70.ctas, 128);
+  EXPECT_EQ(cuda::w4a8::wgmma::kTiles[down70.tile - cuda::kW4A8FirstWgmmaTile].kd, 2);
+  const cuda::W4A8Plan qkv7 = cuda::plan_w4a8(h200, 20, 12288, 4096, -1, 0, false);
+  EXPECT_STREQ(cuda::w4a8_tile_name(qkv7.tile), "wg128x32c-k256o2");
+  EXPECT_EQ(qkv7.ctas, 192);
+  EXPECT_EQ(cuda::w4a8::wgmma::kTiles[qkv7.tile - cuda::kW4A8FirstWgmmaTile].occ, 2);
   EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 1024, 4096, 4096, cuda::kW4A8FirstS8Tile, cuda::kW4A8StreamK, false),
                Error);
   EXPECT_THROW(cuda::plan_w4a8_mma(h200, 16, 4096, 4096, -1, cuda::kW4A8StreamK, false), Error);

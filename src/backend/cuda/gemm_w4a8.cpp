@@ -55,7 +55,8 @@ const char* w4a8_tile_name(int tile) {
                                               "wg128x64c",  "wg128x8c",   "wg128x16c",
                                               "wg128x8c-k256", "wg128x8c-k512", "wg128x16c-k256", "wg128x16c-k512",
                                               "wg256x8a2c-k256", "wg256x16a2c-k256", "wg256x32c-k256",  "wg128x64c-k256",
-                                              "wg256x64c-k256", "wg128x160", "wg128x192", "wg128x208", "wg128x224",
+                                              "wg256x64c-k256", "wg128x32c-k256", "wg128x32c-k512", "wg128x32c-k256o2",
+                                              "wg128x160", "wg128x192", "wg128x208", "wg128x224",
                                               "wg128x256mc", "gemv8", "gemv16", "gemv8d", "gemv16d",
                                               "gemv8r",     "gemv16r",    "gemv32r"};
   return tile >= 0 && tile < kW4A8TileCount ? names[tile] : "?";

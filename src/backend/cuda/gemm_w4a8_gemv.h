@@ -21,7 +21,7 @@ namespace qserve::cuda::w4a8::gemv {
 //   several tiles each (round 2 of bench/results/2026-12-01-gemm-h200-r16.md:
 //   the 6144 x 4096 layer at m = 16), slower on layers of two tiles per SM;
 //   timed as its own tile on 2026-12-01, it does not win in context (after a
-//   neighbor kernel, in the engine): not planned (docs/gemm-hopper.md, tile 48).
+//   neighbor kernel, in the engine): not planned (docs/gemm-hopper.md, gemv16d).
 // - kGemv8Resident, kGemv16Resident, kGemv32Resident (gemv8r / 16r / 32r):
 //   one CTA of 16 warps per SM, all 16 on one tile at a time (a warp's k
 //   blocks are the same in every tile), each warp's activation rows copied

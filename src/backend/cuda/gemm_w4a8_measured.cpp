@@ -16,7 +16,10 @@ struct Entry {
 // 11 wg128x256, 12 wg128x128, 13-15 wg256x8a2 / x16a2 / x32a2 (two
 // accumulator sets); 23 wg256x8a2c, 24 wg256x16a2c, 25 wg256x32c,
 // 26 wg256x64c, 27 wg256x128c, 28 wg128x64c, 29 wg128x8c, 30 wg128x16c
-// (split-K within a cluster; 30: two CTAs per SM since round 22).
+// (split-K within a cluster; 30: two CTAs per SM since round 22); 31-39
+// the deep-stage cluster tiles; 40 wg128x32c-k256, 41 wg128x32c-k512, 42
+// wg128x32c-k256o2 (two CTAs per SM; round 23); the decode kernels 48-54
+// (gemm_w4a8.h).
 // From `bench_gemm --m 1,16,32,64,128,256 --graph-us 400 --sweep-tiles ...`
 // on the H200 (bench/results/2026-11-30-gemm-h200-r6.md, round G2): per row
 // the fastest of every tile x split-K of the mma.sync tiles 128x8/16/32 and
@@ -53,7 +56,7 @@ struct Entry {
 // with 2-6 global splits on the qkv and down layers, where they beat the
 // cluster tiles by 3-8% (call 5 of that file).
 // Round 18 (bench/results/2026-12-02-gemm-h200-r18.md): the resident decode
-// kernels (tiles 49-51: one CTA of 16 warps per SM, each warp's activation
+// kernels (gemv8r / 16r / 32r: one CTA of 16 warps per SM, each warp's activation
 // rows kept in shared memory) for g128 on Llama-3-8B qkv at m = 9-16 and on
 // the 4096 x 4096 layers at m = 17-32 (1.14-1.24x over the earlier entries
 // back to back, 1.13-1.21x after a neighbor; the engine's g128 decode at 16
@@ -89,6 +92,14 @@ struct Entry {
 // (per-channel, 16 sequences) Llama-3-8B +3.0%, Llama-2-7B +0.9%. By the
 // same rule nothing else changed: two CTAs per SM lost on the gate_up and
 // 70B rows (3-25%), the decode tiles' stream-K lost on every row.
+// Round 23 (bench/results/2026-12-02-gemm-h200-r23.md): the 128 x 32 cluster
+// tiles 40-42, swept at m = 32 against the 256 x 32 tiles and gemv32r
+// (splits 1-8, back to back and after a 5-us neighbor); by the round-21
+// rule six choices on five layers changed (marked r23): per-channel 70B
+// down, Llama-2-7B down and qkv, the 4096 x 4096 layers; g128 70B down and
+// Llama-2-7B gate_up. Engine at 32 sequences (three passes, every pair
+// ahead): per-channel Llama-3-8B +1.4%, Llama-2-7B +2.1%; g128 +0.1% /
+// +0.3%; Llama-2-70B (one pass) +0.6% / +1.3%.
 constexpr Entry kTable[] = {
     // o at m <= 16: the 96-CTA plans (split 3), not the back-to-back optimum (64 CTAs, split 2:
     // 5.4 / 6.5 us at m = 1), which owes 0.4 us to two launches of one GEMM sharing the GPU. After
@@ -96,13 +107,13 @@ constexpr Entry kTable[] = {
     // 6.4 / 7.3 us where split 2 takes 8.0 / 10.0 (bench/results/2026-11-30-gemm-h200-r9.md).
     {4096, 4096, 1, {31, 3}, {31, 3}},  // pc wg128x8c-k256/3 5.8 (6.4 after a neighbor); g128 6.7 (7.3)
     {4096, 4096, 16, {33, 3}, {33, 3}},  // pc wg128x16c-k256/3 6.5 (7.2); g128 wg128x16c-k256/3 7.2 (7.9)
-    {4096, 4096, 32, {25, 4}, {51, 1}},  // pc wg256x32c/4 7.3; g128 gemv32r 7.4 (r18; was wg256x32c-k256/4 8.5, r8)
+    {4096, 4096, 32, {40, 3}, {54, 1}},  // pc wg128x32c-k256/3 6.9, 7.9 after a neighbor (r23; was wg256x32c/4 7.2, 8.5); g128 gemv32r 7.4 (r18; was wg256x32c-k256/4 8.5, r8)
     {4096, 4096, 64, {28, 2}, {28, 2}},  // pc wg128x64c/2 7.8; g128 wg128x64c/2 8.7
     {4096, 4096, 128, {38, 2}, {38, 2}},  // pc wg128x64c-k256/2 9.9 (r8); g128 wg128x64c-k256/2 10.9 (r8)
     {4096, 4096, 256, {12, 2}, {12, 2}},  // pc wg128x128/2 12.9; g128 wg128x128/2 13.6 (r17; were wg256x32/1 14.0, wg128x128/1 15.1)
     {4096, 4096, 512, {12, 1}, {12, 1}},  // pc wg128x128/1 15.9; g128 wg128x128/1 17.5 (round K; pass + s8 20.9)
     {6144, 4096, 1, {35, 4}, {6, 4}},  // pc wg256x8a2c-k256/4 6.9 (r8); g128 wg256x8/4 8.2
-    {6144, 4096, 16, {30, 4}, {50, 1}},  // pc wg128x16c/4 7.0, 8.8 after a neighbor (r22, two CTAs per SM; was wg256x16/4 7.2, 9.8); g128 gemv16r 7.0 (r18; was wg256x16a2c-k256/4 8.7, r8)
+    {6144, 4096, 16, {30, 4}, {53, 1}},  // pc wg128x16c/4 7.0, 8.8 after a neighbor (r22, two CTAs per SM; was wg256x16/4 7.2, 9.8); g128 gemv16r 7.0 (r18; was wg256x16a2c-k256/4 8.7, r8)
     {6144, 4096, 32, {25, 4}, {37, 4}},  // pc wg256x32c/4 8.4; g128 wg256x32c-k256/4 8.6, 9.9 after a neighbor (r21; was wg256x32/4 8.7, 11.8)
     {6144, 4096, 64, {38, 2}, {38, 2}},  // pc wg128x64c-k256/2 9.4 (r8); g128 wg128x64c-k256/2 10.3 (r8)
     {6144, 4096, 128, {12, 2}, {12, 2}},  // pc wg128x128/2 12.5; g128 wg128x128/2 13.1 (r17; were wg256x32/1 13.4, wg256x128c/4 14.5)
@@ -110,14 +121,14 @@ constexpr Entry kTable[] = {
     {6144, 4096, 512, {11, 1}, {11, 1}},  // pc wg128x256/1 24.8; g128 wg128x256/1 26.6
     {12288, 4096, 1, {23, 2}, {35, 2}},  // pc wg256x8a2c/2 9.8; g128 wg256x8a2c-k256/2 12.4 (r8)
     {12288, 4096, 16, {30, 2}, {36, 2}},  // pc wg128x16c/2 9.5, 12.2 (r22; was wg256x16/2 9.9, 12.8); g128 wg256x16a2c-k256/2 13.1 (r8)
-    {12288, 4096, 32, {8, 2}, {37, 2}},  // pc wg256x32/2 11.0 (r17, call 5; was wg256x32c/2 11.5); g128 wg256x32c-k256/2 13.8 (r8)
+    {12288, 4096, 32, {42, 2}, {37, 2}},  // pc wg128x32c-k256o2/2 10.6, 12.6 (r23; was wg256x32/2 10.8, 13.4, r17); g128 wg256x32c-k256/2 13.8 (r8)
     {12288, 4096, 64, {8, 1}, {38, 1}},  // pc wg256x32/1 13.6; g128 wg128x64c-k256/1 15.5 (r8)
     {12288, 4096, 128, {12, 1}, {12, 1}},  // pc wg128x128/1 15.4; g128 wg128x128/1 16.9
     {12288, 4096, 256, {11, 1}, {11, 1}},  // pc wg128x256/1 24.8; g128 wg128x256/1 25.3
     {12288, 4096, 512, {12, 1}, {11, 1}},  // pc wg128x128/1 42.5; g128 wg128x256/1 50.0
     {22016, 4096, 1, {6, 1}, {35, 1}},  // pc wg256x8/1 13.2; g128 wg256x8a2c-k256/1 15.7, 18.5 after a neighbor (r21; was wg256x8/1 17.4, 19.8)
     {22016, 4096, 16, {14, 1}, {36, 1}},  // pc wg256x16a2/1 13.6; g128 wg256x16a2c-k256/1 16.7, 19.2 (r21; was wg256x16/1 18.0, 20.4)
-    {22016, 4096, 32, {8, 1}, {8, 1}},  // pc wg256x32/1 14.3; g128 wg256x32/1 20.4
+    {22016, 4096, 32, {8, 1}, {42, 1}},  // pc wg256x32/1 14.3; g128 wg128x32c-k256o2/1 18.7, 20.3 (r23; was wg256x32/1 19.0, 21.2)
     {22016, 4096, 64, {9, 1}, {9, 1}},  // pc wg256x64/1 17.8; g128 wg256x64/1 23.1
     {22016, 4096, 128, {10, 1}, {10, 1}},  // pc wg256x128/1 25.6; g128 wg256x128/1 27.8
     {22016, 4096, 256, {12, 1}, {12, 1}},  // pc wg128x128/1 41.9; g128 wg128x128/1 46.8
@@ -130,8 +141,8 @@ constexpr Entry kTable[] = {
     {28672, 4096, 256, {11, 1}, {11, 1}},  // pc wg128x256/1 48.4; g128 wg128x256/1 49.5
     {28672, 4096, 512, {11, 1}, {11, 1}},  // pc wg128x256/1 95.0; g128 wg128x256/1 99.9
     {4096, 11008, 1, {35, 4}, {6, 6}},  // pc wg256x8a2c-k256/4 9.9 (r8); g128 wg256x8/6 12.1
-    {4096, 11008, 16, {30, 6}, {50, 1}},  // pc wg128x16c/6 10.2, 11.7 (r22; was wg256x16a2/6 10.1, 13.4); g128 gemv16r 11.0, 12.6 after a neighbor (r21; was wg256x16/6 11.0, 14.5)
-    {4096, 11008, 32, {37, 4}, {37, 6}},  // pc wg256x32c-k256/4 11.5 (r8); g128 wg256x32c-k256/6 14.1 (r8)
+    {4096, 11008, 16, {30, 6}, {53, 1}},  // pc wg128x16c/6 10.2, 11.7 (r22; was wg256x16a2/6 10.1, 13.4); g128 gemv16r 11.0, 12.6 after a neighbor (r21; was wg256x16/6 11.0, 14.5)
+    {4096, 11008, 32, {41, 3}, {37, 6}},  // pc wg128x32c-k512/3 11.1, 12.2 (r23; was wg256x32c-k256/4 11.4, 13.2); g128 wg256x32c-k256/6 14.1 (r8)
     {4096, 11008, 64, {38, 3}, {38, 3}},  // pc wg128x64c-k256/3 12.7 (r8); g128 wg128x64c-k256/3 14.8 (r8)
     {4096, 11008, 128, {38, 2}, {12, 4}},  // pc wg128x64c-k256/2 16.0; g128 wg128x128/4 17.6 (r17; was 19.4)
     {4096, 11008, 256, {12, 2}, {12, 2}},  // pc wg128x128/2 21.9; g128 wg128x128/2 24.1 (r17; were wg256x64c/2 25.1, wg128x128/sk 27.8)
@@ -145,7 +156,7 @@ constexpr Entry kTable[] = {
     {4096, 14336, 512, {12, 1}, {11, 2}},  // pc wg128x128/1 41.8; g128 wg128x256/2 45.6 (r17; was wg128x128/1 52.2)
     {8192, 28672, 1, {32, 2}, {34, 2}},  // pc wg128x8c-k512/2 28.9 (r8); g128 wg128x16c-k512/2 36.1 (r8)
     {8192, 28672, 16, {33, 2}, {34, 2}},  // pc wg128x16c-k256/2 30.1 (r8); g128 wg128x16c-k512/2 32.1, 34.3 after a neighbor (r21; was wg256x16a2/4 35.5, 36.9)
-    {8192, 28672, 32, {37, 3}, {8, 4}},  // pc wg256x32c-k256/3 33.8 (r8); g128 wg256x32/4 39.2 (r17, call 5; was 42.1)
+    {8192, 28672, 32, {40, 2}, {41, 2}},  // pc wg128x32c-k256/2 30.8, 33.3 (r23; was wg256x32c-k256/3 33.6, 35.5); g128 wg128x32c-k512/2 33.3, 34.5 (r23; was wg256x32/4 37.3, 38.6)
     {8192, 28672, 64, {38, 2}, {38, 2}},  // pc wg128x64c-k256/2 33.8 (r8); g128 wg128x64c-k256/2 42.0 (r8)
     {8192, 28672, 128, {12, 2}, {12, 2}},  // pc wg128x128/2 52.9; g128 wg128x128/2 58.8
     {8192, 28672, 256, {12, 1}, {11, 2}},  // pc wg128x128/1 79.8; g128 wg128x256/2 83.5 (r17; was wg128x256/sk 94.5)

@@ -176,8 +176,8 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
   if (decode >= 0 && !overridden) return plan_gemv(dev, m, n, k, decode, g128);
   if (table && choose) {
     if (const auto& c = entry) {
-      // Below its bucket's top (where it was measured, before tiles 40-43
-      // existed) a table entry above m = 128 gives way to the rule when the
+      // Below its bucket's top (where it was measured, before the 160-224-token
+      // tiles existed) a table entry above m = 128 gives way to the rule when the
       // rule takes a 160-224-token tile; not the cluster tiles' entries, not
       // QSERVE_W4A8_PLANS. Over the m = 160-448 grids of rounds 3-6 of
       // bench/results/2026-11-30-gemm-h200-r11.md (four independent timing
