@@ -103,9 +103,11 @@ std::vector<Case> all_cases() {
     for (auto [n, k] : {std::pair<int64_t, int64_t>{5120, 5120}, {5120, 13824}, {10240, 8192}, {8192, 8192}})
       for (int64_t m : {5, 16, 32, 64, 100}) cases.push_back({g, m, n, k});
   // Llama-2-70B down (k = 28672) in the m = 17-32 bucket: the 128 x 32 cluster
-  // tiles with 2 splits of 14336 (round 23), at the bucket's top and inside it.
+  // tiles with 2 splits of 14336 (round 23), at the bucket's top and inside it;
+  // Llama-2-13B qkv there (its round-23 entry).
   for (bool g : {false, true})
-    for (int64_t m : {20, 32}) cases.push_back({g, m, 8192, 28672});
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{8192, 28672}, {15360, 5120}})
+      for (int64_t m : {20, 32}) cases.push_back({g, m, n, k});
   // The INT8-weight tiles (dequantization pass + wgmma with both operands in
   // shared memory), forced: a real layer at every m, the long-k layer at
   // large m, and each tile on odd shapes (n not a multiple of the tile or of

@@ -99,7 +99,11 @@ struct Entry {
 // down, Llama-2-7B down and qkv, the 4096 x 4096 layers; g128 70B down and
 // Llama-2-7B gate_up. Engine at 32 sequences (three passes, every pair
 // ahead): per-channel Llama-3-8B +1.4%, Llama-2-7B +2.1%; g128 +0.1% /
-// +0.3%; Llama-2-70B (one pass) +0.6% / +1.3%.
+// +0.3%; Llama-2-70B (one pass) +0.6% / +1.3%. The same sweep on the
+// Llama-2-13B / 70B layers (call 6 of that file): Llama-2-70B o (8192 x 8192)
+// both kinds on wg128x32c-k512/2 (1.16 / 1.24x after a neighbor), Llama-2-13B
+// qkv per-channel on wg256x32c/2 (1.03x; engine per-channel at 32 sequences
+// +2.7%, two passes).
 constexpr Entry kTable[] = {
     // o at m <= 16: the 96-CTA plans (split 3), not the back-to-back optimum (64 CTAs, split 2:
     // 5.4 / 6.5 us at m = 1), which owes 0.4 us to two launches of one GEMM sharing the GPU. After
@@ -165,7 +169,7 @@ constexpr Entry kTable[] = {
     // (bench/results/2026-11-30-gemm-h200-r8.md; bucket 1 by the mean of m = 1 and 8).
     {15360, 5120, 1, {35, 2}, {35, 2}},  // pc wg256x8a2c-k256/2 11.9; g128 wg256x8a2c-k256/2 15.2 (r8)
     {15360, 5120, 16, {36, 2}, {36, 2}},  // pc wg256x16a2c-k256/2 12.6; g128 wg256x16a2c-k256/2 15.9 (r8)
-    {15360, 5120, 32, {37, 2}, {37, 2}},  // pc wg256x32c-k256/2 14.0; g128 wg256x32c-k256/2 16.6 (r8)
+    {15360, 5120, 32, {25, 2}, {37, 2}},  // pc wg256x32c/2 14.0, 15.6 after a neighbor (r23; was wg256x32c-k256/2 13.9, 16.1); g128 wg256x32c-k256/2 16.6 (r8)
     {15360, 5120, 64, {38, 1}, {38, 1}},  // pc wg128x64c-k256/1 16.2; g128 wg128x64c-k256/1 18.9 (r8)
     {15360, 5120, 128, {12, 1}, {12, 1}},  // pc wg128x128/1 18.7; g128 wg128x128/1 21.0 (r8)
     {15360, 5120, 256, {11, 1}, {11, 1}},  // pc wg128x256/1 30.2; g128 wg128x256/1 30.8 (r8)
@@ -200,7 +204,7 @@ constexpr Entry kTable[] = {
     {10240, 8192, 512, {11, kW4A8StreamK}, {11, kW4A8StreamK}},  // r18: pc wg128x256/sk 68.7; g128 wg128x256/sk 69.0 (mean of two sweeps); was pc wg128x128/1 73.6; g128 wg128x128/1 85.5 (r8)
     {8192, 8192, 1, {35, 3}, {34, 2}},  // pc wg256x8a2c-k256/3 11.5 (12.8 after a neighbor, r9; wg256x8/3 11.3, 14.3); g128 wg128x16c-k512/2 14.6 (r8)
     {8192, 8192, 16, {7, 3}, {34, 2}},  // r18: pc wg256x16/3 11.4; g128 wg128x16c-k512/2 14.8 (mean of two sweeps); was pc wg128x16c-k512/2 12.4; g128 wg128x16c-k512/2 14.7 (r8)
-    {8192, 8192, 32, {8, 3}, {8, 3}},  // r18: pc wg256x32/3 12.5; g128 wg256x32/3 15.7 (mean of two sweeps); was pc wg256x32c-k256/3 13.6; g128 wg256x32c-k256/3 16.9 (r8)
+    {8192, 8192, 32, {41, 2}, {41, 2}},  // r23: pc wg128x32c-k512/2 12.4, 13.7 after a neighbor (was wg256x32/3 12.3, 15.9, r18); g128 wg128x32c-k512/2 13.7, 14.8 (was wg256x32/3 14.9, 18.3)
     {8192, 8192, 64, {38, 2}, {38, 2}},  // pc wg128x64c-k256/2 14.2; g128 wg128x64c-k256/2 16.4 (r8)
     {8192, 8192, 128, {12, 2}, {12, 2}},  // r18: pc wg128x128/2 18.6; g128 wg128x128/2 20.0 (mean of two sweeps); was pc wg256x64c-k256/2 20.9; g128 wg256x64c-k256/2 24.3 (r8)
     {8192, 8192, 256, {12, 1}, {12, 1}},  // pc wg128x128/1 26.4; g128 wg128x128/1 30.4 (r8)
