@@ -114,3 +114,35 @@ def test_the_repository_files_parse():
     rows = src[src.index("kTable[] = {"):].split("};")[0].count("\n    {")
     assert len(table) == rows  # every row of kTable parsed
     assert (4096, 4096, 1) in table and all(0 <= c[0] < len(names) for e in table.values() for c in e.values())
+
+
+def test_the_table_comments_name_the_plans_of_their_ids():
+    """Each kTable entry's comment names its plans ("pc NAME/S ..; g128 NAME/S .."; a decode
+    kernel's without "/1"; "NAME/S: pc .., g128 .." for one plan of both kinds; "g128 T" alone for
+    the per-channel plan), so a renumbering of the tile ids that misses an entry fails here."""
+    import re
+    sys.path.insert(0, str(ROOT / "bench"))
+    import gemm_table_refit as t
+    names = t.tile_names(str(ROOT))
+    src = (ROOT / "src/backend/cuda/gemm_w4a8_measured.cpp").read_text()
+    checked = 0
+    for line in src[src.index("kTable[] = {"):].split("};")[0].splitlines():
+        m = t.ENTRY_RE.match(line)
+        if not m:
+            continue
+        comment = line.split("//", 1)[1]
+        v = [t.STREAM_K if g == "kW4A8StreamK" else int(g) for g in m.groups()]
+        shared = re.match(r"\s*(\S+?)/(\w+): pc", comment)
+        for kind, tile, splits in (("pc", v[3], v[4]), ("g128", v[5], v[6])):
+            want = (names[tile], "sk" if splits == t.STREAM_K else str(splits))
+            if shared:
+                got = (shared.group(1), shared.group(2))
+            else:
+                c = re.search(rf"\b{kind} ([\w.-]+?)(?:/(\w+))?[ ,;)]", comment)
+                if kind == "g128" and (c is None or re.fullmatch(r"[\d.]+", c.group(1))):
+                    c = re.search(r"\bpc ([\w.-]+?)(?:/(\w+))?[ ,;)]", comment)  # "g128 T": the same plan
+                assert c, line
+                got = (c.group(1), c.group(2) or "1")
+            assert got == want, f"{kind}: ids say {want}, the comment {got}: {line.strip()}"
+            checked += 1
+    assert checked == 2 * len(t.table_entries(str(ROOT)))
