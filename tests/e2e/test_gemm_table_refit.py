@@ -1,12 +1,21 @@
 """bench/gemm_table_refit.py: measured-table entries from bench_gemm sweep lines, on a
 small stand-in of the repository (a names array, the m buckets and a table of one entry) and
 synthetic sweeps; then on the real repository's files (they must parse)."""
+import importlib
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOL = ROOT / "bench" / "gemm_table_refit.py"
+
+
+def refit_module():
+    """The tool as a module, for its parsers of the real repository's files."""
+    if str(ROOT / "bench") not in sys.path:
+        sys.path.insert(0, str(ROOT / "bench"))
+    return importlib.import_module("gemm_table_refit")
 
 NAMES = '''  static const char* names[kW4A8TileCount] = {"128x8", "wgA", "wgB",
                                               "wgC-k256"};'''
@@ -72,8 +81,7 @@ def test_stream_k_choices_and_entries(tmp_path):
     lines = [sweep(4096, 14336, kind, 256, {"wgA/2": 36.0, "wgB/sk": 32.0}) for kind in ("pc", "g128")]
     out = run(tmp_path, lines)
     assert len(out) == 1 and out[0].startswith("    {4096, 14336, 256, {2, kW4A8StreamK}, {2, kW4A8StreamK}},")
-    sys.path.insert(0, str(ROOT / "bench"))
-    import gemm_table_refit as t
+    t = refit_module()
     (tmp_path / "r/src/backend/cuda").mkdir(parents=True)
     (tmp_path / "r/src/backend/cuda/gemm_w4a8_measured.cpp").write_text(
         "    {4096, 14336, 256, {1, 2}, {2, kW4A8StreamK}},  // x\n")
@@ -105,8 +113,7 @@ def test_overrides_print_the_changed_kinds_only(tmp_path):
 
 
 def test_the_repository_files_parse():
-    sys.path.insert(0, str(ROOT / "bench"))
-    import gemm_table_refit as t
+    t = refit_module()
     names = t.tile_names(str(ROOT))
     assert names[0] == "128x8" and "wg128x8c-k256" in names
     table = t.table_entries(str(ROOT))
@@ -120,9 +127,7 @@ def test_the_table_comments_name_the_plans_of_their_ids():
     """Each kTable entry's comment names its plans ("pc NAME/S ..; g128 NAME/S .."; a decode
     kernel's without "/1"; "NAME/S: pc .., g128 .." for one plan of both kinds; "g128 T" alone for
     the per-channel plan), so a renumbering of the tile ids that misses an entry fails here."""
-    import re
-    sys.path.insert(0, str(ROOT / "bench"))
-    import gemm_table_refit as t
+    t = refit_module()
     names = t.tile_names(str(ROOT))
     src = (ROOT / "src/backend/cuda/gemm_w4a8_measured.cpp").read_text()
     checked = 0
