@@ -8,19 +8,20 @@ Reads the "sweep" lines that `bench_gemm --sweep` / `--sweep-tiles` print (one p
 and m: every tile/split timed), and prints one line of `kTable` in
 src/backend/cuda/gemm_w4a8_measured.cpp per (layer, m bucket) that the sweeps cover for both kinds:
 
-    {N, K, BUCKET, {pc tile, splits}, {g128 tile, splits}},  // pc NAME/S T; g128 NAME/S T
+    {N, K, BUCKET, P("NAME/S"), P("NAME/S")},  // pc NAME/S T; g128 NAME/S T
 
 - bucket 1 (m = 1..8) is chosen by the mean of the m = 1 and m = 8 rows when both were swept;
   the other buckets (kW4A8MBuckets of gemm_w4a8_measured.h) by their own m;
 - a split is kept only if the planner reproduces it (ceil(kt / ceil(kt / s)) == s with kt the
-  number of 128-wide k blocks), since the planner recomputes the split count; stream-K ("sk" in
-  the sweeps, kW4A8StreamK in the table) always;
+  number of 128-wide k blocks), since the planner recomputes the split count; stream-K ("sk")
+  always;
 - with an existing entry for the same (layer, bucket) in the table, its choice stays unless the
   sweep measured it and the best is faster by more than --margin (default 2%); --all prints every
   covered (layer, bucket) anyway, marking unchanged ones.
 
-Tile ids come from the names array of src/backend/cuda/gemm_w4a8.cpp (w4a8_tile_name), so the
-tool follows the tile list. Several files may be given (the same row in two runs: the mean).
+The table names its plans as the sweeps do ("NAME/SPLITS", looked up when it compiles); the tile
+list is kW4A8TileNames of src/backend/cuda/gemm_w4a8_tile_names.h, and a sweep's plan of a tile
+not in it is not a candidate. Several files may be given (the same row in two runs: the mean).
 
 The model's pattern: `--neighbor FILE...` takes sweeps run with `bench_gemm --neighbor-us 5`
 (each launch after a kernel that holds every SM, as a model's GEMMs follow other kernels; the
@@ -46,18 +47,18 @@ from collections import defaultdict
 
 SWEEP_RE = re.compile(r"sweep (\S+) n=(\d+) k=(\d+) (pc|g128) m=(\d+) best")
 CHOICE_RE = re.compile(r" ([\w.-]+)/(\d+|sk):([\d.]+)")
-# splits: a number or kW4A8StreamK (stream-K, "sk" in the sweeps)
-SPLITS = r"(\d+|kW4A8StreamK)"
-ENTRY_RE = re.compile(r"^\s*\{(\d+), (\d+), (\d+), \{(\d+), " + SPLITS + r"\}, \{(\d+), " + SPLITS + r"\}\}")
+# {N, K, BUCKET, P("NAME/SPLITS"), P("NAME/SPLITS")}: splits a number or sk (stream-K)
+PLAN = r'P\("([\w.-]+)/(\d+|sk)"\)'
+ENTRY_RE = re.compile(r"^\s*\{(\d+), (\d+), (\d+), " + PLAN + ", " + PLAN + r"\}")
 STREAM_K = "sk"
 
 
 def tile_names(repo):
-    """The w4a8_tile_name array of gemm_w4a8.cpp, in id order."""
-    src = open(os.path.join(repo, "src/backend/cuda/gemm_w4a8.cpp")).read()
-    body = re.search(r"names\[kW4A8TileCount\]\s*=\s*\{(.*?)\};", src, re.S)
+    """kW4A8TileNames of gemm_w4a8_tile_names.h, in id order."""
+    src = open(os.path.join(repo, "src/backend/cuda/gemm_w4a8_tile_names.h")).read()
+    body = re.search(r"kW4A8TileNames\[kW4A8TileCount\]\s*=\s*\{(.*?)\};", src, re.S)
     if not body:
-        sys.exit("gemm_table_refit: no names array in gemm_w4a8.cpp")
+        sys.exit("gemm_table_refit: no kW4A8TileNames in gemm_w4a8_tile_names.h")
     return re.findall(r'"([^"]+)"', body.group(1))
 
 
@@ -71,13 +72,14 @@ def m_buckets(repo):
 
 
 def table_entries(repo):
-    """(n, k, bucket) -> {"pc": (tile, splits), "g128": (tile, splits)} of the current table."""
+    """(n, k, bucket) -> {"pc": (tile name, splits), "g128": (tile name, splits)} of the current
+    table (splits an int or STREAM_K)."""
     out = {}
     for line in open(os.path.join(repo, "src/backend/cuda/gemm_w4a8_measured.cpp")):
         m = ENTRY_RE.match(line)
         if m:
-            v = [STREAM_K if g == "kW4A8StreamK" else int(g) for g in m.groups()]
-            out[(v[0], v[1], v[2])] = {"pc": (v[3], v[4]), "g128": (v[5], v[6])}
+            n, k, bucket, pt, ps, gt, gs = m.groups()
+            out[(int(n), int(k), int(bucket))] = {"pc": (pt, split_of(ps)), "g128": (gt, split_of(gs))}
     return out
 
 
@@ -100,8 +102,6 @@ def split_of(text):
     return STREAM_K if text == STREAM_K else int(text)
 
 
-def cpp_split(splits):
-    return "kW4A8StreamK" if splits == STREAM_K else str(splits)
 
 
 def reproducible(k, splits):
@@ -153,12 +153,11 @@ def refit(sweeps, names, buckets, table, margin, show_all, neighbor=None, max_lo
                 if not cands:
                     break
                 old = table.get((n, k, bucket), {}).get(kind)
-                old_c = f"{names[old[0]]}/{old[1]}" if old else None
+                old_c = f"{old[0]}/{old[1]}" if old else None
                 pick, kind_changed = decide(rows, nrows, set(cands) | ({old_c} & common), old_c, margin, max_loss)
                 if kind_changed:
                     changed_kinds.append((kind, pick))
-                tile, splits = pick.split("/")
-                choice[kind] = (names.index(tile), split_of(splits))
+                choice[kind] = pick
                 if pick in common:
                     t = f"{mean(rows, pick):.1f}"
                     if nrows:
@@ -174,7 +173,7 @@ def refit(sweeps, names, buckets, table, margin, show_all, neighbor=None, max_lo
                 continue
             pc, g = choice["pc"], choice["g128"]
             mark = "" if changed else " (unchanged)"
-            lines.append(f"    {{{n}, {k}, {bucket}, {{{pc[0]}, {cpp_split(pc[1])}}}, {{{g[0]}, {cpp_split(g[1])}}}}},  "
+            lines.append(f'    {{{n}, {k}, {bucket}, P("{pc}"), P("{g}")}},  '
                          f"// {'; '.join(notes)}{mark}")
     return lines
 

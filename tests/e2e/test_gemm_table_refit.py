@@ -1,5 +1,5 @@
 """bench/gemm_table_refit.py: measured-table entries from bench_gemm sweep lines, on a
-small stand-in of the repository (a names array, the m buckets and a table of one entry) and
+small stand-in of the repository (a tile-name list, the m buckets and a table of one entry) and
 synthetic sweeps; then on the real repository's files (they must parse)."""
 import importlib
 import re
@@ -17,11 +17,11 @@ def refit_module():
         sys.path.insert(0, str(ROOT / "bench"))
     return importlib.import_module("gemm_table_refit")
 
-NAMES = '''  static const char* names[kW4A8TileCount] = {"128x8", "wgA", "wgB",
-                                              "wgC-k256"};'''
+NAMES = '''inline constexpr std::string_view kW4A8TileNames[kW4A8TileCount] = {"128x8", "wgA", "wgB",
+                                                                    "wgC-k256"};'''
 BUCKETS = "inline constexpr int kW4A8MBuckets[] = {1, 16, 32, 64, 128, 256, 512};\n"
 TABLE = '''constexpr Entry kTable[] = {
-    {4096, 4096, 16, {1, 2}, {1, 2}},  // pc wgA/2; g128 wgA/2
+    {4096, 4096, 16, P("wgA/2"), P("wgA/2")},  // pc wgA/2; g128 wgA/2
 };'''
 
 
@@ -33,7 +33,7 @@ def sweep(n, k, kind, m, times):
 
 def run(tmp_path, lines, *args, neighbor=None):
     (tmp_path / "src/backend/cuda").mkdir(parents=True)
-    (tmp_path / "src/backend/cuda/gemm_w4a8.cpp").write_text(NAMES)
+    (tmp_path / "src/backend/cuda/gemm_w4a8_tile_names.h").write_text(NAMES)
     (tmp_path / "src/backend/cuda/gemm_w4a8_measured.cpp").write_text(TABLE)
     (tmp_path / "src/backend/cuda/gemm_w4a8_measured.h").write_text(BUCKETS)
     s = tmp_path / "sweep.txt"
@@ -55,7 +55,7 @@ def test_new_layer_bucket_one_is_the_mean_of_m_1_and_8(tmp_path):
         lines.append(sweep(6144, 4096, kind, 8, {"wgA/2": 5.0, "wgB/2": 6.0}))
     out = run(tmp_path, lines)
     assert len(out) == 1
-    assert out[0].startswith("    {6144, 4096, 1, {1, 2}, {1, 2}},")
+    assert out[0].startswith('    {6144, 4096, 1, P("wgA/2"), P("wgA/2")},')
     assert "pc wgA/2 5.0" in out[0]
 
 
@@ -64,7 +64,7 @@ def test_a_split_the_planner_would_change_is_skipped(tmp_path):
     lines = [sweep(2048, 1152, kind, 32, {"wgA/4": 3.0, "wgC-k256/3": 3.5}) for kind in ("pc", "g128")]
     out = run(tmp_path, lines)
     assert len(out) == 1
-    assert "{3, 3}" in out[0] and "wgC-k256/3" in out[0]
+    assert 'P("wgC-k256/3"), P("wgC-k256/3")' in out[0]
 
 
 def test_an_entry_stays_unless_beaten_by_the_margin(tmp_path):
@@ -72,20 +72,20 @@ def test_an_entry_stays_unless_beaten_by_the_margin(tmp_path):
     assert run(tmp_path, close) == []
     far = [sweep(4096, 4096, kind, 16, {"wgA/2": 5.0, "wgB/3": 4.0}) for kind in ("pc", "g128")]
     out = run(tmp_path / "b", far)
-    assert len(out) == 1 and "{2, 3}" in out[0]
+    assert len(out) == 1 and 'P("wgB/3")' in out[0]
 
 
 def test_stream_k_choices_and_entries(tmp_path):
-    # "sk" in a sweep (stream-K) wins and is written as kW4A8StreamK; an entry of the table
-    # with kW4A8StreamK reads back (kept when the sweep does not beat it).
+    # "sk" in a sweep (stream-K) wins and is written as NAME/sk; an entry of the table with it
+    # reads back.
     lines = [sweep(4096, 14336, kind, 256, {"wgA/2": 36.0, "wgB/sk": 32.0}) for kind in ("pc", "g128")]
     out = run(tmp_path, lines)
-    assert len(out) == 1 and out[0].startswith("    {4096, 14336, 256, {2, kW4A8StreamK}, {2, kW4A8StreamK}},")
+    assert len(out) == 1 and out[0].startswith('    {4096, 14336, 256, P("wgB/sk"), P("wgB/sk")},')
     t = refit_module()
     (tmp_path / "r/src/backend/cuda").mkdir(parents=True)
     (tmp_path / "r/src/backend/cuda/gemm_w4a8_measured.cpp").write_text(
-        "    {4096, 14336, 256, {1, 2}, {2, kW4A8StreamK}},  // x\n")
-    assert t.table_entries(str(tmp_path / "r")) == {(4096, 14336, 256): {"pc": (1, 2), "g128": (2, "sk")}}
+        '    {4096, 14336, 256, P("wgA/2"), P("wgB/sk")},  // x\n')
+    assert t.table_entries(str(tmp_path / "r")) == {(4096, 14336, 256): {"pc": ("wgA", 2), "g128": ("wgB", "sk")}}
 
 
 def test_with_neighbor_sweeps_a_choice_must_win_after_the_neighbor(tmp_path):
@@ -97,12 +97,12 @@ def test_with_neighbor_sweeps_a_choice_must_win_after_the_neighbor(tmp_path):
     # Faster in both patterns: it replaces the entry, with both times in the comment.
     both = [sweep(4096, 4096, kind, 16, {"wgA/2": 6.0, "wgB/3": 5.0, "wgC-k256/2": 6.5}) for kind in ("pc", "g128")]
     out = run(tmp_path / "b", b2b, neighbor=both)
-    assert len(out) == 1 and out[0].startswith("    {4096, 4096, 16, {2, 3}, {2, 3}},")
+    assert len(out) == 1 and out[0].startswith('    {4096, 4096, 16, P("wgB/3"), P("wgB/3")},')
     assert "pc wgB/3 4.0, 5.0 after a neighbor" in out[0]
     # Fastest after the neighbor (wgC) but 2% slower back to back: within --max-loss 0.03, not 0.01.
     nb_c = [sweep(4096, 4096, kind, 16, {"wgA/2": 6.0, "wgB/3": 6.0, "wgC-k256/2": 5.0}) for kind in ("pc", "g128")]
     out = run(tmp_path / "c", b2b, "--max-loss", "0.03", neighbor=nb_c)
-    assert len(out) == 1 and "{3, 2}, {3, 2}" in out[0]
+    assert len(out) == 1 and 'P("wgC-k256/2"), P("wgC-k256/2")' in out[0]
     assert run(tmp_path / "d", b2b, "--max-loss", "0.01", neighbor=nb_c) == []
 
 
@@ -120,15 +120,14 @@ def test_the_repository_files_parse():
     src = (ROOT / "src/backend/cuda/gemm_w4a8_measured.cpp").read_text()
     rows = src[src.index("kTable[] = {"):].split("};")[0].count("\n    {")
     assert len(table) == rows  # every row of kTable parsed
-    assert (4096, 4096, 1) in table and all(0 <= c[0] < len(names) for e in table.values() for c in e.values())
+    assert (4096, 4096, 1) in table and all(c[0] in names for e in table.values() for c in e.values())
 
 
-def test_the_table_comments_name_the_plans_of_their_ids():
+def test_the_table_comments_name_the_plans_of_their_entries():
     """Each kTable entry's comment names its plans ("pc NAME/S ..; g128 NAME/S .."; a decode
     kernel's without "/1"; "NAME/S: pc .., g128 .." for one plan of both kinds; "g128 T" alone for
-    the per-channel plan), so a renumbering of the tile ids that misses an entry fails here."""
+    the per-channel plan), so that an entry edited without its comment fails here."""
     t = refit_module()
-    names = t.tile_names(str(ROOT))
     src = (ROOT / "src/backend/cuda/gemm_w4a8_measured.cpp").read_text()
     checked = 0
     for line in src[src.index("kTable[] = {"):].split("};")[0].splitlines():
@@ -136,10 +135,10 @@ def test_the_table_comments_name_the_plans_of_their_ids():
         if not m:
             continue
         comment = line.split("//", 1)[1]
-        v = [t.STREAM_K if g == "kW4A8StreamK" else int(g) for g in m.groups()]
+        v = m.groups()
         shared = re.match(r"\s*(\S+?)/(\w+): pc", comment)
         for kind, tile, splits in (("pc", v[3], v[4]), ("g128", v[5], v[6])):
-            want = (names[tile], "sk" if splits == t.STREAM_K else str(splits))
+            want = (tile, splits)
             if shared:
                 got = (shared.group(1), shared.group(2))
             else:
@@ -148,6 +147,6 @@ def test_the_table_comments_name_the_plans_of_their_ids():
                     c = re.search(r"\bpc ([\w.-]+?)(?:/(\w+))?[ ,;)]", comment)  # "g128 T": the same plan
                 assert c, line
                 got = (c.group(1), c.group(2) or "1")
-            assert got == want, f"{kind}: ids say {want}, the comment {got}: {line.strip()}"
+            assert got == want, f"{kind}: the entry says {want}, the comment {got}: {line.strip()}"
             checked += 1
     assert checked == 2 * len(t.table_entries(str(ROOT)))

@@ -8,6 +8,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/gemm_w4a8_gemv.h"
 #include "backend/cuda/gemm_w4a8_launch.h"
+#include "backend/cuda/gemm_w4a8_tile_names.h"
 #include "backend/cuda/gemm_w4a8_wgmma.h"
 #include "backend/cuda/gemm_w4a8_wgmma_launch.h"
 #include "core/error.h"
@@ -43,23 +44,20 @@ W4A8DeviceWeights upload_common(W4A8Kind kind, int64_t n, int64_t k, const std::
 
 }  // namespace
 
+// The id ranges of gemm_w4a8.h, tied to the names (an insertion that does
+// not move a range's bounds fails here).
+static_assert(w4a8_tile("wg256x8") == kW4A8FirstWgmmaTile && kW4A8FirstWgmmaTile == w4a8::kTileCount);
+static_assert(w4a8_tile("s8_256x128") == kW4A8FirstS8Tile && w4a8_tile("pd_256x128") == kW4A8FirstPdTile);
+static_assert(w4a8_tile("wg256x8a2c") == kW4A8FirstClusterTile && w4a8_tile("wg128x8c-k256") == kW4A8FirstDeepTile);
+static_assert(w4a8_tile("wg128x32c-k256o2") + 1 == kW4A8EndClusterTile);
+static_assert(w4a8_tile("wg128x160") == kW4A8FirstMidTile && w4a8_tile("wg128x224") + 1 == kW4A8EndMidTile);
+static_assert(w4a8_tile("wg128x256mc") == kW4A8FirstMcTile && w4a8_tile("gemv8") == kW4A8FirstGemvTile);
+static_assert(w4a8_tile("wg256x8") == kW4A8FirstStreamKTile && w4a8_tile("wg256x32a2") + 1 == kW4A8EndStreamKTile);
+static_assert(w4a8_tile("gemv32r") + 1 == kW4A8TileCount);
+
 const char* w4a8_tile_name(int tile) {
-  static_assert(kW4A8FirstWgmmaTile == w4a8::kTileCount);
-  // channels x tokens; "wg" = the sm_90a wgmma family.
-  static const char* names[kW4A8TileCount] = {"128x8",      "128x16",     "128x32",     "128x64",     "128x128",
-                                              "256x128",    "wg256x8",    "wg256x16",   "wg256x32",   "wg256x64",
-                                              "wg256x128",  "wg128x256",  "wg128x128",  "wg256x8a2",  "wg256x16a2",
-                                              "wg256x32a2", "s8_256x128", "s8_128x256", "s8_128x128",
-                                              "s8_256x64",  "pd_256x128", "pd_128x256", "pd_128x128",
-                                              "wg256x8a2c", "wg256x16a2c", "wg256x32c", "wg256x64c",  "wg256x128c",
-                                              "wg128x64c",  "wg128x8c",   "wg128x16c",
-                                              "wg128x8c-k256", "wg128x8c-k512", "wg128x16c-k256", "wg128x16c-k512",
-                                              "wg256x8a2c-k256", "wg256x16a2c-k256", "wg256x32c-k256",  "wg128x64c-k256",
-                                              "wg256x64c-k256", "wg128x32c-k256", "wg128x32c-k512", "wg128x32c-k256o2",
-                                              "wg128x160", "wg128x192", "wg128x208", "wg128x224",
-                                              "wg128x256mc", "gemv8", "gemv16", "gemv8d", "gemv16d",
-                                              "gemv8r",     "gemv16r",    "gemv32r"};
-  return tile >= 0 && tile < kW4A8TileCount ? names[tile] : "?";
+  // string_views of literals: null-terminated
+  return tile >= 0 && tile < kW4A8TileCount ? kW4A8TileNames[tile].data() : "?";
 }
 
 int w4a8_tile_tokens(int tile) {
