@@ -26,6 +26,7 @@
 #include "backend/cuda/gemm_w4a8.h"
 #include "backend/cuda/gemm_w4a8_measured.h"
 #include "backend/cuda/gemm_w4a8_overrides.h"
+#include "backend/cuda/gemm_w4a8_tile_names.h"
 #include "backend/cuda/gemm_w4a8_wgmma_launch.h"
 #include "gemm_test_util.h"
 #include "pdl_late_kernel.h"
@@ -115,7 +116,7 @@ std::vector<Case> all_cases() {
   // tile above runs them with split-K 1 and 3 as well.
   for (bool g : {false, true}) {
     for (int64_t m : ms) cases.push_back({g, m, 6144, 4096, cuda::kW4A8FirstS8Tile, 0, true});
-    for (int64_t m : {33, 1024}) cases.push_back({g, m, 4096, 14336, cuda::kW4A8FirstS8Tile + 1, 0, true});
+    for (int64_t m : {33, 1024}) cases.push_back({g, m, 4096, 14336, cuda::w4a8_tile("s8_128x256"), 0, true});
     for (int tile = cuda::kW4A8FirstS8Tile; tile < cuda::kW4A8FirstPdTile; ++tile) {
       for (int64_t m : {7, 255, 1031}) cases.push_back({g, m, 1408, 2880, tile, 0, true});
       for (int64_t m : {2, 129}) cases.push_back({g, m, 203, 448, tile, 0, true});
@@ -128,8 +129,8 @@ std::vector<Case> all_cases() {
   // missing 128-channel block and padded rows); split-K 1 and 3 above.
   for (bool g : {false, true}) {
     for (int64_t m : {255, 1024, 4097}) cases.push_back({g, m, 6144, 4096, cuda::kW4A8FirstPdTile, 0, true});
-    for (int64_t m : {33, 1024}) cases.push_back({g, m, 4096, 14336, cuda::kW4A8FirstPdTile + 1, 0, true});
-    cases.push_back({g, 1024, 6144, 4096, cuda::kW4A8FirstPdTile + 2, 0, true});
+    for (int64_t m : {33, 1024}) cases.push_back({g, m, 4096, 14336, cuda::w4a8_tile("pd_128x256"), 0, true});
+    cases.push_back({g, 1024, 6144, 4096, cuda::w4a8_tile("pd_128x128"), 0, true});
     for (int tile = cuda::kW4A8FirstPdTile; tile < cuda::kW4A8FirstClusterTile; ++tile) {
       for (int64_t m : {7, 255, 1031}) cases.push_back({g, m, 1408, 2880, tile, 0, true});
       for (int64_t m : {2, 129}) cases.push_back({g, m, 203, 448, tile, 0, true});
@@ -397,10 +398,10 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
                  std::to_string(c.family));
     const cuda::W4A8DeviceWeights& dw = c.g128 ? dg : dp;
     const cuda::W4A8Plan plan = c.family == 1   ? cuda::plan_w4a8_mma(ctx.info(), c.m, n, k, -1, 3, c.g128)
-                                : c.family == 2 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstWgmmaTile + 2, 3, c.g128)
+                                : c.family == 2 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::w4a8_tile("wg256x32"), 3, c.g128)
                                 : c.family == 3 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstS8Tile, 3, c.g128)
                                 : c.family == 4 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstPdTile, 3, c.g128)
-                                : c.family == 5 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstClusterTile + 2, 3, c.g128)
+                                : c.family == 5 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::w4a8_tile("wg256x32c"), 3, c.g128)
                                 : c.family == 6 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstMcTile, 3, c.g128)
                                 : c.family >= 7 ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::kW4A8FirstGemvTile + c.family - 7, 1, c.g128)
                                                 : cuda::plan_w4a8(ctx.info(), dw, c.m);
@@ -559,7 +560,7 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   // Stream-K: one CTA per SM while the problem has that many stages, the
   // pieces' workspace [ctas][2][tile] after the counters; the persistent
   // W4 tiles only.
-  const int wg128x256 = cuda::kW4A8FirstWgmmaTile + 5;
+  constexpr int wg128x256 = cuda::w4a8_tile("wg128x256");
   const cuda::W4A8Plan sk = cuda::plan_w4a8(h200, 512, 6144, 4096, wg128x256, cuda::kW4A8StreamK, false);
   EXPECT_EQ(sk.splits, cuda::kW4A8StreamK);
   EXPECT_EQ(sk.ctas, 132);
@@ -643,8 +644,8 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, 8, 203, 448, cuda::kW4A8FirstGemvTile, 1, false).ctas, 13);
   EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, 1, 28672, 4096, cuda::kW4A8FirstGemvTile, 1, false).ctas, 396);  // 3 per SM
   EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 9, 4096, 4096, cuda::kW4A8FirstGemvTile, 1, true), Error);
-  EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, 9, 6144, 4096, cuda::kW4A8FirstGemvTile + 1, 1, true).ctas, 264);  // 2 per SM
-  EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 17, 4096, 4096, cuda::kW4A8FirstGemvTile + 1, 1, true), Error);
+  EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, 9, 6144, 4096, cuda::w4a8_tile("gemv16"), 1, true).ctas, 264);  // 2 per SM
+  EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 17, 4096, 4096, cuda::w4a8_tile("gemv16"), 1, true), Error);
 }
 
 // QSERVE_W4A8_PLANS: the parser (the environment is read once per process,
