@@ -102,8 +102,6 @@ def split_of(text):
     return STREAM_K if text == STREAM_K else int(text)
 
 
-
-
 def reproducible(k, splits):
     if splits == STREAM_K:
         return True
