@@ -17,11 +17,12 @@
 // over the graph's launches).
 //
 // --interleave N: after a row's timings, cuBLASLt INT8 (its chosen candidate)
-// and the two shipped plans are timed again in turn, N rounds, and the
-// median of each is reported beside the row's single timings ("interleaved"
-// line, JSON interleaved_*): the row times cuBLASLt first and our kernels
-// after the mma.sync family's, and on a board near its power limit the place
-// in that order moves a large-m timing by several percent.
+// and the two shipped plans are timed again in turn, N rounds, the order
+// rotated by one each round (since 2026-12-03; before, cuBLASLt first in every
+// round), and the median of each is reported beside the row's single timings
+// ("interleaved" line, JSON interleaved_*): the row times cuBLASLt first and
+// our kernels after the mma.sync family's, and on a board near its power limit
+// the place in that order moves a large-m timing by several percent.
 //
 // --neighbor-us US: before every timed launch (ours and cuBLASLt's) a kernel
 // that holds every SM for US microseconds (neighbor_kernel.h), its own time
@@ -453,13 +454,28 @@ int run(int argc, char** argv) {
         // Each timing above ran once, in its place in the row (cuBLASLt
         // first); here the baseline and the shipped plans take turns, so that
         // neither sits in a better place of the board's power and clock state.
+        // The order rotates by one each round (int8 pc g128, pc g128 int8,
+        // g128 int8 pc, ...): at large m a timing right after another long
+        // GEMM inherits the power limiter's state, and a fixed order put our
+        // per-channel plan after cuBLASLt every round (round 24 of
+        // bench/results/2026-12-03-gemm-h200-r24.md). N a multiple of 3 gives
+        // each kernel each place equally often.
         std::vector<double> i8, pc, g;
         for (int rep = 0; rep < interleave; ++rep) {
-          i8.push_back(timer.time(copies, [&](int c) {
-            blas.gemm_s8(x8.as<int8_t>(), w8[c].as<int8_t>(), y32.as<int32_t>(), m, n, k, stream);
-          }));
-          pc.push_back(time_w4(dp, r.pcs_tile, r.pcs_splits, nullptr));
-          g.push_back(time_w4(dg, r.gs_tile, r.gs_splits, nullptr));
+          for (int slot = 0; slot < 3; ++slot) {
+            switch ((rep + slot) % 3) {
+              case 0:
+                i8.push_back(timer.time(copies, [&](int c) {
+                  blas.gemm_s8(x8.as<int8_t>(), w8[c].as<int8_t>(), y32.as<int32_t>(), m, n, k, stream);
+                }));
+                break;
+              case 1:
+                pc.push_back(time_w4(dp, r.pcs_tile, r.pcs_splits, nullptr));
+                break;
+              default:
+                g.push_back(time_w4(dg, r.gs_tile, r.gs_splits, nullptr));
+            }
+          }
         }
         auto median = [](std::vector<double> v) {
           std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
