@@ -9,7 +9,7 @@
 //   bench_gemm [--quick] [--sweep] [--sweep-tiles NAME,...] [--sweep-splits 1,2,...] [--hot] [--no-pd]
 //              [--g128-s8-only] [--graph-us US]
 //              [--json FILE] [--md FILE] [--m 1,16,...] [--shapes NAME,...] [--shape N,K ...]
-//              [--neighbor-us US] [--interleave N] [--host-paced]
+//              [--neighbor-us US] [--interleave N] [--soak-ms MS] [--host-paced]
 //
 // Each replay is queued behind a held GPU (gpu_hold.h), so that the graph's
 // launch latency is not in its time; --host-paced times as before
@@ -23,6 +23,12 @@
 // ("interleaved" line, JSON interleaved_*): the row times cuBLASLt first and
 // our kernels after the mma.sync family's, and on a board near its power limit
 // the place in that order moves a large-m timing by several percent.
+//
+// --soak-ms MS: after a row's timings, cuBLASLt INT8 and the two shipped
+// plans each run alone for MS milliseconds of back-to-back graph replays
+// (after 2 s idle each), printing the wall-clock span and the time per launch
+// at the start and at the end (JSON soak_*: the end): matched with power and
+// clock samples, what each sustains under the board's 700 W limit.
 //
 // --neighbor-us US: before every timed launch (ours and cuBLASLt's) a kernel
 // that holds every SM for US microseconds (neighbor_kernel.h), its own time
@@ -61,6 +67,7 @@
 // pass), g128, each with the cost model's split-K: "g128 pd" columns.
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -167,6 +174,86 @@ struct Timer {
     std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
     return us[us.size() / 2];
   }
+  // --soak-ms: fn's graph replayed back to back for about `ms` milliseconds
+  // (all replays queued at once, so the GPU never idles), microseconds per
+  // launch at the start (median of the first tenth of the replays) and at the
+  // end (median of the last third), where the board's power limiter has
+  // settled. Prints the wall-clock span, to be matched with power samples.
+  struct Soak {
+    double first_us = 0, last_us = 0;
+    int replays = 0;
+  };
+  Soak soak(int copies, const std::function<void(int)>& fn, double ms, const char* label) const {
+    fn(0);
+    const double est_us = std::max(1.0, chain_estimate_us(copies, fn));
+    const int launches = static_cast<int>(std::clamp(graph_us / est_us, 4.0, 64.0));
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    QS_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < launches; ++i) fn(hot ? 0 : i % copies);
+    QS_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+    QS_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    QS_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    QS_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const int replays = std::max(10, static_cast<int>(ms * 1000.0 / (launches * est_us)));
+    std::vector<cudaEvent_t> ev(replays + 1);
+    for (auto& e : ev) QS_CUDA_CHECK(cudaEventCreate(&e));
+    const std::string start = wall_clock();
+    QS_CUDA_CHECK(cudaEventRecord(ev[0], stream));
+    for (int r = 0; r < replays; ++r) {
+      QS_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+      QS_CUDA_CHECK(cudaEventRecord(ev[r + 1], stream));
+    }
+    QS_CUDA_CHECK(cudaEventSynchronize(ev[replays]));
+    const std::string end = wall_clock();
+    std::vector<double> us(replays);
+    for (int r = 0; r < replays; ++r) {
+      float t = 0;
+      QS_CUDA_CHECK(cudaEventElapsedTime(&t, ev[r], ev[r + 1]));
+      us[r] = t * 1000.0 / launches;
+    }
+    for (auto& e : ev) cudaEventDestroy(e);
+    QS_CUDA_CHECK(cudaGraphExecDestroy(exec));
+    QS_CUDA_CHECK(cudaGraphDestroy(graph));
+    auto median = [](std::vector<double> v) {
+      std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+      return v[v.size() / 2];
+    };
+    Soak s;
+    s.replays = replays;
+    s.first_us = median(std::vector<double>(us.begin(), us.begin() + std::max(1, replays / 10)));
+    s.last_us = median(std::vector<double>(us.end() - std::max(1, replays / 3), us.end()));
+    std::printf("  soak %-5s %s .. %s  %d replays x %d launches: %.1f us at the start, %.1f us at the end\n", label,
+                start.c_str(), end.c_str(), replays, launches, s.first_us, s.last_us);
+    return s;
+  }
+  double chain_estimate_us(int copies, const std::function<void(int)>& fn) const {
+    cudaEvent_t a, b;
+    QS_CUDA_CHECK(cudaEventCreate(&a));
+    QS_CUDA_CHECK(cudaEventCreate(&b));
+    QS_CUDA_CHECK(cudaEventRecord(a, stream));
+    for (int i = 0; i < 3; ++i) fn(hot ? 0 : i % copies);
+    QS_CUDA_CHECK(cudaEventRecord(b, stream));
+    QS_CUDA_CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    QS_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return ms * 1000.0 / 3;
+  }
+  // "YYYY/MM/DD HH:MM:SS.mmm" (UTC), nvidia-smi's timestamp form.
+  static std::string wall_clock() {
+    const auto now = std::chrono::system_clock::now();
+    const std::time_t t = std::chrono::system_clock::to_time_t(now);
+    const int msec =
+        static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%04d/%02d/%02d %02d:%02d:%02d.%03d", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                  tm.tm_hour, tm.tm_min, tm.tm_sec, msec);
+    return buf;
+  }
 };
 
 struct Row {
@@ -184,6 +271,8 @@ struct Row {
   // --interleave N: cuBLASLt INT8 and the two shipped plans timed again, in
   // turn, N times; the median of each (0: not run).
   double int8_il_us = 0, pc_il_us = 0, g_il_us = 0;
+  // --soak-ms: the same three, each alone for the given time, per launch at the end (0: not run).
+  double int8_soak_us = 0, pc_soak_us = 0, g_soak_us = 0;
   double pc_bytes = 0, g_bytes = 0, int8_bytes = 0, fp16_bytes = 0;
   // INT8-weight tiles (0: not run): per tile, W4 with the pass, W8A8 fused.
   double g_s8_us[4] = {}, pc_s8_us[4] = {}, w8_s8_us[4] = {};
@@ -213,6 +302,7 @@ int run(int argc, char** argv) {
   double graph_us = 2000.0;
   double neighbor_us = 0;  // --neighbor-us
   int interleave = 0;      // --interleave
+  double soak_ms = 0;      // --soak-ms
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -256,6 +346,7 @@ int run(int argc, char** argv) {
     else if (a == "--graph-us") graph_us = std::stod(next());
     else if (a == "--neighbor-us") neighbor_us = std::stod(next());
     else if (a == "--interleave") interleave = std::stoi(next());
+    else if (a == "--soak-ms") soak_ms = std::stod(next());
     else if (a == "--host-paced") bench::queued_timing = false;
     else if (a == "--quick") ms = {1, 16, 64, 256, 1024, 4096};
     else {
@@ -400,7 +491,7 @@ int run(int argc, char** argv) {
       // no_pdl: launch without programmatic dependent launch (each launch then
       // waits for the previous one to finish, as cuBLASLt's do).
       auto time_w4 = [&](std::vector<cuda::W4A8DeviceWeights>& dw, int tile, int splits, cuda::W4A8Plan* out,
-                         int family = 0, bool no_pdl = false) {
+                         int family = 0, bool no_pdl = false, const char* soak_label = nullptr) {
         const bool g = dw[0].kind == cuda::W4A8Kind::kG128;
         cuda::W4A8Plan plan =
             family == 1   ? cuda::plan_w4a8_mma(dev, m, n, k, tile, splits, g)
@@ -417,7 +508,9 @@ int run(int argc, char** argv) {
         args.m = m;
         args.y = y16.as<__half>();
         if (out) *out = plan;
-        return timer.time(copies, [&](int c) { cuda::gemm_w4a8(dw[c], args, plan, ws.data(), stream); });
+        const auto launch = [&](int c) { cuda::gemm_w4a8(dw[c], args, plan, ws.data(), stream); };
+        if (soak_label) return timer.soak(copies, launch, soak_ms, soak_label).last_us;
+        return timer.time(copies, launch);
       };
       cuda::W4A8Plan pp, pg, ppw, pgw;
       r.pc_us = time_w4(dp, -1, 0, &pp, 1);
@@ -486,6 +579,23 @@ int run(int argc, char** argv) {
                     "x%.2f int8\n",
                     sh.model, sh.layer, static_cast<long long>(m), interleave, r.int8_il_us, r.pc_il_us,
                     r.int8_il_us / r.pc_il_us, r.g_il_us, r.int8_il_us / r.g_il_us);
+      }
+      if (soak_ms > 0) {
+        // --soak-ms MS: cuBLASLt INT8 and the two shipped plans, each alone
+        // for MS after 2 s idle, to be matched with power and clock samples
+        // (nvidia-smi --query-gpu=timestamp,power.draw,clocks.sm -lms 100):
+        // what each sustains under the board's power limit.
+        std::printf("%-9s %-7s m=%-5lld   soak (%.0f ms each, after 2 s idle):\n", sh.model, sh.layer,
+                    static_cast<long long>(m), soak_ms);
+        const auto idle = [] { std::this_thread::sleep_for(std::chrono::seconds(2)); };
+        idle();
+        r.int8_soak_us = timer.soak(copies, [&](int c) {
+          blas.gemm_s8(x8.as<int8_t>(), w8[c].as<int8_t>(), y32.as<int32_t>(), m, n, k, stream);
+        }, soak_ms, "int8").last_us;
+        idle();
+        r.pc_soak_us = time_w4(dp, r.pcs_tile, r.pcs_splits, nullptr, 0, false, "pc");
+        idle();
+        r.g_soak_us = time_w4(dg, r.gs_tile, r.gs_splits, nullptr, 0, false, "g128");
       }
       if (wgmma && cuda::s8_wgmma_supported(dev, k)) {
         cuda::DeviceBuffer w8s(static_cast<size_t>(n) * k), sw(n * 4);
@@ -655,7 +765,8 @@ int run(int argc, char** argv) {
         "\"pd_splits\": [%d, %d, %d], \"pd_g128_us\": [%.2f, %.2f, %.2f], "
         "\"cublaslt_int8_candidate\": \"%d of %d\", \"cublaslt_fp16_candidate\": \"%d of %d\", "
         "\"neighbor_us\": %.1f, \"interleaved_reps\": %d, \"interleaved_int8_us\": %.2f, "
-        "\"interleaved_per_channel_us\": %.2f, \"interleaved_g128_us\": %.2f}%s\n",
+        "\"interleaved_per_channel_us\": %.2f, \"interleaved_g128_us\": %.2f, \"soak_ms\": %.0f, "
+        "\"soak_int8_us\": %.2f, \"soak_per_channel_us\": %.2f, \"soak_g128_us\": %.2f}%s\n",
         r.model.c_str(), r.layer.c_str(), (long long)r.m, (long long)r.n, (long long)r.k, r.int8_us, r.fp16_us, r.pc_us,
         r.g128_us, cuda::w4a8_plan_name(r.pc_tile, r.pc_splits).c_str(),
         cuda::w4a8_plan_name(r.g_tile, r.g_splits).c_str(), r.pc_wg_us, r.g_wg_us,
@@ -667,8 +778,8 @@ int run(int argc, char** argv) {
         r.pc_s8_us[0], r.pc_s8_us[1], r.pc_s8_us[2], r.pc_s8_us[3], r.w8_s8_us[0], r.w8_s8_us[1], r.w8_s8_us[2],
         r.w8_s8_us[3], r.g_pass_us, r.pc_pass_us, r.w8a8_lt_us, r.pd_splits[0], r.pd_splits[1], r.pd_splits[2],
         r.g_pd_us[0], r.g_pd_us[1], r.g_pd_us[2], r.int8_candidate, r.int8_candidates, r.fp16_candidate,
-        r.fp16_candidates, neighbor_us, interleave, r.int8_il_us, r.pc_il_us, r.g_il_us,
-        i + 1 < rows.size() ? "," : "");
+        r.fp16_candidates, neighbor_us, interleave, r.int8_il_us, r.pc_il_us, r.g_il_us, soak_ms, r.int8_soak_us,
+        r.pc_soak_us, r.g_soak_us, i + 1 < rows.size() ? "," : "");
     js << buf;
   }
   js << "]\n";
