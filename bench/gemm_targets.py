@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
 """Target verdicts of the W4A8 GEMM issues from a `bench_gemm --json` file.
 
-Usage: bench/gemm_targets.py GEMM.json [--column shipped|no_pdl|policy]
+Usage: bench/gemm_targets.py GEMM.json [--column shipped|no_pdl|policy|interleaved|soak]
 
 Columns: `shipped` = the top-level plan as launched by that binary,
 `no_pdl` = the same plan without programmatic dependent launch, `policy` =
 the wgmma plans with PDL and the mma.sync plans without (what the engine
 launches from commit of round 3 on; a row whose plan the measured table
-moved to the wgmma family takes the wgmma column). Ratios are cuBLASLt INT8
-time / our time, from the same run.
+moved to the wgmma family takes the wgmma column), `interleaved` = the
+shipped plans' medians of `bench_gemm --interleave` against cuBLASLt's in
+the same rounds, `soak` = each kernel alone at the board's power cap
+(`bench_gemm --soak-ms`, the time at the end of its soak). Ratios are
+cuBLASLt INT8 time / our time, from the same run (for `interleaved` and
+`soak` cuBLASLt's time of the same kind); rows without the column's
+timings (0 or absent) are left out.
 """
 import json
 import statistics
@@ -31,7 +36,20 @@ TARGETS = [  # (issue, kind, label, predicate on m, target)
 MOVED_TO_WGMMA = {("70b", "down", 16, "per_channel"), ("70b", "down", 32, "per_channel")}
 
 
+def baseline_of(row, column):
+    """cuBLASLt INT8's time for the column's kind of timing."""
+    if column == "interleaved":
+        return row.get("interleaved_int8_us", 0)
+    if column == "soak":
+        return row.get("soak_int8_us", 0)
+    return row["cublaslt_int8_us"]
+
+
 def time_of(row, kind, column):
+    if column == "interleaved":
+        return row.get(f"interleaved_{kind}_us", 0)
+    if column == "soak":
+        return row.get(f"soak_{kind}_us", 0)
     if column == "shipped":
         return row[f"shipped_{kind}_us"]
     if column == "no_pdl":
@@ -49,8 +67,8 @@ def main():
     print(f"| issue | kind | m | target | {column}: min / median / max | rows met | verdict | worst row |")
     print("|---|---|---|---|---|---|---|---|")
     for issue, kind, label, pred, target in TARGETS:
-        sel = [r for r in rows if pred(r["m"])]
-        ratios = [(r["cublaslt_int8_us"] / time_of(r, kind, column), r) for r in sel]
+        sel = [r for r in rows if pred(r["m"]) and time_of(r, kind, column) and baseline_of(r, column)]
+        ratios = [(baseline_of(r, column) / time_of(r, kind, column), r) for r in sel]
         if not ratios:
             continue
         vals = [x for x, _ in ratios]
