@@ -67,10 +67,10 @@
 // pass), g128, each with the cost model's split-K: "g128 pd" columns.
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <fstream>
 #include <functional>
