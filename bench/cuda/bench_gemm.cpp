@@ -135,44 +135,69 @@ struct Timer {
            }) -
            neighbor_us;
   }
-  double chain(int copies, const std::function<void(int)>& fn) const {
-    fn(0);  // first call outside the graph (tuning, lazy setup)
+  // fn's launches captured as one graph: `launches` back-to-back calls over
+  // the weight copies (launches sized from est_us so that a replay is ~graph_us).
+  struct Graph {
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    int launches = 0;
+    Graph() = default;
+    Graph(const Graph&) = delete;
+    Graph& operator=(const Graph&) = delete;
+    ~Graph() {
+      if (exec) cudaGraphExecDestroy(exec);
+      if (graph) cudaGraphDestroy(graph);
+    }
+  };
+  void capture(Graph& g, int copies, const std::function<void(int)>& fn, double est_us) const {
+    g.launches = static_cast<int>(std::clamp(graph_us / est_us, 4.0, 64.0));
+    QS_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < g.launches; ++i) fn(hot ? 0 : i % copies);
+    QS_CUDA_CHECK(cudaStreamEndCapture(stream, &g.graph));
+    QS_CUDA_CHECK(cudaGraphInstantiate(&g.exec, g.graph, 0));
+  }
+  // Microseconds of one launch of fn, from three back-to-back ones (at least 1).
+  double estimate_us(int copies, const std::function<void(int)>& fn) const {
     cudaEvent_t a, b;
     QS_CUDA_CHECK(cudaEventCreate(&a));
     QS_CUDA_CHECK(cudaEventCreate(&b));
-    // Estimate one launch to size the graph (~2 ms of work per replay).
     QS_CUDA_CHECK(cudaEventRecord(a, stream));
     for (int i = 0; i < 3; ++i) fn(hot ? 0 : i % copies);
     QS_CUDA_CHECK(cudaEventRecord(b, stream));
     QS_CUDA_CHECK(cudaEventSynchronize(b));
     float ms = 0;
     QS_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-    const double est_us = std::max(1.0, ms * 1000.0 / 3);
-    const int launches = static_cast<int>(std::clamp(graph_us / est_us, 4.0, 64.0));
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    QS_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    for (int i = 0; i < launches; ++i) fn(hot ? 0 : i % copies);
-    QS_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-    QS_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    for (int i = 0; i < 2; ++i) QS_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return std::max(1.0, ms * 1000.0 / 3);
+  }
+  static double median(std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+  }
+  double chain(int copies, const std::function<void(int)>& fn) const {
+    fn(0);  // first call outside the graph (tuning, lazy setup)
+    Graph g;
+    capture(g, copies, fn, estimate_us(copies, fn));  // ~2 ms of work per replay
+    for (int i = 0; i < 2; ++i) QS_CUDA_CHECK(cudaGraphLaunch(g.exec, stream));
+    cudaEvent_t a, b;
+    QS_CUDA_CHECK(cudaEventCreate(&a));
+    QS_CUDA_CHECK(cudaEventCreate(&b));
     std::vector<double> us;
     for (int r = 0; r < 9; ++r) {
       bench::hold_gpu(stream);  // the replay is queued before the GPU starts it (gpu_hold.h)
       QS_CUDA_CHECK(cudaEventRecord(a, stream));
-      QS_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+      QS_CUDA_CHECK(cudaGraphLaunch(g.exec, stream));
       QS_CUDA_CHECK(cudaEventRecord(b, stream));
       bench::release_gpu();
       QS_CUDA_CHECK(cudaEventSynchronize(b));
+      float ms = 0;
       QS_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-      us.push_back(ms * 1000.0 / launches);
+      us.push_back(ms * 1000.0 / g.launches);
     }
-    QS_CUDA_CHECK(cudaGraphExecDestroy(exec));
-    QS_CUDA_CHECK(cudaGraphDestroy(graph));
     cudaEventDestroy(a);
     cudaEventDestroy(b);
-    std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
-    return us[us.size() / 2];
+    return median(us);
   }
   // --soak-ms: fn's graph replayed back to back for about `ms` milliseconds
   // (all replays queued at once, so the GPU never idles), microseconds per
@@ -185,23 +210,18 @@ struct Timer {
   };
   Soak soak(int copies, const std::function<void(int)>& fn, double ms, const char* label) const {
     fn(0);
-    const double est_us = std::max(1.0, chain_estimate_us(copies, fn));
-    const int launches = static_cast<int>(std::clamp(graph_us / est_us, 4.0, 64.0));
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    QS_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    for (int i = 0; i < launches; ++i) fn(hot ? 0 : i % copies);
-    QS_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-    QS_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    QS_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    const double est_us = estimate_us(copies, fn);
+    Graph g;
+    capture(g, copies, fn, est_us);
+    QS_CUDA_CHECK(cudaGraphLaunch(g.exec, stream));
     QS_CUDA_CHECK(cudaStreamSynchronize(stream));
-    const int replays = std::max(10, static_cast<int>(ms * 1000.0 / (launches * est_us)));
+    const int replays = std::max(10, static_cast<int>(ms * 1000.0 / (g.launches * est_us)));
     std::vector<cudaEvent_t> ev(replays + 1);
     for (auto& e : ev) QS_CUDA_CHECK(cudaEventCreate(&e));
     const std::string start = wall_clock();
     QS_CUDA_CHECK(cudaEventRecord(ev[0], stream));
     for (int r = 0; r < replays; ++r) {
-      QS_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+      QS_CUDA_CHECK(cudaGraphLaunch(g.exec, stream));
       QS_CUDA_CHECK(cudaEventRecord(ev[r + 1], stream));
     }
     QS_CUDA_CHECK(cudaEventSynchronize(ev[replays]));
@@ -210,36 +230,16 @@ struct Timer {
     for (int r = 0; r < replays; ++r) {
       float t = 0;
       QS_CUDA_CHECK(cudaEventElapsedTime(&t, ev[r], ev[r + 1]));
-      us[r] = t * 1000.0 / launches;
+      us[r] = t * 1000.0 / g.launches;
     }
     for (auto& e : ev) cudaEventDestroy(e);
-    QS_CUDA_CHECK(cudaGraphExecDestroy(exec));
-    QS_CUDA_CHECK(cudaGraphDestroy(graph));
-    auto median = [](std::vector<double> v) {
-      std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-      return v[v.size() / 2];
-    };
     Soak s;
     s.replays = replays;
     s.first_us = median(std::vector<double>(us.begin(), us.begin() + std::max(1, replays / 10)));
     s.last_us = median(std::vector<double>(us.end() - std::max(1, replays / 3), us.end()));
     std::printf("  soak %-5s %s .. %s  %d replays x %d launches: %.1f us at the start, %.1f us at the end\n", label,
-                start.c_str(), end.c_str(), replays, launches, s.first_us, s.last_us);
+                start.c_str(), end.c_str(), replays, g.launches, s.first_us, s.last_us);
     return s;
-  }
-  double chain_estimate_us(int copies, const std::function<void(int)>& fn) const {
-    cudaEvent_t a, b;
-    QS_CUDA_CHECK(cudaEventCreate(&a));
-    QS_CUDA_CHECK(cudaEventCreate(&b));
-    QS_CUDA_CHECK(cudaEventRecord(a, stream));
-    for (int i = 0; i < 3; ++i) fn(hot ? 0 : i % copies);
-    QS_CUDA_CHECK(cudaEventRecord(b, stream));
-    QS_CUDA_CHECK(cudaEventSynchronize(b));
-    float ms = 0;
-    QS_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    return ms * 1000.0 / 3;
   }
   // "YYYY/MM/DD HH:MM:SS.mmm" (UTC), nvidia-smi's timestamp form.
   static std::string wall_clock() {
@@ -570,11 +570,7 @@ int run(int argc, char** argv) {
             }
           }
         }
-        auto median = [](std::vector<double> v) {
-          std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-          return v[v.size() / 2];
-        };
-        r.int8_il_us = median(i8), r.pc_il_us = median(pc), r.g_il_us = median(g);
+        r.int8_il_us = Timer::median(i8), r.pc_il_us = Timer::median(pc), r.g_il_us = Timer::median(g);
         std::printf("%-9s %-7s m=%-5lld   interleaved x%d: int8 %8.1f us | pc %8.1f us x%.2f int8 | g128 %8.1f us "
                     "x%.2f int8\n",
                     sh.model, sh.layer, static_cast<long long>(m), interleave, r.int8_il_us, r.pc_il_us,
