@@ -148,6 +148,13 @@ std::vector<Case> all_cases() {
       for (int64_t m : {2, 129}) cases.push_back({g, m, 203, 448, tile, 2, true});
       cases.push_back({g, 45, 1410, 2880, tile, 7, true});
     }
+  // The 128 x 128 cluster tile at m = 256 on a real layer (2 and 4 splits, its
+  // table's use) and with rows past m.
+  for (bool g : {false, true})
+    for (int splits : {2, 4}) {
+      cases.push_back({g, 256, 4096, 4096, cuda::w4a8_tile("wg128x128c-k256"), splits, true});
+      cases.push_back({g, 200, 4096, 14336, cuda::w4a8_tile("wg128x128c-k256"), splits, true});
+    }
   // The deep-stage tiles: a split of 3 blocks (k = 384, one split: a partial
   // first stage), and splits ending inside a stage (k = 14336 in 5 splits of
   // 23 blocks; k = 2944 in 6 splits of 4, 4, 4, 4, 4, 3 blocks) above.
@@ -700,15 +707,18 @@ TEST(GemmW4A8Planner, MeasuredPlans) {
       for (bool g : {false, true}) {
         SCOPED_TRACE("n " + std::to_string(n) + " k " + std::to_string(k) + " m " + std::to_string(m));
         // m of the same bucket gets the plan measured at its top, except above
-        // m = 128 where that plan's token tile (not a cluster tile's) would pad
-        // m's token blocks by over 20% more (then the rule plans).
+        // m = 128 where that plan's token tile (not a cluster tile's of up to 64
+        // tokens) would pad m's token blocks by over 20% more (then the rule plans).
+        const auto small_cluster = [](int tile) {
+          return cuda::w4a8_tile_is_cluster(tile) && cuda::w4a8_tile_tokens(tile) <= 64;
+        };
         const int64_t top = m <= 8 ? 1 : m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : m <= 128 ? 128 : m <= 256 ? 256 : 512;
         const auto top_entry = cuda::measured_w4a8_plan(top, n, k, g);
         ASSERT_TRUE(top_entry);
         const int64_t bm = cuda::w4a8_tile_tokens(top_entry->tile);
         const auto padded = [bm](int64_t t) { return static_cast<double>((t + bm - 1) / bm * bm) / t; };
         const auto entry = cuda::measured_w4a8_plan(m, n, k, g);
-        if (m > 128 && !cuda::w4a8_tile_is_cluster(top_entry->tile) && padded(m) > 1.2 * padded(top)) {
+        if (m > 128 && !small_cluster(top_entry->tile) && padded(m) > 1.2 * padded(top)) {
           EXPECT_FALSE(entry) << cuda::w4a8_tile_name(top_entry->tile);
           continue;
         }
@@ -722,8 +732,8 @@ TEST(GemmW4A8Planner, MeasuredPlans) {
           continue;
         }
         // Below the bucket's top the rule's 160-224-token tiles take over a
-        // (non-cluster) entry.
-        if (m > 128 && m != top && !cuda::w4a8_tile_is_cluster(entry->tile) && p.tile >= cuda::kW4A8FirstMidTile &&
+        // entry (not a cluster tile's of up to 64 tokens).
+        if (m > 128 && m != top && !small_cluster(entry->tile) && p.tile >= cuda::kW4A8FirstMidTile &&
             p.tile < cuda::kW4A8EndMidTile) {
           EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, m, n, k, -1, 0, g).tile, p.tile);
           continue;

@@ -56,7 +56,7 @@ W4A8DeviceWeights upload_w4a8(const quant::W4G128Weights& w);
 W4A8DeviceWeights upload_w4a8(const quant::W4PerChannelWeights& w);
 
 inline constexpr int kW4A8FirstWgmmaTile = 6;  // mma.sync tiles 0..5 (any sm_80+ device)
-inline constexpr int kW4A8TileCount = 55;       // wgmma tiles 6..47, the decode tiles 48..54 (sm_90 only)
+inline constexpr int kW4A8TileCount = 56;       // wgmma tiles 6..48, the decode tiles 49..55 (sm_90 only)
 // Tiles 16..19: INT8-weight wgmma tiles, run after a pass that dequantizes
 // the W4 weights into an INT8 copy in the workspace (docs/gemm-hopper.md).
 inline constexpr int kW4A8FirstS8Tile = 16;
@@ -64,30 +64,31 @@ inline constexpr int kW4A8FirstS8Tile = 16;
 // dequantizes the W4 weights into shared memory itself (no pass, no copy).
 // Not in the planner: 0.36-0.50x of cuBLASLt INT8 (docs/gemm-hopper.md).
 inline constexpr int kW4A8FirstPdTile = 20;
-// Tiles 23..42: the W4 wgmma kernel with split-K across the CTAs of a thread
+// Tiles 23..43: the W4 wgmma kernel with split-K across the CTAs of a thread
 // block cluster (partial tiles summed through distributed shared memory; no
 // workspace), at most 8 splits (the cluster size); one CTA per work unit.
 inline constexpr int kW4A8FirstClusterTile = 23;
-// Tiles 31..42 (cluster tiles): deep stages, 256 or 512 k per pipeline stage
+// Tiles 31..43 (cluster tiles): deep stages, 256 or 512 k per pipeline stage
 // (fewer, larger copies). Tiles 40..42 (round 23): the 128 x 32 cluster tile
 // (256- and 512-deep, and 256-deep at two CTAs per SM), between 128 x 16 and
-// 128 x 64; the ids of the tiles after them moved up by 3 in that round.
+// 128 x 64; the ids of the tiles after them moved up by 3 in that round. Tile
+// 43 (round 25): 128 x 128, 256-deep (the ids after it moved up by one).
 inline constexpr int kW4A8FirstDeepTile = 31;
-inline constexpr int kW4A8EndClusterTile = 43;
-// Tiles 43..46: persistent W4 tiles of 128 channels x 160 / 192 / 208 / 224
+inline constexpr int kW4A8EndClusterTile = 44;
+// Tiles 44..47: persistent W4 tiles of 128 channels x 160 / 192 / 208 / 224
 // tokens (wg128x160 .. wg128x224), between wg128x128 and wg128x256: at mid m
 // they often need fewer waves of output tiles over the SMs.
-inline constexpr int kW4A8FirstMidTile = 43, kW4A8EndMidTile = 47;
-// Tile 47: the multicast pair of wg128x256 (wg128x256mc): two CTAs of a
+inline constexpr int kW4A8FirstMidTile = 44, kW4A8EndMidTile = 48;
+// Tile 48: the multicast pair of wg128x256 (wg128x256mc): two CTAs of a
 // cluster compute neighbouring channel blocks of the same tokens, each
 // loading half of a stage's activations into both (half the activation
 // traffic from L2). Planned for the largest problems only (gemm_w4a8_wgmma.cpp).
-inline constexpr int kW4A8FirstMcTile = 47;
-// Tiles 48..54: the decode kernels for m <= 8 / 16 / 8 / 16 / 8 / 16 / 32
+inline constexpr int kW4A8FirstMcTile = 48;
+// Tiles 49..55: the decode kernels for m <= 8 / 16 / 8 / 16 / 8 / 16 / 32
 // (gemv8, gemv16, gemv8d, gemv16d, gemv8r, gemv16r, gemv32r; gemm_w4a8_gemv.h):
 // 16-channel tiles, weights loaded straight into registers by every SM,
 // mma.sync; no split-K (splits 1), no workspace.
-inline constexpr int kW4A8FirstGemvTile = 48;
+inline constexpr int kW4A8FirstGemvTile = 49;
 inline bool w4a8_tile_is_gemv(int tile) { return tile >= kW4A8FirstGemvTile && tile < kW4A8TileCount; }
 static_assert(kW4A8TileCount - kW4A8FirstGemvTile == w4a8::gemv::kKernelCount);
 // The decode kernel of a decode tile, and the tile of a decode kernel.

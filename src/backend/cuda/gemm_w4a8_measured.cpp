@@ -113,7 +113,7 @@ constexpr Entry kTable[] = {
     {4096, 4096, 32, P("wg128x32c-k256/3"), P("gemv32r/1")},  // pc wg128x32c-k256/3 6.9, 7.9 after a neighbor (r23; was wg256x32c/4 7.2, 8.5); g128 gemv32r 7.4 (r18; was wg256x32c-k256/4 8.5, r8)
     {4096, 4096, 64, P("wg128x64c/2"), P("wg128x64c/2")},  // pc wg128x64c/2 7.8; g128 wg128x64c/2 8.7
     {4096, 4096, 128, P("wg128x64c-k256/2"), P("wg128x64c-k256/2")},  // pc wg128x64c-k256/2 9.9 (r8); g128 wg128x64c-k256/2 10.9 (r8)
-    {4096, 4096, 256, P("wg128x128/2"), P("wg128x128/2")},  // pc wg128x128/2 12.9; g128 wg128x128/2 13.6 (r17; were wg256x32/1 14.0, wg128x128/1 15.1)
+    {4096, 4096, 256, P("wg128x128c-k256/2"), P("wg128x128c-k256/2")},  // r25: pc 12.7 / 13.3 after a neighbor, g128 12.7 / 13.2 (were wg128x128/2 13.0 / 14.2, 13.1 / 14.3; r17: wg256x32/1 14.0, wg128x128/1 15.1)
     {4096, 4096, 512, P("wg128x128/1"), P("wg128x128/1")},  // pc wg128x128/1 15.9; g128 wg128x128/1 17.5 (round K; pass + s8 20.9)
     {6144, 4096, 1, P("wg256x8a2c-k256/4"), P("wg256x8/4")},  // pc wg256x8a2c-k256/4 6.9 (r8); g128 wg256x8/4 8.2
     {6144, 4096, 16, P("wg128x16c/4"), P("gemv16r/1")},  // pc wg128x16c/4 7.0, 8.8 after a neighbor (r22, two CTAs per SM; was wg256x16/4 7.2, 9.8); g128 gemv16r 7.0 (r18; was wg256x16a2c-k256/4 8.7, r8)
@@ -148,14 +148,14 @@ constexpr Entry kTable[] = {
     {4096, 11008, 32, P("wg128x32c-k512/3"), P("wg256x32c-k256/6")},  // pc wg128x32c-k512/3 11.1, 12.2 (r23; was wg256x32c-k256/4 11.4, 13.2); g128 wg256x32c-k256/6 14.1 (r8)
     {4096, 11008, 64, P("wg128x64c-k256/3"), P("wg128x64c-k256/3")},  // pc wg128x64c-k256/3 12.7 (r8); g128 wg128x64c-k256/3 14.8 (r8)
     {4096, 11008, 128, P("wg128x64c-k256/2"), P("wg128x128/4")},  // pc wg128x64c-k256/2 16.0; g128 wg128x128/4 17.6 (r17; was 19.4)
-    {4096, 11008, 256, P("wg128x128/2"), P("wg128x128/2")},  // pc wg128x128/2 21.9; g128 wg128x128/2 24.1 (r17; were wg256x64c/2 25.1, wg128x128/sk 27.8)
+    {4096, 11008, 256, P("wg128x128c-k256/2"), P("wg128x128/2")},  // r25: pc wg128x128c-k256/2 21.7 / 22.4 after a neighbor (was wg128x128/2 22.0 / 23.2); g128 wg128x128/2 22.4 (c-k256/2 only 2.5% after a neighbor) (r17; were wg256x64c/2 25.1, wg128x128/sk 27.8)
     {4096, 11008, 512, P("wg128x128/1"), P("wg128x128/1")},  // pc wg128x128/1 34.1; g128 wg128x128/1 39.1 (round K; pass + s8 49.0)
     {4096, 14336, 1, P("wg256x8a2c-k256/6"), P("wg256x8a2/6")},  // pc wg256x8a2c-k256/6 11.3 (r8); g128 wg256x8a2/6 13.9
     {4096, 14336, 16, P("wg128x16c/6"), P("wg256x16a2c-k256/6")},  // pc wg128x16c/6 11.5, 13.2 (r22; was wg256x16/6 11.3, 14.6); g128 wg256x16a2c-k256/6 13.2, 14.5 after a neighbor (r21; was wg256x16a2/6 12.8, 16.6)
     {4096, 14336, 32, P("wg256x32c/6"), P("wg256x32c-k256/6")},  // pc wg256x32c/6 13.0; g128 wg256x32c-k256/6 16.1 (r8)
     {4096, 14336, 64, P("wg128x64c-k256/3"), P("wg128x64c-k256/3")},  // pc wg128x64c-k256/3 14.9 (r8); g128 wg128x64c-k256/3 17.7 (r8)
     {4096, 14336, 128, P("wg128x64c-k256/2"), P("wg128x128/4")},  // pc wg128x64c-k256/2 19.3; g128 wg128x128/4 20.0 (r17; was 23.6)
-    {4096, 14336, 256, P("wg128x128/2"), P("wg128x128/2")},  // pc wg128x128/2 26.3; g128 wg128x128/2 29.1 (r17; were wg256x64c/2 30.1, wg128x128/sk 32.7)
+    {4096, 14336, 256, P("wg128x128c-k256/2"), P("wg128x128/2")},  // r25: pc wg128x128c-k256/2 26.0 / 26.7 after a neighbor (was wg128x128/2 26.4 / 27.8); g128 wg128x128/2 27.1 (c-k256/2 only 2.5% after a neighbor) (r17; were wg256x64c/2 30.1, wg128x128/sk 32.7)
     {4096, 14336, 512, P("wg128x128/1"), P("wg128x256/2")},  // pc wg128x128/1 41.8; g128 wg128x256/2 45.6 (r17; was wg128x128/1 52.2)
     {8192, 28672, 1, P("wg128x8c-k512/2"), P("wg128x16c-k512/2")},  // pc wg128x8c-k512/2 28.9 (r8); g128 wg128x16c-k512/2 36.1 (r8)
     {8192, 28672, 16, P("wg128x16c-k256/2"), P("wg128x16c-k512/2")},  // pc wg128x16c-k256/2 30.1 (r8); g128 wg128x16c-k512/2 32.1, 34.3 after a neighbor (r21; was wg256x16a2/4 35.5, 36.9)
@@ -263,8 +263,9 @@ std::optional<W4A8Choice> measured_w4a8_plan(int64_t m, int64_t n, int64_t k, bo
       // cluster, 64 tokens at most): their time follows the weight bytes
       // there, and the 256 x 64 entries of the down layers' bucket 256
       // measured fastest at m = 160-230 (round 5: at m = 200, 24.8 / 30.3 us
-      // against 29.3 / 34.9 for the rule's plan).
-      if (m > 128 && !w4a8_tile_is_cluster(c.tile)) {
+      // against 29.3 / 34.9 for the rule's plan). The 128 x 128 cluster tile
+      // (round 25) is a 128-token tile like the others and is checked.
+      if (m > 128 && !(w4a8_tile_is_cluster(c.tile) && w4a8_tile_tokens(c.tile) <= 64)) {
         const int64_t bm = w4a8_tile_tokens(c.tile);
         const auto padded = [bm](int64_t t) { return static_cast<double>((t + bm - 1) / bm * bm) / t; };
         if (padded(m) > 1.2 * padded(bucket)) return std::nullopt;

@@ -178,13 +178,15 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
     if (const auto& c = entry) {
       // Below its bucket's top (where it was measured, before the 160-224-token
       // tiles existed) a table entry above m = 128 gives way to the rule when the
-      // rule takes a 160-224-token tile; not the cluster tiles' entries, not
+      // rule takes a 160-224-token tile; not the cluster tiles' entries of up to
+      // 64 tokens (the 128 x 128 one, round 25, does), not
       // QSERVE_W4A8_PLANS. Over the m = 160-448 grids of rounds 3-6 of
       // bench/results/2026-11-30-gemm-h200-r11.md (four independent timing
       // runs, every plan timed) the plans then came within 0.1-1.3% of each
       // row's fastest (worst 1.03-1.19x), against 2.2-2.3% (worst 1.28x)
       // without this step.
-      if (!overridden && m > 128 && m != w4a8_m_bucket(m) && !w4a8_tile_is_cluster(c->tile)) {
+      if (!overridden && m > 128 && m != w4a8_m_bucket(m) &&
+          !(w4a8_tile_is_cluster(c->tile) && w4a8_tile_tokens(c->tile) <= 64)) {
         const W4A8Plan rule = plan_impl(dev, m, n, k, -1, 0, g128, path, false);
         if (rule.tile >= kW4A8FirstMidTile && rule.tile < kW4A8EndMidTile) return rule;
       }

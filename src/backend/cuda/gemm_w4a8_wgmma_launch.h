@@ -102,18 +102,18 @@ struct TileShape {
 };
 
 // Indices are the planner's tile ids minus kFirstTile (gemm_w4a8.h).
-inline constexpr int kTileCount = 42;
+inline constexpr int kTileCount = 43;
 inline constexpr int kFirstS8Tile = 10;       // tiles 10..13: INT8 weights (s8)
 inline constexpr int kFirstPdTile = 14;       // tiles 14..16: W4 dequantized by the producer (pd)
-inline constexpr int kFirstClusterTile = 17;  // tiles 17..36: W4, split-K within a cluster (25..36: deep stages)
-inline constexpr int kEndClusterTile = 37;
-// Tiles 37..40: the persistent W4 tiles of 128 channels x 160 / 192 / 208 /
+inline constexpr int kFirstClusterTile = 17;  // tiles 17..37: W4, split-K within a cluster (25..37: deep stages)
+inline constexpr int kEndClusterTile = 38;
+// Tiles 38..41: the persistent W4 tiles of 128 channels x 160 / 192 / 208 /
 // 224 tokens, between 128 x 128 and 128 x 256 (fewer partial waves at mid m).
-inline constexpr int kFirstMidTile = 37, kEndMidTile = 41;
-// Tile 41: the multicast pair (TileShape::mc) of 128 x 256 (those of 128 x
+inline constexpr int kFirstMidTile = 38, kEndMidTile = 42;
+// Tile 42: the multicast pair (TileShape::mc) of 128 x 256 (those of 128 x
 // 128, 128 x 208 and 256 x 128 measured 3-21% slower than their single tiles
 // at m = 256-4096: bench/results/2026-11-30-gemm-h200-r12.md).
-inline constexpr int kFirstMcTile = 41;
+inline constexpr int kFirstMcTile = 42;
 inline constexpr int kMaxClusterSplits = 8;   // the portable cluster size
 // Every persistent W4 tile below the INT8-weight ones (0..9) also has a
 // stream-K instantiation (Params::stream_k): the large tiles 4..6 (256 x 128,
@@ -191,6 +191,11 @@ inline constexpr TileShape kTiles[kTileCount] = {
     {32, 1, 9, 1, false, false, true, 2},   // 128 x 32, 256-deep
     {32, 1, 4, 1, false, false, true, 4},   // 128 x 32, 512-deep
     {32, 1, 4, 1, false, false, true, 2, false, 2},  // 128 x 32, 256-deep, two CTAs per SM
+    // 128 x 128, 256-deep (round 25): m = 256 on the 4096-row layers, where
+    // 128 x 128 with global split-K 2 (128 CTAs) pays a 64-KB INT32 piece
+    // through global memory per tile; here the split's partial tile is
+    // summed over the cluster (distributed shared memory).
+    {128, 1, 4, 1, false, false, true, 2},
     // Token tiles between 128 and 256 (persistent, one CTA per SM): with
     // 132 SMs the output tiles of a layer at mid m often make a partial last
     // wave on both 128 x 128 and 128 x 256 (Llama-3-8B qkv at m = 1024: 384
