@@ -698,6 +698,12 @@ TEST(GemmW4A8Planner, MeasuredPlans) {
   cuda::DeviceInfo a100, h200;
   a100.cc_major = 8, a100.sm_count = 108;
   h200.cc_major = 9, h200.sm_count = 132;
+  // The bucket rules' exemption: the cluster tiles of up to 64 tokens, not
+  // the 128 x 128 one, nor a persistent tile.
+  EXPECT_TRUE(cuda::w4a8_tile_is_small_cluster(cuda::w4a8_tile("wg128x64c-k256")));
+  EXPECT_TRUE(cuda::w4a8_tile_is_small_cluster(cuda::w4a8_tile("wg256x8a2c")));
+  EXPECT_FALSE(cuda::w4a8_tile_is_small_cluster(cuda::w4a8_tile("wg128x128c-k256")));
+  EXPECT_FALSE(cuda::w4a8_tile_is_small_cluster(cuda::w4a8_tile("wg128x128")));
   const std::pair<int64_t, int64_t> shapes[] = {{6144, 4096},  {4096, 4096},  {28672, 4096}, {4096, 14336},
                                                 {12288, 4096}, {22016, 4096}, {4096, 11008}, {8192, 28672},
                                                 {15360, 5120}, {5120, 5120},  {27648, 5120}, {5120, 13824},
@@ -709,16 +715,13 @@ TEST(GemmW4A8Planner, MeasuredPlans) {
         // m of the same bucket gets the plan measured at its top, except above
         // m = 128 where that plan's token tile (not a cluster tile's of up to 64
         // tokens) would pad m's token blocks by over 20% more (then the rule plans).
-        const auto small_cluster = [](int tile) {
-          return cuda::w4a8_tile_is_cluster(tile) && cuda::w4a8_tile_tokens(tile) <= 64;
-        };
         const int64_t top = m <= 8 ? 1 : m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : m <= 128 ? 128 : m <= 256 ? 256 : 512;
         const auto top_entry = cuda::measured_w4a8_plan(top, n, k, g);
         ASSERT_TRUE(top_entry);
         const int64_t bm = cuda::w4a8_tile_tokens(top_entry->tile);
         const auto padded = [bm](int64_t t) { return static_cast<double>((t + bm - 1) / bm * bm) / t; };
         const auto entry = cuda::measured_w4a8_plan(m, n, k, g);
-        if (m > 128 && !small_cluster(top_entry->tile) && padded(m) > 1.2 * padded(top)) {
+        if (m > 128 && !cuda::w4a8_tile_is_small_cluster(top_entry->tile) && padded(m) > 1.2 * padded(top)) {
           EXPECT_FALSE(entry) << cuda::w4a8_tile_name(top_entry->tile);
           continue;
         }
@@ -733,7 +736,7 @@ TEST(GemmW4A8Planner, MeasuredPlans) {
         }
         // Below the bucket's top the rule's 160-224-token tiles take over a
         // entry (not a cluster tile's of up to 64 tokens).
-        if (m > 128 && m != top && !small_cluster(entry->tile) && p.tile >= cuda::kW4A8FirstMidTile &&
+        if (m > 128 && m != top && !cuda::w4a8_tile_is_small_cluster(entry->tile) && p.tile >= cuda::kW4A8FirstMidTile &&
             p.tile < cuda::kW4A8EndMidTile) {
           EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, m, n, k, -1, 0, g).tile, p.tile);
           continue;

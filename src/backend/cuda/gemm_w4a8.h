@@ -106,6 +106,11 @@ constexpr bool w4a8_tile_is_deep(int tile) { return tile >= kW4A8FirstDeepTile &
 const char* w4a8_tile_name(int tile);
 // Tokens per CTA tile of `tile` (the wgmma N of the wgmma tiles), 0 for an unknown id.
 int w4a8_tile_tokens(int tile);
+// The cluster tiles of up to 64 tokens (decode and small m): their time
+// follows the weight bytes, so above m = 128 their table entries serve the
+// whole bucket (measured_w4a8_plan, plan_w4a8_wgmma); the 128 x 128 cluster
+// tile is held to the bucket rules of the other 128-token tiles.
+inline bool w4a8_tile_is_small_cluster(int tile) { return w4a8_tile_is_cluster(tile) && w4a8_tile_tokens(tile) <= 64; }
 constexpr bool w4a8_tile_is_wgmma(int tile) { return tile >= kW4A8FirstWgmmaTile; }
 // Whether `tile` runs on this device (the wgmma tiles need compute capability 9.0).
 bool w4a8_tile_supported(const DeviceInfo& dev, int tile);

@@ -265,7 +265,7 @@ std::optional<W4A8Choice> measured_w4a8_plan(int64_t m, int64_t n, int64_t k, bo
       // measured fastest at m = 160-230 (round 5: at m = 200, 24.8 / 30.3 us
       // against 29.3 / 34.9 for the rule's plan). The 128 x 128 cluster tile
       // (round 25) is a 128-token tile like the others and is checked.
-      if (m > 128 && !(w4a8_tile_is_cluster(c.tile) && w4a8_tile_tokens(c.tile) <= 64)) {
+      if (m > 128 && !w4a8_tile_is_small_cluster(c.tile)) {
         const int64_t bm = w4a8_tile_tokens(c.tile);
         const auto padded = [bm](int64_t t) { return static_cast<double>((t + bm - 1) / bm * bm) / t; };
         if (padded(m) > 1.2 * padded(bucket)) return std::nullopt;

@@ -185,8 +185,7 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
       // runs, every plan timed) the plans then came within 0.1-1.3% of each
       // row's fastest (worst 1.03-1.19x), against 2.2-2.3% (worst 1.28x)
       // without this step.
-      if (!overridden && m > 128 && m != w4a8_m_bucket(m) &&
-          !(w4a8_tile_is_cluster(c->tile) && w4a8_tile_tokens(c->tile) <= 64)) {
+      if (!overridden && m > 128 && m != w4a8_m_bucket(m) && !w4a8_tile_is_small_cluster(c->tile)) {
         const W4A8Plan rule = plan_impl(dev, m, n, k, -1, 0, g128, path, false);
         if (rule.tile >= kW4A8FirstMidTile && rule.tile < kW4A8EndMidTile) return rule;
       }
