@@ -168,7 +168,8 @@ std::vector<Case> all_cases() {
   // stages than SMs (200 x 448 at m = 2: 8 stages, one CTA each, 4 pieces
   // per tile).
   // The top-level planner on the long-k down layers at m = 129-256: split-K
-  // pieces (Llama-3-8B, wg128x128/2 since round 17), stream-K (Llama-2-13B
+  // pieces (Llama-3-8B at m = 129: the rule's wg128x160/4, below its table
+  // entry's padding limit), stream-K (Llama-2-13B
   // both kinds in the table) and the rule's split-K outside the table
   // (4096 x 12288).
   for (bool g : {false, true}) {

@@ -259,12 +259,11 @@ std::optional<W4A8Choice> measured_w4a8_plan(int64_t m, int64_t n, int64_t k, bo
       // the time of 128 x 160 (round 3 of bench/results/2026-11-30-gemm-h200-
       // r11.md); the rule takes those (rounds 4-6 there: over m = 160-448 the
       // plans came within 2.2% of the fastest tile, against 15.3% with the
-      // entries everywhere). Not the cluster tiles (split-K within a
-      // cluster, 64 tokens at most): their time follows the weight bytes
+      // entries everywhere). Not the cluster tiles of up to 64 tokens
+      // (w4a8_tile_is_small_cluster): their time follows the weight bytes
       // there, and the 256 x 64 entries of the down layers' bucket 256
       // measured fastest at m = 160-230 (round 5: at m = 200, 24.8 / 30.3 us
-      // against 29.3 / 34.9 for the rule's plan). The 128 x 128 cluster tile
-      // (round 25) is a 128-token tile like the others and is checked.
+      // against 29.3 / 34.9 for the rule's plan).
       if (m > 128 && !w4a8_tile_is_small_cluster(c.tile)) {
         const int64_t bm = w4a8_tile_tokens(c.tile);
         const auto padded = [bm](int64_t t) { return static_cast<double>((t + bm - 1) / bm * bm) / t; };

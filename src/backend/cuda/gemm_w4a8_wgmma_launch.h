@@ -112,7 +112,9 @@ inline constexpr int kEndClusterTile = 38;
 inline constexpr int kFirstMidTile = 38, kEndMidTile = 42;
 // Tile 42: the multicast pair (TileShape::mc) of 128 x 256 (those of 128 x
 // 128, 128 x 208 and 256 x 128 measured 3-21% slower than their single tiles
-// at m = 256-4096: bench/results/2026-11-30-gemm-h200-r12.md).
+// at m = 256-4096: bench/results/2026-11-30-gemm-h200-r12.md; 128 x 128 again
+// with split-K at m = 128-512 in round 25: 0.97-1.10x its single tile's time,
+// bench/results/2026-12-03-gemm-h200-r25.md).
 inline constexpr int kFirstMcTile = 42;
 inline constexpr int kMaxClusterSplits = 8;   // the portable cluster size
 // Every persistent W4 tile below the INT8-weight ones (0..9) also has a
