@@ -36,7 +36,7 @@ namespace qserve::cuda::w4a8::wgmma {
 // tile, token 8 i + 2 q + e (the wgmma D fragment of m64 tile j). The
 // factors (scale, szero: this thread's channels; tok_*: tokens wtid + 128 r)
 // were loaded at the tile's start (not when p.acc_out).
-template <int BM, int MT, bool kG128, int TPT>
+template <int BM, int MT, bool kG128, int TPT, int kLoads>
 __device__ __forceinline__ void cluster_reduce_epilogue(const Params& p, uint8_t* smem, const int32_t (&acc)[MT][BM / 2],
                                                         const float (&scale)[MT][2], const float (&szero)[MT][2],
                                                         const float (&tok_sx)[TPT], const float (&tok_asum)[TPT],
@@ -79,27 +79,41 @@ __device__ __forceinline__ void cluster_reduce_epilogue(const Params& p, uint8_t
   ptx::cluster_sync();  // every CTA's partial tile (and its own factors) in place
 
   // 2. Slice `rank` of the tile's 16-B pieces, summed over the cluster.
+  // Thread ctid takes pieces begin + ctid, + 256, ... of the slice. The
+  // tiles of >= 2,048 pieces take them kBatch at a time and issue a batch's
+  // loads from kZ ranks at once (kLoads = kZ x kBatch 16-B loads in flight)
+  // before adding any: a distributed shared-memory load waits ~200 cycles,
+  // and one piece at a time (2 loads in flight at split 2) made 128 x 128 / 2
+  // pay that wait 8 times per thread (2 times batched). ptxas compiles the
+  // consumers within the launch's registers (168 a thread, 80 at two CTAs
+  // per SM): 16 loads in flight spilled at 168, so kLoads is 8 or 4. The
+  // smaller tiles (< 2,048 pieces), the two-CTA tiles and slices of at most
+  // 3 pieces a thread take one piece at a time (ptxas unrolls the ranks by
+  // 4): batched, 128 x 64 / 3 (2.7 pieces a thread, one round trip saved)
+  // ran 0.3-1.2% slower on the H200, 128 x 64 / 2 (4 pieces) 2-4% and
+  // 128 x 128 / 2 (8) 3-7% faster (bench/results/2026-12-03-gemm-h200-r26.md).
   const int rank = static_cast<int>(ptx::cluster_ctarank()), splits = p.splits;
   constexpr int kPiecesPerRow = kCh / 4, kPieces = BM * kPiecesPerRow;
+  constexpr int kBatchFit = kPieces >= 4 * 512 ? 4 : kPieces >= 2 * 512 ? 2 : 1;
+  constexpr int kBatch = kLoads < 8 || kPieces < 2048 ? 1 : kBatchFit < kLoads / 2 ? kBatchFit : kLoads / 2;
+  constexpr int kZ = kLoads / kBatch;
   const int begin = rank * kPieces / splits, end = (rank + 1) * kPieces / splits;
   const uint32_t base = ptx::smem_addr(part);
   const bool vec_ok = (p.n & 3) == 0 && (reinterpret_cast<uintptr_t>(p.y) & 7) == 0;
-  for (int pc = begin + ctid; pc < end; pc += 256) {
+  auto piece_addr = [&](int pc) {
+    return base + static_cast<uint32_t>((pc / kPiecesPerRow) * kRow + (pc % kPiecesPerRow) * 4) * 4;
+  };
+  // Piece pc's sums v: the epilogue and the stores (or the exact sums, p.acc_out).
+  auto finish = [&](int pc, int32_t(&v)[4]) {
     const int row = pc / kPiecesPerRow, c = (pc % kPiecesPerRow) * 4;
-    const uint32_t off = base + static_cast<uint32_t>(row * kRow + c) * 4;
-    int32_t v[4] = {0, 0, 0, 0};
-    for (int z = 0; z < splits; ++z) {
-      const int4 w = ptx::ld_shared_cluster_v4(ptx::map_shared_rank(off, static_cast<uint32_t>(z)));
-      v[0] += w.x, v[1] += w.y, v[2] += w.z, v[3] += w.w;
-    }
     const int t = m_blk * BM + row, o = n_blk * kCh + c;
-    if (t >= p.m || o >= p.n) continue;
+    if (t >= p.m || o >= p.n) return;
     const size_t idx = static_cast<size_t>(t) * p.n + o;
     if (p.acc_out) {
 #pragma unroll
       for (int e = 0; e < 4; ++e)
         if (o + e < p.n) p.acc_out[idx + e] = kG128 ? unbias_acc(v[e], p.x_sum[t]) : v[e];
-      continue;
+      return;
     }
     const float sx = tok_f[row], asum = tok_f[BM + row];
     if constexpr (kG128)  // the W4 tiles' biased weights: asum holds the code sum's bits
@@ -121,6 +135,45 @@ __device__ __forceinline__ void cluster_reduce_epilogue(const Params& p, uint8_t
 #pragma unroll
       for (int e = 0; e < 4; ++e)
         if (o + e < p.n) p.y[idx + e] = h[e];
+    }
+  };
+  if (kBatch == 1 || end - begin <= 3 * 256) {  // (<= 3 pieces a thread: batches saved too little, below)
+    for (int pc = begin + ctid; pc < end; pc += 256) {
+      const uint32_t off = piece_addr(pc);
+      int32_t v[4] = {0, 0, 0, 0};
+      for (int z = 0; z < splits; ++z) {
+        const int4 w = ptx::ld_shared_cluster_v4(ptx::map_shared_rank(off, static_cast<uint32_t>(z)));
+        v[0] += w.x, v[1] += w.y, v[2] += w.z, v[3] += w.w;
+      }
+      finish(pc, v);
+    }
+  } else if constexpr (kBatch > 1) {
+    for (int pc0 = begin + ctid; pc0 < end; pc0 += 256 * kBatch) {
+      uint32_t off[kBatch];
+      int32_t v[kBatch][4];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        off[b] = piece_addr(pc0 + 256 * b);  // (past the slice: never loaded)
+        v[b][0] = v[b][1] = v[b][2] = v[b][3] = 0;
+      }
+      for (int z0 = 0; z0 < splits; z0 += kZ) {
+        int4 w[kZ][kBatch];
+#pragma unroll
+        for (int dz = 0; dz < kZ; ++dz)
+#pragma unroll
+          for (int b = 0; b < kBatch; ++b)
+            if (z0 + dz < splits && pc0 + 256 * b < end)
+              w[dz][b] = ptx::ld_shared_cluster_v4(ptx::map_shared_rank(off[b], static_cast<uint32_t>(z0 + dz)));
+#pragma unroll
+        for (int dz = 0; dz < kZ; ++dz)
+#pragma unroll
+          for (int b = 0; b < kBatch; ++b)
+            if (z0 + dz < splits && pc0 + 256 * b < end)
+              v[b][0] += w[dz][b].x, v[b][1] += w[dz][b].y, v[b][2] += w[dz][b].z, v[b][3] += w[dz][b].w;
+      }
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b)
+        if (pc0 + 256 * b < end) finish(pc0 + 256 * b, v[b]);
     }
   }
   ptx::cluster_sync();  // no CTA leaves while another may still read its partial tile

@@ -504,7 +504,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
         // was waited for, so no copy into them is in flight): they now hold
         // the partial tile and the factors.
         ptx::named_barrier(1, 256);
-        cluster_reduce_epilogue<BM, MT, kG128>(p, smem, acc, scale, szero, tok_sx, tok_asum, cw, warp, g, q, ctid,
+        cluster_reduce_epilogue<BM, MT, kG128, kTokPerThread, OCC == 2 || BM * MT >= 256 ? 4 : 8>(p, smem, acc, scale, szero, tok_sx, tok_asum, cw, warp, g, q, ctid,
                                                m_blk, n_blk);
         continue;
       }
