@@ -90,7 +90,7 @@ __device__ __forceinline__ void cluster_reduce_epilogue(const Params& p, uint8_t
   // smaller tiles (< 2,048 pieces), the two-CTA tiles and slices of at most
   // 3 pieces a thread take one piece at a time (ptxas unrolls the ranks by
   // 4): batched, 128 x 64 / 3 (2.7 pieces a thread, one round trip saved)
-  // ran 0.3-1.2% slower on the H200, 128 x 64 / 2 (4 pieces) 2-4% and
+  // ran 0.3-2.1% slower on the H200, 128 x 64 / 2 (4 pieces) 1.5-4% and
   // 128 x 128 / 2 (8) 3-7% faster (bench/results/2026-12-03-gemm-h200-r26.md).
   const int rank = static_cast<int>(ptx::cluster_ctarank()), splits = p.splits;
   constexpr int kPiecesPerRow = kCh / 4, kPieces = BM * kPiecesPerRow;
