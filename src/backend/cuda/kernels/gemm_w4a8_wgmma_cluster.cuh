@@ -94,9 +94,7 @@ __device__ __forceinline__ void cluster_reduce_epilogue(const Params& p, uint8_t
   // 128 x 128 / 2 (8) 3-7% faster (bench/results/2026-12-03-gemm-h200-r26.md).
   const int rank = static_cast<int>(ptx::cluster_ctarank()), splits = p.splits;
   constexpr int kPiecesPerRow = kCh / 4, kPieces = BM * kPiecesPerRow;
-  constexpr int kBatchFit = kPieces >= 4 * 512 ? 4 : kPieces >= 2 * 512 ? 2 : 1;
-  constexpr int kBatch = kLoads < 8 || kPieces < 2048 ? 1 : kBatchFit < kLoads / 2 ? kBatchFit : kLoads / 2;
-  constexpr int kZ = kLoads / kBatch;
+  constexpr int kBatch = kLoads < 8 || kPieces < 2048 ? 1 : kLoads / 2, kZ = kLoads / kBatch;
   const int begin = rank * kPieces / splits, end = (rank + 1) * kPieces / splits;
   const uint32_t base = ptx::smem_addr(part);
   const bool vec_ok = (p.n & 3) == 0 && (reinterpret_cast<uintptr_t>(p.y) & 7) == 0;
@@ -137,7 +135,7 @@ __device__ __forceinline__ void cluster_reduce_epilogue(const Params& p, uint8_t
         if (o + e < p.n) p.y[idx + e] = h[e];
     }
   };
-  if (kBatch == 1 || end - begin <= 3 * 256) {  // (<= 3 pieces a thread: batches saved too little, below)
+  if (kBatch == 1 || end - begin <= 3 * 256) {  // one piece at a time
     for (int pc = begin + ctid; pc < end; pc += 256) {
       const uint32_t off = piece_addr(pc);
       int32_t v[4] = {0, 0, 0, 0};

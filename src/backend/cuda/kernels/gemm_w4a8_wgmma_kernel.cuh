@@ -504,8 +504,11 @@ __global__ void __launch_bounds__(kThreads, OCC)
         // was waited for, so no copy into them is in flight): they now hold
         // the partial tile and the factors.
         ptx::named_barrier(1, 256);
-        cluster_reduce_epilogue<BM, MT, kG128, kTokPerThread, OCC == 2 || BM * MT >= 256 ? 4 : 8>(p, smem, acc, scale, szero, tok_sx, tok_asum, cw, warp, g, q, ctid,
-                                               m_blk, n_blk);
+        // Distributed shared-memory loads in flight per thread in the sum: 4
+        // where 8 would spill (two CTAs per SM; the 256 x 128 accumulators).
+        constexpr int kSumLoads = OCC == 2 || BM * MT >= 256 ? 4 : 8;
+        cluster_reduce_epilogue<BM, MT, kG128, kTokPerThread, kSumLoads>(p, smem, acc, scale, szero, tok_sx, tok_asum,
+                                                                         cw, warp, g, q, ctid, m_blk, n_blk);
         continue;
       }
 
