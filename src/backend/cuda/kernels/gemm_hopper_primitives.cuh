@@ -154,6 +154,17 @@ __device__ __forceinline__ void cluster_sync() {
   QS_SM90A_ASM("barrier.cluster.arrive.release;\n" ::: "memory");
   QS_SM90A_ASM("barrier.cluster.wait.acquire;\n" ::: "memory");
 }
+// The same barrier split for a cluster's last phase, where no shared-memory
+// write has to be published (the CTAs only wait until every other one is done
+// reading theirs): relaxed arrival, no fence, so an arriving thread does not
+// wait for its global stores to complete (arrive.release compiles to
+// MEMBAR.ALL.GPU, which does). A distributed shared-memory load whose value
+// the thread has already used has completed, so arriving after the last use
+// keeps the partner's memory alive long enough.
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  QS_SM90A_ASM("barrier.cluster.arrive.relaxed;\n" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() { QS_SM90A_ASM("barrier.cluster.wait;\n" ::: "memory"); }
 // The shared::cluster address of the same shared-memory location (a
 // shared::cta address) in the CTA of rank `rank`.
 __device__ __forceinline__ uint32_t map_shared_rank(uint32_t addr, uint32_t rank) {

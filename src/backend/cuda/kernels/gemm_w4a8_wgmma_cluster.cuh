@@ -31,7 +31,7 @@ namespace qserve::cuda::w4a8::wgmma {
 // the stages: `smem` (the stages) then holds, per cluster_reduce_bytes():
 //   part  [BM][cluster_row_ints(MT)] int32  this CTA's partial tile
 //   ch_f  [2][128 MT] f32                   channel scale, scaled zero
-//   tok_f [2][BM] f32                       per-token s_x, a_sum (g128: the code sum's bits)
+//   tok_f [BM][2] f32                       per-token s_x, a_sum (g128: the code sum's bits)
 // acc[j][4 i + 2 h + e]: channel (cw MT + j) 64 + warp 16 + g + 8 h of the
 // tile, token 8 i + 2 q + e (the wgmma D fragment of m64 tile j). The
 // factors (scale, szero: this thread's channels; tok_*: tokens wtid + 128 r)
@@ -47,6 +47,7 @@ __device__ __forceinline__ void cluster_reduce_epilogue(const Params& p, uint8_t
   float* ch_f = reinterpret_cast<float*>(part + BM * kRow);
   float* tok_f = ch_f + 2 * kCh;
   const int wtid = ctid & 127;
+  const int splits = p.splits;
 
   // 1. This CTA's partial tile and the tile's factors into its shared memory.
 #pragma unroll
@@ -71,41 +72,57 @@ __device__ __forceinline__ void cluster_reduce_epilogue(const Params& p, uint8_t
     if (cw == 0)
 #pragma unroll
       for (int r = 0; r < TPT; ++r)
-        if (wtid + 128 * r < BM) {
-          tok_f[wtid + 128 * r] = tok_sx[r];
-          tok_f[BM + wtid + 128 * r] = tok_asum[r];
-        }
+        if (wtid + 128 * r < BM)
+          *reinterpret_cast<float2*>(tok_f + 2 * (wtid + 128 * r)) = make_float2(tok_sx[r], tok_asum[r]);
   }
-  ptx::cluster_sync();  // every CTA's partial tile (and its own factors) in place
+  // Every CTA's partial tile (and its own factors) in place. Unsplit (a
+  // cluster of one) the consumers only read their own CTA's: a barrier among
+  // them is enough.
+  if (splits > 1)
+    ptx::cluster_sync();
+  else
+    ptx::named_barrier(1, 256);
 
   // 2. Slice `rank` of the tile's 16-B pieces, summed over the cluster.
-  // Thread ctid takes pieces begin + ctid, + 256, ... of the slice. The
-  // tiles of >= 2,048 pieces take them kBatch at a time and issue a batch's
-  // loads from kZ ranks at once (kLoads = kZ x kBatch 16-B loads in flight)
-  // before adding any: a distributed shared-memory load waits ~200 cycles,
-  // and one piece at a time (2 loads in flight at split 2) made 128 x 128 / 2
-  // pay that wait 8 times per thread (2 times batched). ptxas compiles the
-  // consumers within the launch's registers (168 a thread, 80 at two CTAs
-  // per SM): 16 loads in flight spilled at 168, so kLoads is 8 or 4. The
-  // smaller tiles (< 2,048 pieces), the two-CTA tiles and slices of at most
-  // 3 pieces a thread take one piece at a time (ptxas unrolls the ranks by
-  // 4): batched, 128 x 64 / 3 (2.7 pieces a thread, one round trip saved)
-  // ran 0.3-2.1% slower on the H200, 128 x 64 / 2 (4 pieces) 1.5-4% and
-  // 128 x 128 / 2 (8) 3-7% faster (bench/results/2026-12-03-gemm-h200-r26.md).
-  const int rank = static_cast<int>(ptx::cluster_ctarank()), splits = p.splits;
+  // Thread ctid takes pieces begin + ctid, + 256, ... of the slice: a row
+  // holds kPiecesPerRow pieces (a divisor of 256), so all of a thread's
+  // pieces lie in one column of 4 channels, kRowStep token rows apart: the
+  // channel factors are read once. The tiles of >= 2,048 pieces take them
+  // kBatch at a time and issue a batch's loads from kZ ranks at once
+  // (kLoads = kZ x kBatch 16-B loads in flight) before adding any: a
+  // distributed shared-memory load waits ~200 cycles, and one piece at a
+  // time (2 loads in flight at split 2) made 128 x 128 / 2 pay that wait 8
+  // times per thread (2 times batched). ptxas compiles the consumers within
+  // the launch's registers (168 a thread, 80 at two CTAs per SM): 16 loads in
+  // flight spilled at 168, so kLoads is 8 or 4. The smaller tiles (< 2,048
+  // pieces), the two-CTA tiles and slices of at most 3 pieces a thread take
+  // one piece at a time (ptxas unrolls the ranks by 4): batched, 128 x 64 / 3
+  // (2.7 pieces a thread, one round trip saved) ran 0.3-2.1% slower on the
+  // H200, 128 x 64 / 2 (4 pieces) 1.5-4% and 128 x 128 / 2 (8) 3-7% faster
+  // (bench/results/2026-12-03-gemm-h200-r26.md).
+  const int rank = static_cast<int>(ptx::cluster_ctarank());
   constexpr int kPiecesPerRow = kCh / 4, kPieces = BM * kPiecesPerRow;
+  static_assert(256 % kPiecesPerRow == 0, "a thread's pieces share one column");
+  constexpr int kRowStep = 256 / kPiecesPerRow;
+  constexpr uint32_t kOffStep = kRowStep * kRow * 4;  // bytes between a thread's pieces
   constexpr int kBatch = kLoads < 8 || kPieces < 2048 ? 1 : kLoads / 2, kZ = kLoads / kBatch;
   const int begin = rank * kPieces / splits, end = (rank + 1) * kPieces / splits;
-  const uint32_t base = ptx::smem_addr(part);
-  const bool vec_ok = (p.n & 3) == 0 && (reinterpret_cast<uintptr_t>(p.y) & 7) == 0;
-  auto piece_addr = [&](int pc) {
-    return base + static_cast<uint32_t>((pc / kPiecesPerRow) * kRow + (pc % kPiecesPerRow) * 4) * 4;
-  };
-  // Piece pc's sums v: the epilogue and the stores (or the exact sums, p.acc_out).
-  auto finish = [&](int pc, int32_t(&v)[4]) {
-    const int row = pc / kPiecesPerRow, c = (pc % kPiecesPerRow) * 4;
-    const int t = m_blk * BM + row, o = n_blk * kCh + c;
-    if (t >= p.m || o >= p.n) return;
+  const int first = begin + ctid;                        // this thread's first piece
+  const int pieces = first < end ? (end - first + 255) / 256 : 0;
+  const int row0 = first / kPiecesPerRow, c = (first % kPiecesPerRow) * 4;
+  const uint32_t off0 = ptx::smem_addr(part) + static_cast<uint32_t>(row0 * kRow + c) * 4;
+  const int o = n_blk * kCh + c;
+  const bool o_ok = o < p.n, vec_ok = (p.n & 3) == 0 && (reinterpret_cast<uintptr_t>(p.y) & 7) == 0 && o + 4 <= p.n;
+  // This thread's 4 channels' factors (the column's: every piece's).
+  float4 ch_s = make_float4(0.f, 0.f, 0.f, 0.f), ch_z = ch_s;
+  if (!p.acc_out && pieces > 0) {
+    ch_s = *reinterpret_cast<const float4*>(ch_f + c);
+    if constexpr (!kG128) ch_z = *reinterpret_cast<const float4*>(ch_f + kCh + c);
+  }
+  // Piece i's sums v: the epilogue and the stores (or the exact sums, p.acc_out).
+  auto finish = [&](int i, int32_t(&v)[4]) {
+    const int row = row0 + kRowStep * i, t = m_blk * BM + row;
+    if (t >= p.m || !o_ok) return;
     const size_t idx = static_cast<size_t>(t) * p.n + o;
     if (p.acc_out) {
 #pragma unroll
@@ -113,18 +130,19 @@ __device__ __forceinline__ void cluster_reduce_epilogue(const Params& p, uint8_t
         if (o + e < p.n) p.acc_out[idx + e] = kG128 ? unbias_acc(v[e], p.x_sum[t]) : v[e];
       return;
     }
-    const float sx = tok_f[row], asum = tok_f[BM + row];
-    if constexpr (kG128)  // the W4 tiles' biased weights: asum holds the code sum's bits
+    const float2 tf = *reinterpret_cast<const float2*>(tok_f + 2 * row);  // s_x, a_sum
+    if constexpr (kG128)  // the W4 tiles' biased weights: a_sum holds the code sum's bits
 #pragma unroll
-      for (int e = 0; e < 4; ++e) v[e] = unbias_acc(v[e], __float_as_int(asum));
+      for (int e = 0; e < 4; ++e) v[e] = unbias_acc(v[e], __float_as_int(tf.y));
+    const float s[4] = {ch_s.x, ch_s.y, ch_s.z, ch_s.w}, z[4] = {ch_z.x, ch_z.y, ch_z.z, ch_z.w};
     __half h[4];
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const float f = kG128 ? quant::epilogue_g128(v[e], sx, ch_f[c + e])
-                            : quant::epilogue_per_channel(v[e], sx, ch_f[c + e], ch_f[kCh + c + e], asum);
+      const float f = kG128 ? quant::epilogue_g128(v[e], tf.x, s[e])
+                            : quant::epilogue_per_channel(v[e], tf.x, s[e], z[e], tf.y);
       h[e] = __float2half_rn(f);
     }
-    if (vec_ok && o + 4 <= p.n) {
+    if (vec_ok) {
       uint2 packed;
       packed.x = static_cast<uint32_t>(__half_as_ushort(h[0])) | (static_cast<uint32_t>(__half_as_ushort(h[1])) << 16);
       packed.y = static_cast<uint32_t>(__half_as_ushort(h[2])) | (static_cast<uint32_t>(__half_as_ushort(h[3])) << 16);
@@ -135,46 +153,49 @@ __device__ __forceinline__ void cluster_reduce_epilogue(const Params& p, uint8_t
         if (o + e < p.n) p.y[idx + e] = h[e];
     }
   };
-  if (kBatch == 1 || end - begin <= 3 * 256) {  // one piece at a time
-    for (int pc = begin + ctid; pc < end; pc += 256) {
-      const uint32_t off = piece_addr(pc);
+  if (kBatch == 1 || pieces <= 3) {  // one piece at a time
+    for (int i = 0; i < pieces; ++i) {
+      const uint32_t off = off0 + i * kOffStep;
       int32_t v[4] = {0, 0, 0, 0};
       for (int z = 0; z < splits; ++z) {
         const int4 w = ptx::ld_shared_cluster_v4(ptx::map_shared_rank(off, static_cast<uint32_t>(z)));
         v[0] += w.x, v[1] += w.y, v[2] += w.z, v[3] += w.w;
       }
-      finish(pc, v);
+      finish(i, v);
     }
   } else if constexpr (kBatch > 1) {
-    for (int pc0 = begin + ctid; pc0 < end; pc0 += 256 * kBatch) {
-      uint32_t off[kBatch];
+    for (int i0 = 0; i0 < pieces; i0 += kBatch) {
       int32_t v[kBatch][4];
 #pragma unroll
-      for (int b = 0; b < kBatch; ++b) {
-        off[b] = piece_addr(pc0 + 256 * b);  // (past the slice: never loaded)
-        v[b][0] = v[b][1] = v[b][2] = v[b][3] = 0;
-      }
+      for (int b = 0; b < kBatch; ++b) v[b][0] = v[b][1] = v[b][2] = v[b][3] = 0;
       for (int z0 = 0; z0 < splits; z0 += kZ) {
         int4 w[kZ][kBatch];
 #pragma unroll
         for (int dz = 0; dz < kZ; ++dz)
 #pragma unroll
           for (int b = 0; b < kBatch; ++b)
-            if (z0 + dz < splits && pc0 + 256 * b < end)
-              w[dz][b] = ptx::ld_shared_cluster_v4(ptx::map_shared_rank(off[b], static_cast<uint32_t>(z0 + dz)));
+            if (z0 + dz < splits && i0 + b < pieces)
+              w[dz][b] = ptx::ld_shared_cluster_v4(
+                  ptx::map_shared_rank(off0 + (i0 + b) * kOffStep, static_cast<uint32_t>(z0 + dz)));
 #pragma unroll
         for (int dz = 0; dz < kZ; ++dz)
 #pragma unroll
           for (int b = 0; b < kBatch; ++b)
-            if (z0 + dz < splits && pc0 + 256 * b < end)
+            if (z0 + dz < splits && i0 + b < pieces)
               v[b][0] += w[dz][b].x, v[b][1] += w[dz][b].y, v[b][2] += w[dz][b].z, v[b][3] += w[dz][b].w;
       }
 #pragma unroll
       for (int b = 0; b < kBatch; ++b)
-        if (pc0 + 256 * b < end) finish(pc0 + 256 * b, v[b]);
+        if (i0 + b < pieces) finish(i0 + b, v[b]);
     }
   }
-  ptx::cluster_sync();  // no CTA leaves while another may still read its partial tile
+  // No CTA leaves while another may still read its partial tile: every value
+  // this thread loaded has been used, so a relaxed arrival (no fence: the
+  // stores need not complete first) is enough. Unsplit: nothing to wait for.
+  if (splits > 1) {
+    ptx::cluster_arrive_relaxed();
+    ptx::cluster_wait();
+  }
 }
 
 }  // namespace qserve::cuda::w4a8::wgmma

@@ -332,10 +332,12 @@ __global__ void __launch_bounds__(kThreads, OCC)
         issue_x(it);
       }
     }
-    if constexpr (kCL) {  // the consumers' two cluster barriers (every thread of the cluster takes part)
-      ptx::cluster_sync();
-      ptx::cluster_sync();
-    }
+    if constexpr (kCL)  // the consumers' two cluster barriers (every thread of the cluster takes part; unsplit: none)
+      if (p.splits > 1) {
+        ptx::cluster_sync();
+        ptx::cluster_arrive_relaxed();
+        ptx::cluster_wait();
+      }
   } else {
     // ---------------- consumers ----------------
     if constexpr (kPD)
