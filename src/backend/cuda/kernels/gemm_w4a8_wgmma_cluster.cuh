@@ -5,8 +5,9 @@
 // slice r of the tile (16-B pieces, row-major) over every CTA of the cluster
 // through distributed shared memory, in rank order (the sums are exact
 // integers either way), applies the epilogue and stores fp16 outputs (or the
-// exact sums, p.acc_out). A second cluster barrier keeps every CTA's shared
-// memory alive until all slices have been read.
+// exact sums, p.acc_out). A second cluster barrier (a relaxed arrival) keeps
+// every CTA's shared memory alive until all slices have been read. Unsplit
+// (a cluster of one) a barrier among the consumers replaces both.
 //
 // Against the global split-K fix-up (INT32 partials [splits][m][n] written,
 // a counter, the last CTA reading the others' back), the partial tiles never
