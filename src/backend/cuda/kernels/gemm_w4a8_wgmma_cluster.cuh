@@ -37,6 +37,23 @@ namespace qserve::cuda::w4a8::wgmma {
 // tile, token 8 i + 2 q + e (the wgmma D fragment of m64 tile j). The
 // factors (scale, szero: this thread's channels; tok_*: tokens wtid + 128 r)
 // were loaded at the tile's start (not when p.acc_out).
+// The reduction's last cluster barrier, for every thread of the cluster: no
+// CTA leaves while another may still read its partial tile. Every value a
+// summing thread loaded has been used by then, so a relaxed arrival (no
+// fence: the stores need not complete first) is enough. Unsplit: none.
+__device__ __forceinline__ void cluster_reduce_leave(int splits) {
+  if (splits > 1) {
+    ptx::cluster_arrive_relaxed();
+    ptx::cluster_wait();
+  }
+}
+// The cluster barriers of cluster_reduce_epilogue, for the threads of a CTA
+// that take no part in the sum (the producer warpgroup): both, in its order.
+__device__ __forceinline__ void cluster_reduce_barriers_only(int splits) {
+  if (splits > 1) ptx::cluster_sync();
+  cluster_reduce_leave(splits);
+}
+
 template <int BM, int MT, bool kG128, int TPT, int kLoads>
 __device__ __forceinline__ void cluster_reduce_epilogue(const Params& p, uint8_t* smem, const int32_t (&acc)[MT][BM / 2],
                                                         const float (&scale)[MT][2], const float (&szero)[MT][2],
@@ -190,13 +207,7 @@ __device__ __forceinline__ void cluster_reduce_epilogue(const Params& p, uint8_t
         if (i0 + b < pieces) finish(i0 + b, v[b]);
     }
   }
-  // No CTA leaves while another may still read its partial tile: every value
-  // this thread loaded has been used, so a relaxed arrival (no fence: the
-  // stores need not complete first) is enough. Unsplit: nothing to wait for.
-  if (splits > 1) {
-    ptx::cluster_arrive_relaxed();
-    ptx::cluster_wait();
-  }
+  cluster_reduce_leave(splits);
 }
 
 }  // namespace qserve::cuda::w4a8::wgmma

@@ -332,12 +332,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
         issue_x(it);
       }
     }
-    if constexpr (kCL)  // the consumers' two cluster barriers (every thread of the cluster takes part; unsplit: none)
-      if (p.splits > 1) {
-        ptx::cluster_sync();
-        ptx::cluster_arrive_relaxed();
-        ptx::cluster_wait();
-      }
+    if constexpr (kCL) cluster_reduce_barriers_only(p.splits);  // every thread of the cluster takes part
   } else {
     // ---------------- consumers ----------------
     if constexpr (kPD)
