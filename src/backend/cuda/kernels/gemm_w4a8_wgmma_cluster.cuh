@@ -2,11 +2,15 @@
 // kCL): the p.splits CTAs of one cluster computed the same output tile
 // [BM tokens][128 MT channels] over different k ranges. Each CTA stores its
 // partial tile in its own shared memory; after a cluster barrier, CTA r sums
-// slice r of the tile (16-B pieces, row-major) over every CTA of the cluster
-// through distributed shared memory, in rank order (the sums are exact
-// integers either way), applies the epilogue and stores fp16 outputs (or the
-// exact sums, p.acc_out). A second cluster barrier (a relaxed arrival) keeps
-// every CTA's shared memory alive until all slices have been read. Unsplit
+// slice r of the tile (16-B pieces, row-major) over every CTA of the cluster,
+// its own partial through ordinary shared loads and the others' through
+// distributed shared memory (ld.shared::cluster, even to the CTA's own rank,
+// ran at a fraction of the local rate: 128 x 128 unsplit spent ~7,100 cycles
+// in this epilogue against ~4,800 now, bench/results/2026-12-03-gemm-h200-r28.md),
+// ranks r, r + 1, ... (the sums are exact integers in any order), applies the
+// epilogue and stores fp16 outputs (or the exact sums, p.acc_out). A second
+// cluster barrier (a relaxed arrival) keeps every CTA's shared memory alive
+// until all slices have been read. Unsplit
 // (a cluster of one) a barrier among the consumers replaces both.
 //
 // Against the global split-K fix-up (INT32 partials [splits][m][n] written,
@@ -171,12 +175,19 @@ __device__ __forceinline__ void cluster_reduce_epilogue(const Params& p, uint8_t
         if (o + e < p.n) p.y[idx + e] = h[e];
     }
   };
+  // A remote rank's piece i: rank rank + dz (dz = 1 .. splits - 1, wrapping).
+  auto remote = [&](int i, int dz) {
+    const int z = rank + dz < splits ? rank + dz : rank + dz - splits;
+    return ptx::ld_shared_cluster_v4(ptx::map_shared_rank(off0 + i * kOffStep, static_cast<uint32_t>(z)));
+  };
+  // This CTA's own piece i: an ordinary shared load.
+  auto local = [&](int i) { return *reinterpret_cast<const int4*>(part + (row0 + kRowStep * i) * kRow + c); };
   if (kBatch == 1 || pieces <= 3) {  // one piece at a time
     for (int i = 0; i < pieces; ++i) {
-      const uint32_t off = off0 + i * kOffStep;
-      int32_t v[4] = {0, 0, 0, 0};
-      for (int z = 0; z < splits; ++z) {
-        const int4 w = ptx::ld_shared_cluster_v4(ptx::map_shared_rank(off, static_cast<uint32_t>(z)));
+      const int4 w0 = local(i);
+      int32_t v[4] = {w0.x, w0.y, w0.z, w0.w};
+      for (int dz = 1; dz < splits; ++dz) {
+        const int4 w = remote(i, dz);
         v[0] += w.x, v[1] += w.y, v[2] += w.z, v[3] += w.w;
       }
       finish(i, v);
@@ -185,21 +196,23 @@ __device__ __forceinline__ void cluster_reduce_epilogue(const Params& p, uint8_t
     for (int i0 = 0; i0 < pieces; i0 += kBatch) {
       int32_t v[kBatch][4];
 #pragma unroll
-      for (int b = 0; b < kBatch; ++b) v[b][0] = v[b][1] = v[b][2] = v[b][3] = 0;
-      for (int z0 = 0; z0 < splits; z0 += kZ) {
+      for (int b = 0; b < kBatch; ++b)
+        if (i0 + b < pieces) {
+          const int4 w0 = local(i0 + b);
+          v[b][0] = w0.x, v[b][1] = w0.y, v[b][2] = w0.z, v[b][3] = w0.w;
+        }
+      for (int dz0 = 1; dz0 < splits; dz0 += kZ) {
         int4 w[kZ][kBatch];
 #pragma unroll
         for (int dz = 0; dz < kZ; ++dz)
 #pragma unroll
           for (int b = 0; b < kBatch; ++b)
-            if (z0 + dz < splits && i0 + b < pieces)
-              w[dz][b] = ptx::ld_shared_cluster_v4(
-                  ptx::map_shared_rank(off0 + (i0 + b) * kOffStep, static_cast<uint32_t>(z0 + dz)));
+            if (dz0 + dz < splits && i0 + b < pieces) w[dz][b] = remote(i0 + b, dz0 + dz);
 #pragma unroll
         for (int dz = 0; dz < kZ; ++dz)
 #pragma unroll
           for (int b = 0; b < kBatch; ++b)
-            if (z0 + dz < splits && i0 + b < pieces)
+            if (dz0 + dz < splits && i0 + b < pieces)
               v[b][0] += w[dz][b].x, v[b][1] += w[dz][b].y, v[b][2] += w[dz][b].z, v[b][3] += w[dz][b].w;
       }
 #pragma unroll

@@ -9,20 +9,23 @@
 //
 // Warp specialization (384 threads, one CTA per SM, persistent; OCC = 2:
 // two CTAs per SM, 80 registers a thread at launch, setmaxnreg 24 / 104):
-//   warpgroup 0 (setmaxnreg 40): one thread issues, per 128-wide k stage,
-//     one TMA tensor box X [BM rows][128 B], MT bulk copies of the weights
+//   warpgroup 0 (setmaxnreg 40): per 128-wide k stage, after waiting for
+//     its `empty` mbarrier, thread 0 issues MT bulk copies of the weights
 //     (8 KB = 128 channels x 128 k, contiguous in the repacked layout) and,
 //     g128, MT copies of the group's level-2 words (256 B per 128-channel
-//     block, block-major in quant/w4a8_repack.h) on the stage's `full`
-//     mbarrier, after waiting for its `empty` mbarrier;
+//     block, block-major in quant/w4a8_repack.h), lane 0 of warp 1 one TMA
+//     tensor box X [BM rows][128 B], each on the stage's `full` mbarrier
+//     (the s8 tiles and the multicast pairs: thread 0 issues both);
 //   warpgroups 1, 2 (setmaxnreg 232): each owns 64 * MT channels; per stage:
 //     wait `full`, LDS.128 + unpack (+ level-2 dequant) the weights, 4 * MT
 //     wgmma m64nBMk32; two stages in flight (the dequantization of stage
 //     k + 1 overlaps the wgmmas of stage k), a stage released with one
 //     arrival per warp on `empty` once its wgmmas have completed.
-// Programmatic dependent launch (kernels/pdl.cuh): the producer issues the
-// first STAGES stages' weights before the dependency wait, their activations
-// after it; the consumers wait before the epilogue's reads and writes.
+// Programmatic dependent launch (kernels/pdl.cuh): the weights are issued
+// without waiting (the ring fills while the previous kernel finishes), the
+// activations after the dependency wait (one issuing thread: the first
+// STAGES stages' weights before it); the consumers wait before the
+// epilogue's reads and writes.
 // Work units (n block, m block, k range) are walked by the persistent CTAs
 // (kernels/gemm_w4a8_wgmma_units.cuh): split-K units strided over the CTAs,
 // m fastest (the CTAs running together share weight blocks in L2), or
@@ -176,6 +179,8 @@ __global__ void __launch_bounds__(kThreads, OCC)
   // wgmmas); the accumulators are made exact before any epilogue (unbias_acc
   // with the token's code sum p.x_sum). kSS tiles read signed INT8 weights.
   constexpr bool kBiasedW = kG128 && !kSS;
+  // The producer's activations issued by a thread of their own (see the producer).
+  constexpr bool kXThread = !kS8 && !kPD && !kMC;
   // (cluster_reduce_epilogue unbiases every g128 accumulator: W4 tiles only)
   static_assert(!kCL || !kSS, "the cluster tiles: W4 weights in registers");
   constexpr int kXBytes = BM * 128, kWBytes = MT * (kSS ? 16384 : 8192), kW4Bytes = kPD ? MT * 8192 : 0;
@@ -221,7 +226,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
   const int kt_total = (k64_total + 1) >> 1;  // 128-wide stages (the last may be half)
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
-      ptx::mbar_init(&full[s], 1);
+      ptx::mbar_init(&full[s], kXThread ? 2 : 1);  // the issuing threads' arrivals (below)
       // One arrival per consumer warp (kPD: and producer warp; kMC: of both CTAs).
       ptx::mbar_init(&empty[s], kPD ? 8 + 4 : kMC ? 2 * 8 : 8);
     }
@@ -252,13 +257,23 @@ __global__ void __launch_bounds__(kThreads, OCC)
   } else if (wg == 0) {
     // ---------------- producer ----------------
     ptx::setmaxnreg_dec<OCC == 1 ? 40 : 24>();
-    if (threadIdx.x == 0) {
+    // Two issuing threads (kXThread: the register-A W4 tiles but the multicast pairs):
+    // thread 0 issues every stage's weights without waiting for the previous
+    // kernel (no kernel writes them), lane 0 of warp 1 the activations after
+    // that wait, each thread a stage once its `empty` barrier has passed.
+    // Each thread's arrive.expect_tx on the stage's `full` barrier (two
+    // arrivals a phase) counts its own copies. The TMA unit takes
+    // copies from both threads, so stage 0's activations do not queue behind
+    // every prefetched stage's weights: with one thread issuing all STAGES
+    // stages' weights before the wait (at ~140 ns a copy in the TMA unit,
+    // bench/results/2026-11-30-stream-h200.md), the first stage was complete
+    // 2-3 us after the CTA began (bench/results/2026-12-03-gemm-h200-r28.md).
+    // kS8 (weights possibly written by the previous kernel) and kMC (the
+    // activations multicast into both CTAs) keep one thread: the first STAGES
+    // stages' weights before the wait, their activations after it.
+    if (threadIdx.x == 0 || (kXThread && threadIdx.x == 32)) {
       ptx::tma_prefetch_map(&x_map);
       if constexpr (kS8) ptx::tma_prefetch_map(&w_map);
-      // The first STAGES stages are issued before the dependency wait with
-      // their weights only (no kernel writes the weights); their activations,
-      // which the previous kernel may still be writing, follow the wait.
-      // Each stage's `full` barrier expects both from the start.
       // A stage's activations: KD blocks from kt (a box may reach past the
       // split's blocks: unused; past k: zeros). Counted whole by TMA.
       auto issue_x_stage = [&](int s, int kt, int m_blk) {
@@ -280,56 +295,71 @@ __global__ void __launch_bounds__(kThreads, OCC)
         while (i < count && walk.next(p, kt_total, un))
           for (int kt = un.kb; kt < un.ke && i < count; kt += KD, ++i) issue_x_stage(i % STAGES, kt, un.m_blk);
       };
-      int it = 0;
-      bool waited = false;
-      if (kS8 && p.w_after_wait) {  // the weights are written by the previous kernel
+      if (kXThread && threadIdx.x == 32) {  // the activations
         ptx::pdl_wait();
-        waited = true;
-      }
-      UnitWalk<kCL, kSK, kMC> walk(p, kt_total);
-      Unit un;
-      while (walk.next(p, kt_total, un)) {
-        const int m_blk = un.m_blk, n_blk = un.n_blk, kb = un.kb, ke = un.ke;
-        for (int kt = kb; kt < ke; kt += KD, ++it) {
-          const int s = it % STAGES;
-          if (!waited && it == STAGES) {
-            ptx::pdl_wait();
-            waited = true;
-            issue_x(STAGES);
+        int it = 0;
+        UnitWalk<kCL, kSK, kMC> walk(p, kt_total);
+        Unit un;
+        while (walk.next(p, kt_total, un))
+          for (int kt = un.kb; kt < un.ke; kt += KD, ++it) {
+            const int s = it % STAGES;
+            ptx::mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
+            ptx::mbar_arrive_expect_tx(&full[s], kXStage);
+            issue_x_stage(s, kt, un.m_blk);
           }
-          ptx::mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
-          if constexpr (kS8) {
-            // The whole box is counted (rows past n, columns past k read as zeros).
-            ptx::mbar_arrive_expect_tx(&full[s], kXBytes + kWBytes);
-            if (waited) ptx::tma_load_2d(xs + s * kXBytes, &x_map, kt * 128, m_blk * BM, &full[s]);
-            ptx::tma_load_2d(ws + s * kWBytes, &w_map, kt * 128, n_blk * MT * 128, &full[s]);
-            continue;
-          }
-          // The stage's k64 halves: KD blocks, or fewer at the split's end;
-          // the last block of k may be a half (k % 128 == 64: its second
-          // half is computed on stale weights against the zeros TMA wrote
-          // for the activations past k, as with KD = 1).
-          const int halves = min(2 * KD, min(k64_total, 2 * ke) - 2 * kt), nblk = (halves + 1) / 2;
-          int blocks = 0;  // 128-channel blocks that exist (the last CTA column may have fewer)
-#pragma unroll
-          for (int b = 0; b < MT; ++b) blocks += n_blk * MT + b < p.blocks128;
-          // g128: the level-2 words of groups kt.., 256 B per 128-channel block and group
-          ptx::mbar_arrive_expect_tx(&full[s], kXStage + blocks * halves * 4096 + (kG128 ? blocks * nblk * 256 : 0));
-          if (waited) issue_x_stage(s, kt, m_blk);
-          for (int b = 0; b < blocks; ++b) {
-            const uint8_t* src = p.w + ((static_cast<size_t>(n_blk) * MT + b) * k64_total + 2 * kt) * 4096;
-            ptx::tma_load_1d(ws + s * kWStage + b * KD * 8192, src, halves * 4096, &full[s]);
-          }
-          if constexpr (kG128)
-            for (int b = 0; b < blocks; ++b)
-              ptx::tma_load_1d(l2s + s * (kL2Stage / 4) + b * KD * 64,
-                               p.level2 + quant::level2_word_offset((n_blk * MT + b) * 8, kt, p.groups), nblk * 256,
-                               &full[s]);
+      } else {  // thread 0: the weights (one thread: and the activations)
+        int it = 0;
+        bool waited = false;  // (one thread) the activations may be issued
+        if (kS8 && p.w_after_wait) {  // the weights are written by the previous kernel
+          ptx::pdl_wait();
+          waited = true;
         }
-      }
-      if (!waited) {
-        ptx::pdl_wait();
-        issue_x(it);
+        UnitWalk<kCL, kSK, kMC> walk(p, kt_total);
+        Unit un;
+        while (walk.next(p, kt_total, un)) {
+          const int m_blk = un.m_blk, n_blk = un.n_blk, kb = un.kb, ke = un.ke;
+          for (int kt = kb; kt < ke; kt += KD, ++it) {
+            const int s = it % STAGES;
+            if (!kXThread && !waited && it == STAGES) {
+              ptx::pdl_wait();
+              waited = true;
+              issue_x(STAGES);
+            }
+            ptx::mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
+            if constexpr (kS8) {
+              // The whole box is counted (rows past n, columns past k read as zeros).
+              ptx::mbar_arrive_expect_tx(&full[s], kXBytes + kWBytes);
+              if (waited) ptx::tma_load_2d(xs + s * kXBytes, &x_map, kt * 128, m_blk * BM, &full[s]);
+              ptx::tma_load_2d(ws + s * kWBytes, &w_map, kt * 128, n_blk * MT * 128, &full[s]);
+              continue;
+            }
+            // The stage's k64 halves: KD blocks, or fewer at the split's end;
+            // the last block of k may be a half (k % 128 == 64: its second
+            // half is computed on stale weights against the zeros TMA wrote
+            // for the activations past k, as with KD = 1).
+            const int halves = min(2 * KD, min(k64_total, 2 * ke) - 2 * kt), nblk = (halves + 1) / 2;
+            int blocks = 0;  // 128-channel blocks that exist (the last CTA column may have fewer)
+#pragma unroll
+            for (int b = 0; b < MT; ++b) blocks += n_blk * MT + b < p.blocks128;
+            // g128: the level-2 words of groups kt.., 256 B per 128-channel block and group
+            ptx::mbar_arrive_expect_tx(&full[s], (kXThread ? 0 : kXStage) + blocks * halves * 4096 +
+                                                     (kG128 ? blocks * nblk * 256 : 0));
+            if (!kXThread && waited) issue_x_stage(s, kt, m_blk);
+            for (int b = 0; b < blocks; ++b) {
+              const uint8_t* src = p.w + ((static_cast<size_t>(n_blk) * MT + b) * k64_total + 2 * kt) * 4096;
+              ptx::tma_load_1d(ws + s * kWStage + b * KD * 8192, src, halves * 4096, &full[s]);
+            }
+            if constexpr (kG128)
+              for (int b = 0; b < blocks; ++b)
+                ptx::tma_load_1d(l2s + s * (kL2Stage / 4) + b * KD * 64,
+                                 p.level2 + quant::level2_word_offset((n_blk * MT + b) * 8, kt, p.groups), nblk * 256,
+                                 &full[s]);
+          }
+        }
+        if (!kXThread && !waited) {
+          ptx::pdl_wait();
+          issue_x(it);
+        }
       }
     }
     if constexpr (kCL) cluster_reduce_barriers_only(p.splits);  // every thread of the cluster takes part
