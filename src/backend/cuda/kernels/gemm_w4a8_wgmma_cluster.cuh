@@ -175,7 +175,7 @@ __device__ __forceinline__ void cluster_reduce_epilogue(const Params& p, uint8_t
         if (o + e < p.n) p.y[idx + e] = h[e];
     }
   };
-  // A remote rank's piece i: rank rank + dz (dz = 1 .. splits - 1, wrapping).
+  // Piece i of rank (rank + dz) mod splits, dz = 1 .. splits - 1: another CTA of the cluster.
   auto remote = [&](int i, int dz) {
     const int z = rank + dz < splits ? rank + dz : rank + dz - splits;
     return ptx::ld_shared_cluster_v4(ptx::map_shared_rank(off0 + i * kOffStep, static_cast<uint32_t>(z)));

@@ -267,7 +267,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
     // every prefetched stage's weights: with one thread issuing all STAGES
     // stages' weights before the wait (at ~140 ns a copy in the TMA unit,
     // bench/results/2026-11-30-stream-h200.md), the first stage was complete
-    // 2-3 us after the CTA began (bench/results/2026-12-03-gemm-h200-r28.md).
+    // 2.3-4.5 us after the CTA began (bench/results/2026-12-03-gemm-h200-r28.md).
     // kS8 (weights possibly written by the previous kernel) and kMC (the
     // activations multicast into both CTAs) keep one thread: the first STAGES
     // stages' weights before the wait, their activations after it.
