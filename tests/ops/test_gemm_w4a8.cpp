@@ -93,11 +93,13 @@ std::vector<Case> all_cases() {
       for (int splits : {1, 3})
         for (int64_t m : {1, 37, 300}) cases.push_back({g, m, 640, 576, tile, splits, true});
   // The measured plans (sm_90) of the other benchmark layers, through the
-  // top-level planner: Llama-3-8B o and gate_up, Llama-2-7B qkv, gate_up, down.
+  // top-level planner: Llama-3-8B o and gate_up, Llama-2-7B qkv, gate_up, down
+  // (m = 7: the decode rule's gemv8, or the table's m <= 8 bucket where the
+  // rule leaves it: gate_up, Llama-2-7B down).
   for (bool g : {false, true})
     for (auto [n, k] : {std::pair<int64_t, int64_t>{4096, 4096}, {28672, 4096}, {12288, 4096}, {22016, 4096},
                         {4096, 11008}})
-      for (int64_t m : {16, 32, 64, 255}) cases.push_back({g, m, n, k});
+      for (int64_t m : {7, 16, 32, 64, 255}) cases.push_back({g, m, n, k});
   for (bool g : {false, true}) cases.push_back({g, 300, 4096, 4096});  // the m <= 512 bucket
   // The Llama-2-13B and Llama-2-70B entries of the table, through the top-level planner.
   for (bool g : {false, true})
@@ -475,8 +477,8 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
           // The decode kernels: m <= 32, k <= 16384 (m > 4: at least one
           // 16-channel tile per SM, and k <= 4096 but for the resident ones),
           // a CTA per 16 channels, at most three (gemv8) / two (gemv16,
-          // gemv8d) / one (the resident gemv16r, gemv32r: g128 table entries,
-          // also on Llama-2-7B down) per SM, no split-K, no workspace.
+          // gemv8d) / one (the resident gemv16r: a g128 table entry) per SM,
+          // no split-K, no workspace.
           const std::string name = cuda::w4a8_tile_name(p.tile);
           const bool resident = name == "gemv16r" || name == "gemv32r";
           EXPECT_LE(m, cuda::w4a8_tile_tokens(p.tile));
@@ -547,18 +549,22 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 4, 4096, 11008, -1, 0, true).tile), "gemv8d");
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 5, 4096, 4096, -1, 0, false).tile), "gemv8");
   EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 8, 4096, 11008, -1, 0, true).tile));
+  EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 8, 4096, 11008, -1, 0, false).tile));
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 5, 6144, 4096, -1, 0, false).tile), "gemv8");
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 8, 12288, 4096, -1, 0, true).tile), "gemv8");
   EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 8, 6144, 14336, -1, 0, true).tile));
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 9, 4096, 4096, -1, 0, false).tile), "gemv16");
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 16, 4096, 4096, -1, 0, true).tile), "gemv16");
   EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 16, 6144, 4096, -1, 0, false).tile));
-  // The resident kernels through the table (g128: Llama-3-8B qkv at m =
-  // 9..16, the 4096 x 4096 layers at m = 17..32).
+  // The resident kernel through the table (g128: Llama-3-8B qkv at m =
+  // 9..16). Since round 29 the 4096 x 4096 layers at m = 17..32 take the
+  // 128 x 32 cluster tile with 3 splits (32 x 3 = 96 CTAs), no longer gemv32r.
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 16, 6144, 4096, -1, 0, true).tile), "gemv16r");
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 9, 6144, 4096, -1, 0, true).tile), "gemv16r");
-  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 17, 4096, 4096, -1, 0, true).tile), "gemv32r");
-  EXPECT_EQ(cuda::plan_w4a8(h200, 32, 4096, 4096, -1, 0, true).ctas, 132);
+  const cuda::W4A8Plan o32 = cuda::plan_w4a8(h200, 17, 4096, 4096, -1, 0, true);
+  EXPECT_STREQ(cuda::w4a8_tile_name(o32.tile), "wg128x32c-k256");
+  EXPECT_EQ(o32.splits, 3);
+  EXPECT_EQ(o32.ctas, 96);
   EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 16, 4096, 14336, -1, 0, false).tile));
   EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 17, 4096, 4096, -1, 0, false).tile));
   EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 1, 28672, 4096, -1, 0, false).tile));
@@ -589,12 +595,12 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   EXPECT_EQ(sk_decode.workspace_bytes, sk_decode.counter_bytes() + size_t{132} * 2 * 256 * 8 * 4);
   EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 16, 4096, 4096, cuda::kW4A8FirstPdTile, cuda::kW4A8StreamK, false),
                Error);
-  // Tile 30 (wg128x16c) runs two CTAs per SM (round 22): per-channel
-  // Llama-3-8B qkv at m = 16 takes it with 4 splits, 48 tiles x 4 = 192 CTAs
+  // Tile 30 (wg128x16c) runs two CTAs per SM (round 22): g128 Llama-2-7B
+  // down at m = 16 takes it with 6 splits (round 29), 32 tiles x 6 = 192 CTAs
   // (one per unit, all resident at once on 132 SMs).
-  const cuda::W4A8Plan two_per_sm = cuda::plan_w4a8(h200, 16, 6144, 4096, -1, 0, false);
+  const cuda::W4A8Plan two_per_sm = cuda::plan_w4a8(h200, 16, 4096, 11008, -1, 0, true);
   EXPECT_STREQ(cuda::w4a8_tile_name(two_per_sm.tile), "wg128x16c");
-  EXPECT_EQ(two_per_sm.splits, 4);
+  EXPECT_EQ(two_per_sm.splits, 6);
   EXPECT_EQ(two_per_sm.ctas, 192);
   EXPECT_EQ(cuda::w4a8::wgmma::kTiles[two_per_sm.tile - cuda::kW4A8FirstWgmmaTile].occ, 2);
   // The 128 x 32 cluster tiles (round 23) at m = 17-32: 70B down per-channel
