@@ -565,6 +565,7 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   EXPECT_STREQ(cuda::w4a8_tile_name(o32.tile), "wg128x32c-k256");
   EXPECT_EQ(o32.splits, 3);
   EXPECT_EQ(o32.ctas, 96);
+  EXPECT_EQ(cuda::plan_w4a8(h200, 32, 4096, 4096, -1, 0, true).ctas, 96);  // the bucket's top
   EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 16, 4096, 14336, -1, 0, false).tile));
   EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 17, 4096, 4096, -1, 0, false).tile));
   EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 1, 28672, 4096, -1, 0, false).tile));

@@ -113,12 +113,13 @@ consteval W4A8Choice P(std::string_view plan) { return w4a8_plan(plan); }
 // 11, in place of the resident plans on 2 (gemv32r on the 4096 x 4096
 // layers, gemv16r on Llama-2-7B down) and of persistent tiles on 5 (Llama-3-8B
 // qkv at m = 65-128 on 128 x 64 / 128 x 128 cluster plans: 1.02x of cuBLASLt
-// INT8, was 0.89-0.91x). Engine (Llama-3-8B, decode at 1-64
-// sequences, one ABBA; 1-4 sequences, plans unchanged, within +-1.2%):
+// INT8, was 0.89-0.91x). Engine (Llama-3-8B, decode at 1-64 sequences,
+// one ABBA; 1-4 sequences, plans unchanged, within +-1.2%):
 // per-channel +1.3 / +1.6% at 8 / 16 (at 32 / 64, no per-channel plan of
-// the model changed: +1.0 / +0.5%); g128 +1.7% at 32, 0.0% at 64. Not taken: g128 gemv8d on the down layers at m = 5-8 (10-14% faster
-// in both patterns, engine -2.8% at 8 sequences: the third time, after
-// rounds 14 and 21). The Llama-2-7B and 70B rows were not run in the engine.
+// the model changed: +1.0 / +0.5%); g128 +1.7% at 32, 0.0% at 64. Not
+// taken: g128 gemv8d on the down layers at m = 5-8 (10-14% faster in both
+// patterns, engine -2.8% at 8 sequences: the third time, after rounds 14
+// and 21). The Llama-2-7B and 70B rows were not run in the engine.
 constexpr Entry kTable[] = {
     // o at m <= 16: the 96-CTA plans (split 3), not the back-to-back optimum (64 CTAs, split 2:
     // 5.4 / 6.5 us at m = 1), which owes 0.4 us to two launches of one GEMM sharing the GPU. After
