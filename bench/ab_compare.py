@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gemm_targets import TARGETS  # noqa: E402  (issue, kind, label, predicate on m, target)
 
-KINDS = (("per_channel", "per-channel"), ("g128", "g128"))
+KINDS = {"per_channel": "per-channel", "g128": "g128"}  # JSON key part -> label
 
 
 def load_gemm(paths):
@@ -46,7 +46,7 @@ def gemm(args):
     keys = [k for k in a[0] if all(k in d for d in a + b)]
     out = []
     for key in keys:
-        for kind, label in KINDS:
+        for kind, label in KINDS.items():
             ta = [d[key][f"shipped_{kind}_us"] for d in a]
             tb = [d[key][f"shipped_{kind}_us"] for d in b]
             if not all(ta) or not all(tb):
@@ -80,8 +80,7 @@ def gemm(args):
             continue
         met_a = sum(r["x_a"] >= target for r in sel)
         met_b = sum(r["x_b"] >= target for r in sel)
-        name = "per-channel" if kind == "per_channel" else "g128"
-        print(f"| {issue} | {name} | {label} | >= {target}x | {met_a} of {len(sel)} | {met_b} of {len(sel)} |")
+        print(f"| {issue} | {KINDS[kind]} | {label} | >= {target}x | {met_a} of {len(sel)} | {met_b} of {len(sel)} |")
 
 
 def engine(args):

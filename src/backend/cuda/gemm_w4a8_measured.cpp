@@ -119,7 +119,9 @@ consteval W4A8Choice P(std::string_view plan) { return w4a8_plan(plan); }
 // the model changed: +1.0 / +0.5%); g128 +1.7% at 32, 0.0% at 64. Not
 // taken: g128 gemv8d on the down layers at m = 5-8 (10-14% faster in both
 // patterns, engine -2.8% at 8 sequences: the third time, after rounds 14
-// and 21). The Llama-2-7B and 70B rows were not run in the engine.
+// and 21). The Llama-2-7B and 70B rows were not run in the engine. An r29
+// comment gives us back to back / after a neighbor, then "before r29:" the
+// entry's earlier history.
 constexpr Entry kTable[] = {
     // o at m <= 16: the 96-CTA plans (split 3), not the back-to-back optimum (64 CTAs, split 2:
     // 5.4 / 6.5 us at m = 1), which owes 0.4 us to two launches of one GEMM sharing the GPU. After
@@ -127,54 +129,54 @@ constexpr Entry kTable[] = {
     // 6.4 / 7.3 us where split 2 takes 8.0 / 10.0 (bench/results/2026-11-30-gemm-h200-r9.md).
     {4096, 4096, 1, P("wg128x8c-k256/3"), P("wg128x8c-k256/3")},  // pc wg128x8c-k256/3 5.8 (6.4 after a neighbor); g128 6.7 (7.3)
     {4096, 4096, 16, P("wg128x16c-k256/3"), P("wg128x16c-k256/3")},  // pc wg128x16c-k256/3 6.5 (7.2); g128 wg128x16c-k256/3 7.2 (7.9)
-    {4096, 4096, 32, P("wg128x32c-k256/3"), P("wg128x32c-k256/3")},  // r29, us back to back / after a neighbor: g128 wg128x32c-k256/3 6.3 / 7.0 (was gemv32r/1 7.1 / 8.2); before r29: pc wg128x32c-k256/3 6.9, 7.9 after a neighbor (r23; was wg256x32c/4 7.2, 8.5); g128 gemv32r 7.4 (r18; was wg256x32c-k256/4 8.5, r8)
-    {4096, 4096, 64, P("wg128x64c/2"), P("wg128x64c/3")},  // r29, us back to back / after a neighbor: g128 wg128x64c/3 7.0 / 7.7 (was wg128x64c/2 7.6 / 8.7); before r29: pc wg128x64c/2 7.8; g128 wg128x64c/2 8.7
+    {4096, 4096, 32, P("wg128x32c-k256/3"), P("wg128x32c-k256/3")},  // r29: g128 wg128x32c-k256/3 6.3 / 7.0 (was gemv32r/1 7.1 / 8.2); before r29: pc wg128x32c-k256/3 6.9, 7.9 after a neighbor (r23; was wg256x32c/4 7.2, 8.5); g128 gemv32r 7.4 (r18; was wg256x32c-k256/4 8.5, r8)
+    {4096, 4096, 64, P("wg128x64c/2"), P("wg128x64c/3")},  // r29: g128 wg128x64c/3 7.0 / 7.7 (was wg128x64c/2 7.6 / 8.7); before r29: pc wg128x64c/2 7.8; g128 wg128x64c/2 8.7
     {4096, 4096, 128, P("wg128x64c-k256/2"), P("wg128x64c-k256/2")},  // pc wg128x64c-k256/2 9.9 (r8); g128 wg128x64c-k256/2 10.9 (r8)
     {4096, 4096, 256, P("wg128x128c-k256/2"), P("wg128x128c-k256/2")},  // wg128x128c-k256/2: pc 12.7, 13.3 after a neighbor; g128 12.7, 13.2 (r25; were wg128x128/2 13.0 / 14.2, 13.1 / 14.3; r17: wg256x32/1 14.0, wg128x128/1 15.1)
     {4096, 4096, 512, P("wg128x128/1"), P("wg128x128/1")},  // pc wg128x128/1 15.9; g128 wg128x128/1 17.5 (round K; pass + s8 20.9)
     {6144, 4096, 1, P("wg256x8a2c-k256/4"), P("wg256x8/4")},  // pc wg256x8a2c-k256/4 6.9 (r8); g128 wg256x8/4 8.2
-    {6144, 4096, 16, P("wg256x16a2c/4"), P("gemv16r/1")},  // r29, us back to back / after a neighbor: pc wg256x16a2c/4 6.1 / 6.8 (was wg128x16c/4 6.4 / 7.4); before r29: pc wg128x16c/4 7.0, 8.8 after a neighbor (r22, two CTAs per SM; was wg256x16/4 7.2, 9.8); g128 gemv16r 7.0 (r18; was wg256x16a2c-k256/4 8.7, r8)
-    {6144, 4096, 32, P("wg256x32c/4"), P("wg128x32c-k256/2")},  // r29, us back to back / after a neighbor: g128 wg128x32c-k256/2 7.0 / 7.9 (was wg256x32c-k256/4 7.4 / 8.6); before r29: pc wg256x32c/4 8.4; g128 wg256x32c-k256/4 8.6, 9.9 after a neighbor (r21; was wg256x32/4 8.7, 11.8)
-    {6144, 4096, 64, P("wg128x64c-k256/2"), P("wg128x64c/2")},  // r29, us back to back / after a neighbor: g128 wg128x64c/2 8.1 / 8.8 (was wg128x64c-k256/2 8.4 / 9.1); before r29: pc wg128x64c-k256/2 9.4 (r8); g128 wg128x64c-k256/2 10.3 (r8)
-    {6144, 4096, 128, P("wg128x64c-k256/1"), P("wg128x128c-k256/2")},  // r29, us back to back / after a neighbor: pc wg128x64c-k256/1 11.2 / 11.4 (was wg128x128/2 12.8 / 12.9); g128 wg128x128c-k256/2 11.1 / 11.7 (was wg128x128/2 12.5 / 12.8); before r29: pc wg128x128/2 12.5; g128 wg128x128/2 13.1 (r17; were wg256x32/1 13.4, wg256x128c/4 14.5)
+    {6144, 4096, 16, P("wg256x16a2c/4"), P("gemv16r/1")},  // r29: pc wg256x16a2c/4 6.1 / 6.8 (was wg128x16c/4 6.4 / 7.4); before r29: pc wg128x16c/4 7.0, 8.8 after a neighbor (r22, two CTAs per SM; was wg256x16/4 7.2, 9.8); g128 gemv16r 7.0 (r18; was wg256x16a2c-k256/4 8.7, r8)
+    {6144, 4096, 32, P("wg256x32c/4"), P("wg128x32c-k256/2")},  // r29: g128 wg128x32c-k256/2 7.0 / 7.9 (was wg256x32c-k256/4 7.4 / 8.6); before r29: pc wg256x32c/4 8.4; g128 wg256x32c-k256/4 8.6, 9.9 after a neighbor (r21; was wg256x32/4 8.7, 11.8)
+    {6144, 4096, 64, P("wg128x64c-k256/2"), P("wg128x64c/2")},  // r29: g128 wg128x64c/2 8.1 / 8.8 (was wg128x64c-k256/2 8.4 / 9.1); before r29: pc wg128x64c-k256/2 9.4 (r8); g128 wg128x64c-k256/2 10.3 (r8)
+    {6144, 4096, 128, P("wg128x64c-k256/1"), P("wg128x128c-k256/2")},  // r29: pc wg128x64c-k256/1 11.2 / 11.4 (was wg128x128/2 12.8 / 12.9); g128 wg128x128c-k256/2 11.1 / 11.7 (was wg128x128/2 12.5 / 12.8); before r29: pc wg128x128/2 12.5; g128 wg128x128/2 13.1 (r17; were wg256x32/1 13.4, wg256x128c/4 14.5)
     {6144, 4096, 256, P("wg128x128/1"), P("wg128x128/1")},  // pc wg128x128/1 15.1; g128 wg128x128/1 16.8
     {6144, 4096, 512, P("wg128x256/1"), P("wg128x256/1")},  // pc wg128x256/1 24.8; g128 wg128x256/1 26.6
     {12288, 4096, 1, P("wg256x8a2c/2"), P("wg256x8a2c-k256/2")},  // pc wg256x8a2c/2 9.8; g128 wg256x8a2c-k256/2 12.4 (r8)
     {12288, 4096, 16, P("wg128x16c/2"), P("wg256x16a2c-k256/2")},  // pc wg128x16c/2 9.5, 12.2 (r22; was wg256x16/2 9.9, 12.8); g128 wg256x16a2c-k256/2 13.1 (r8)
     {12288, 4096, 32, P("wg128x32c-k256o2/2"), P("wg256x32c-k256/2")},  // pc wg128x32c-k256o2/2 10.6, 12.6 (r23; was wg256x32/2 10.8, 13.4, r17); g128 wg256x32c-k256/2 13.8 (r8)
-    {12288, 4096, 64, P("wg128x64c-k256/1"), P("wg128x64c-k256/1")},  // r29, us back to back / after a neighbor: pc wg128x64c-k256/1 11.4 / 11.9 (was wg256x32/1 12.2 / 12.8); before r29: pc wg256x32/1 13.6; g128 wg128x64c-k256/1 15.5 (r8)
+    {12288, 4096, 64, P("wg128x64c-k256/1"), P("wg128x64c-k256/1")},  // r29: pc wg128x64c-k256/1 11.4 / 11.9 (was wg256x32/1 12.2 / 12.8); before r29: pc wg256x32/1 13.6; g128 wg128x64c-k256/1 15.5 (r8)
     {12288, 4096, 128, P("wg128x128/1"), P("wg128x128/1")},  // pc wg128x128/1 15.4; g128 wg128x128/1 16.9
     {12288, 4096, 256, P("wg128x256/1"), P("wg128x256/1")},  // pc wg128x256/1 24.8; g128 wg128x256/1 25.3
     {12288, 4096, 512, P("wg128x128/1"), P("wg128x256/1")},  // pc wg128x128/1 42.5; g128 wg128x256/1 50.0
     {22016, 4096, 1, P("wg256x8/1"), P("wg256x8a2c-k256/1")},  // pc wg256x8/1 13.2; g128 wg256x8a2c-k256/1 15.7, 18.5 after a neighbor (r21; was wg256x8/1 17.4, 19.8)
     {22016, 4096, 16, P("wg256x16a2/1"), P("wg256x16a2c-k256/1")},  // pc wg256x16a2/1 13.6; g128 wg256x16a2c-k256/1 16.7, 19.2 (r21; was wg256x16/1 18.0, 20.4)
-    {22016, 4096, 32, P("wg256x32/1"), P("wg256x32c-k256/1")},  // r29, us back to back / after a neighbor: g128 wg256x32c-k256/1 16.1 / 16.6 (was wg128x32c-k256o2/1 16.1 / 17.4); before r29: pc wg256x32/1 14.3; g128 wg128x32c-k256o2/1 18.7, 20.3 (r23; was wg256x32/1 19.0, 21.2)
-    {22016, 4096, 64, P("wg256x64/1"), P("wg256x64c-k256/1")},  // r29, us back to back / after a neighbor: g128 wg256x64c-k256/1 18.9 / 20.3 (was wg256x64/1 20.7 / 21.8); before r29: pc wg256x64/1 17.8; g128 wg256x64/1 23.1
+    {22016, 4096, 32, P("wg256x32/1"), P("wg256x32c-k256/1")},  // r29: g128 wg256x32c-k256/1 16.1 / 16.6 (was wg128x32c-k256o2/1 16.1 / 17.4); before r29: pc wg256x32/1 14.3; g128 wg128x32c-k256o2/1 18.7, 20.3 (r23; was wg256x32/1 19.0, 21.2)
+    {22016, 4096, 64, P("wg256x64/1"), P("wg256x64c-k256/1")},  // r29: g128 wg256x64c-k256/1 18.9 / 20.3 (was wg256x64/1 20.7 / 21.8); before r29: pc wg256x64/1 17.8; g128 wg256x64/1 23.1
     {22016, 4096, 128, P("wg256x128/1"), P("wg256x128/1")},  // pc wg256x128/1 25.6; g128 wg256x128/1 27.8
     {22016, 4096, 256, P("wg128x128/1"), P("wg128x128/1")},  // pc wg128x128/1 41.9; g128 wg128x128/1 46.8
     {22016, 4096, 512, P("wg128x256/1"), P("wg128x256/1")},  // pc wg128x256/1 71.3; g128 wg128x256/1 76.2
     {28672, 4096, 1, P("wg256x8/1"), P("wg256x8a2/1")},  // pc wg256x8/1 14.9; g128 wg256x8a2/1 19.9
     {28672, 4096, 16, P("wg256x16a2/1"), P("wg256x16/1")},  // pc wg256x16a2/1 15.8; g128 wg256x16/1 20.6
     {28672, 4096, 32, P("wg256x32/1"), P("wg256x32/1")},  // pc wg256x32/1 16.8; g128 wg256x32/1 21.6
-    {28672, 4096, 64, P("wg256x64/1"), P("wg256x64c-k256/1")},  // r29, us back to back / after a neighbor: g128 wg256x64c-k256/1 20.8 / 21.5 (was wg256x64/1 21.2 / 22.2); before r29: pc wg256x64/1 19.2; g128 wg256x64/1 24.0
+    {28672, 4096, 64, P("wg256x64/1"), P("wg256x64c-k256/1")},  // r29: g128 wg256x64c-k256/1 20.8 / 21.5 (was wg256x64/1 21.2 / 22.2); before r29: pc wg256x64/1 19.2; g128 wg256x64/1 24.0
     {28672, 4096, 128, P("wg256x128/1"), P("wg256x128/1")},  // pc wg256x128/1 26.6; g128 wg256x128/1 28.7
     {28672, 4096, 256, P("wg128x256/1"), P("wg128x256/1")},  // pc wg128x256/1 48.4; g128 wg128x256/1 49.5
     {28672, 4096, 512, P("wg128x256/1"), P("wg128x256/1")},  // pc wg128x256/1 95.0; g128 wg128x256/1 99.9
-    {4096, 11008, 1, P("wg256x8a2c/6"), P("wg256x8/6")},  // r29, m = 8 (m <= 4: the decode rule), us back to back / after a neighbor: pc wg256x8a2c/6 8.1 / 8.8 (was wg256x8a2c-k256/4 9.4 / 10.4); g128 wg256x8/6 kept (gemv8d/1 8.7 / 10.3 against 9.5 / 12.0, but the engine's g128 decode at 8 sequences -2.8%, as in r14 and r21); before r29: pc wg256x8a2c-k256/4 9.9 (r8); g128 wg256x8/6 12.1
-    {4096, 11008, 16, P("wg256x16a2c/6"), P("wg128x16c/6")},  // r29, us back to back / after a neighbor: pc wg256x16a2c/6 8.5 / 9.2 (was wg128x16c/6 8.7 / 10.3); g128 wg128x16c/6 9.3 / 10.2 (was gemv16r/1 10.9 / 12.4); before r29: pc wg128x16c/6 10.2, 11.7 (r22; was wg256x16a2/6 10.1, 13.4); g128 gemv16r 11.0, 12.6 after a neighbor (r21; was wg256x16/6 11.0, 14.5)
-    {4096, 11008, 32, P("wg256x32c/6"), P("wg256x32c-k256/6")},  // r29, us back to back / after a neighbor: pc wg256x32c/6 9.4 / 10.0 (was wg128x32c-k512/3 10.8 / 11.0); before r29: pc wg128x32c-k512/3 11.1, 12.2 (r23; was wg256x32c-k256/4 11.4, 13.2); g128 wg256x32c-k256/6 14.1 (r8)
+    {4096, 11008, 1, P("wg256x8a2c/6"), P("wg256x8/6")},  // r29, m = 8 (m <= 4: the decode rule): pc wg256x8a2c/6 8.1 / 8.8 (was wg256x8a2c-k256/4 9.4 / 10.4); g128 wg256x8/6 kept (gemv8d/1 8.7 / 10.3 against 9.5 / 12.0, but the engine's g128 decode at 8 sequences -2.8%, as in r14 and r21); before r29: pc wg256x8a2c-k256/4 9.9 (r8); g128 wg256x8/6 12.1
+    {4096, 11008, 16, P("wg256x16a2c/6"), P("wg128x16c/6")},  // r29: pc wg256x16a2c/6 8.5 / 9.2 (was wg128x16c/6 8.7 / 10.3); g128 wg128x16c/6 9.3 / 10.2 (was gemv16r/1 10.9 / 12.4); before r29: pc wg128x16c/6 10.2, 11.7 (r22; was wg256x16a2/6 10.1, 13.4); g128 gemv16r 11.0, 12.6 after a neighbor (r21; was wg256x16/6 11.0, 14.5)
+    {4096, 11008, 32, P("wg256x32c/6"), P("wg256x32c-k256/6")},  // r29: pc wg256x32c/6 9.4 / 10.0 (was wg128x32c-k512/3 10.8 / 11.0); before r29: pc wg128x32c-k512/3 11.1, 12.2 (r23; was wg256x32c-k256/4 11.4, 13.2); g128 wg256x32c-k256/6 14.1 (r8)
     {4096, 11008, 64, P("wg128x64c-k256/3"), P("wg128x64c-k256/3")},  // pc wg128x64c-k256/3 12.7 (r8); g128 wg128x64c-k256/3 14.8 (r8)
     {4096, 11008, 128, P("wg128x64c-k256/2"), P("wg128x128/4")},  // pc wg128x64c-k256/2 16.0; g128 wg128x128/4 17.6 (r17; was 19.4)
     {4096, 11008, 256, P("wg128x128c-k256/2"), P("wg128x128c-k256/2")},  // wg128x128c-k256/2: pc 21.0 / 21.8 after a neighbor (r26, the batched cluster sums; r25 21.7 / 22.4, was wg128x128/2 22.0 / 23.2), g128 21.7 / 22.3 after a neighbor (r26; was wg128x128/2 22.4 / 23.9) (r17; were wg256x64c/2 25.1, wg128x128/sk 27.8)
     {4096, 11008, 512, P("wg128x128/1"), P("wg128x128/1")},  // pc wg128x128/1 34.1; g128 wg128x128/1 39.1 (round K; pass + s8 49.0)
-    {4096, 14336, 1, P("wg256x8a2c/6"), P("wg256x8a2/6")},  // r29, m = 8 (m <= 4: the decode rule), us back to back / after a neighbor: pc wg256x8a2c/6 9.6 / 10.5 (was wg256x8a2c-k256/6 10.4 / 11.1; the engine's per-channel decode at 8 sequences +1.3%); g128 wg256x8a2/6 kept (gemv8d/1 10.3 / 12.8 against 11.4 / 14.2, but the engine -2.8% at 8 sequences); before r29: pc wg256x8a2c-k256/6 11.3 (r8); g128 wg256x8a2/6 13.9
-    {4096, 14336, 16, P("wg256x16a2c/6"), P("wg256x16a2c-k256/6")},  // r29, us back to back / after a neighbor: pc wg256x16a2c/6 10.0 / 10.8 (was wg128x16c/6 10.1 / 11.9); before r29: pc wg128x16c/6 11.5, 13.2 (r22; was wg256x16/6 11.3, 14.6); g128 wg256x16a2c-k256/6 13.2, 14.5 after a neighbor (r21; was wg256x16a2/6 12.8, 16.6)
+    {4096, 14336, 1, P("wg256x8a2c/6"), P("wg256x8a2/6")},  // r29, m = 8 (m <= 4: the decode rule): pc wg256x8a2c/6 9.6 / 10.5 (was wg256x8a2c-k256/6 10.4 / 11.1; the engine's per-channel decode at 8 sequences +1.3%); g128 wg256x8a2/6 kept (gemv8d/1 10.3 / 12.8 against 11.4 / 14.2, but the engine -2.8% at 8 sequences); before r29: pc wg256x8a2c-k256/6 11.3 (r8); g128 wg256x8a2/6 13.9
+    {4096, 14336, 16, P("wg256x16a2c/6"), P("wg256x16a2c-k256/6")},  // r29: pc wg256x16a2c/6 10.0 / 10.8 (was wg128x16c/6 10.1 / 11.9); before r29: pc wg128x16c/6 11.5, 13.2 (r22; was wg256x16/6 11.3, 14.6); g128 wg256x16a2c-k256/6 13.2, 14.5 after a neighbor (r21; was wg256x16a2/6 12.8, 16.6)
     {4096, 14336, 32, P("wg256x32c/6"), P("wg256x32c-k256/6")},  // pc wg256x32c/6 13.0; g128 wg256x32c-k256/6 16.1 (r8)
     {4096, 14336, 64, P("wg128x64c-k256/3"), P("wg128x64c-k256/3")},  // pc wg128x64c-k256/3 14.9 (r8); g128 wg128x64c-k256/3 17.7 (r8)
     {4096, 14336, 128, P("wg128x64c-k256/2"), P("wg128x128/4")},  // pc wg128x64c-k256/2 19.3; g128 wg128x128/4 20.0 (r17; was 23.6)
     {4096, 14336, 256, P("wg128x128c-k256/2"), P("wg128x128c-k256/2")},  // wg128x128c-k256/2: pc 25.5 / 26.0 after a neighbor (r26, the batched cluster sums; r25 26.0 / 26.7, was wg128x128/2 26.4 / 27.8), g128 26.2 / 26.9 after a neighbor (r26; was wg128x128/2 27.1 / 28.4) (r17; were wg256x64c/2 30.1, wg128x128/sk 32.7)
     {4096, 14336, 512, P("wg128x128/1"), P("wg128x256/2")},  // pc wg128x128/1 41.8; g128 wg128x256/2 45.6 (r17; was wg128x128/1 52.2)
-    {8192, 28672, 1, P("wg128x8c-k512/2"), P("wg128x8c/2")},  // r29, us back to back / after a neighbor: g128 wg128x8c/2 30.7 / 31.3 (was wg128x16c-k512/2 30.9 / 33.8); before r29: pc wg128x8c-k512/2 28.9 (r8); g128 wg128x16c-k512/2 36.1 (r8)
+    {8192, 28672, 1, P("wg128x8c-k512/2"), P("wg128x8c/2")},  // r29: g128 wg128x8c/2 30.7 / 31.3 (was wg128x16c-k512/2 30.9 / 33.8); before r29: pc wg128x8c-k512/2 28.9 (r8); g128 wg128x16c-k512/2 36.1 (r8)
     {8192, 28672, 16, P("wg128x16c-k256/2"), P("wg128x16c-k512/2")},  // pc wg128x16c-k256/2 30.1 (r8); g128 wg128x16c-k512/2 32.1, 34.3 after a neighbor (r21; was wg256x16a2/4 35.5, 36.9)
     {8192, 28672, 32, P("wg128x32c-k256/2"), P("wg128x32c-k512/2")},  // pc wg128x32c-k256/2 30.8, 33.3 (r23; was wg256x32c-k256/3 33.6, 35.5); g128 wg128x32c-k512/2 33.3, 34.5 (r23; was wg256x32/4 37.3, 38.6)
     {8192, 28672, 64, P("wg128x64c-k256/2"), P("wg128x64c-k256/2")},  // pc wg128x64c-k256/2 33.8 (r8); g128 wg128x64c-k256/2 42.0 (r8)
