@@ -9,7 +9,7 @@
 //   bench_gemm [--quick] [--sweep] [--sweep-tiles NAME,...] [--sweep-splits 1,2,...] [--hot] [--no-pd]
 //              [--g128-s8-only] [--graph-us US]
 //              [--json FILE] [--md FILE] [--m 1,16,...] [--shapes NAME,...] [--shape N,K ...]
-//              [--neighbor-us US] [--interleave N] [--soak-ms MS] [--host-paced]
+//              [--neighbor-us US | --neighbor-mb MB] [--interleave N] [--soak-ms MS] [--host-paced]
 //
 // Each replay is queued behind a held GPU (gpu_hold.h), so that the graph's
 // launch latency is not in its time; --host-paced times as before
@@ -35,6 +35,13 @@
 // subtracted: a GEMM after another kernel, as in a model, instead of after
 // itself (whose CTAs, under programmatic dependent launch, can start beside
 // the previous launch's when both fit on the GPU).
+//
+// --neighbor-mb MB: the same neighbor, reading MB MiB instead of spinning
+// (its own time subtracted likewise). With MB past the L2 (128 on the H200,
+// twice its 60 MB), every timed launch starts with its instructions as well
+// as its weights out of L2, as in a model, where the other layers' weights
+// stream through L2 between two launches of one GEMM; under --neighbor-us
+// and back to back, the kernel's code stays in L2 from its previous launch.
 //
 // --shape N,K (repeatable): time these layer shapes ("custom/NxK") instead of
 // the built-in list, e.g. the same layer at several k to separate a kernel's
@@ -301,6 +308,7 @@ int run(int argc, char** argv) {
   std::vector<int> sweep_splits = {1, 2, 3, 4, 6, 8, 12, 16};
   double graph_us = 2000.0;
   double neighbor_us = 0;  // --neighbor-us
+  double neighbor_mb = 0;  // --neighbor-mb
   int interleave = 0;      // --interleave
   double soak_ms = 0;      // --soak-ms
   for (int i = 1; i < argc; ++i) {
@@ -345,6 +353,7 @@ int run(int argc, char** argv) {
     else if (a == "--g128-s8-only") g128_s8_only = true;
     else if (a == "--graph-us") graph_us = std::stod(next());
     else if (a == "--neighbor-us") neighbor_us = std::stod(next());
+    else if (a == "--neighbor-mb") neighbor_mb = std::stod(next());
     else if (a == "--interleave") interleave = std::stoi(next());
     else if (a == "--soak-ms") soak_ms = std::stod(next());
     else if (a == "--host-paced") bench::queued_timing = false;
@@ -353,6 +362,10 @@ int run(int argc, char** argv) {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;
     }
+  }
+  if (neighbor_us > 0 && neighbor_mb > 0) {
+    std::fprintf(stderr, "--neighbor-us and --neighbor-mb exclude each other\n");
+    return 2;
   }
   if (cuda::device_count() == 0) {
     std::printf("skipped: no CUDA device\n");
@@ -371,7 +384,19 @@ int run(int argc, char** argv) {
   // shared memory for neighbor_us, allowing its dependents to launch at once.
   std::function<void()> neighbor;
   double neighbor_alone_us = 0;
-  if (neighbor_us > 0) {
+  cuda::DeviceBuffer neighbor_buf;  // --neighbor-mb: what the cold neighbor reads (zeros)
+  if (neighbor_mb > 0) {
+    const size_t bytes = static_cast<size_t>(neighbor_mb * 1048576.0) / 16 * 16;
+    neighbor_buf = cuda::DeviceBuffer(std::max<size_t>(bytes, 16));
+    QS_CUDA_CHECK(cudaMemsetAsync(neighbor_buf.data(), 0, neighbor_buf.size(), stream));
+    neighbor = [&, bytes] {
+      bench::launch_neighbor_reader(stream, dev.sm_count, neighbor_buf.data(), bytes, 200 * 1024, true);
+    };
+    neighbor_alone_us = Timer{stream, true, graph_us, nullptr, 0}.chain(1, [&](int) { neighbor(); });
+    std::printf("# before every timed launch: a cold neighbor (%d blocks x 200 KB reading %.0f MiB; %.2f us per "
+                "launch alone, subtracted)\n",
+                dev.sm_count, neighbor_mb, neighbor_alone_us);
+  } else if (neighbor_us > 0) {
     neighbor = [&] { bench::launch_neighbor(stream, dev.sm_count, neighbor_us, 200 * 1024, true); };
     neighbor_alone_us = Timer{stream, true, graph_us, nullptr, 0}.chain(1, [&](int) { neighbor(); });
     std::printf("# before every timed launch: a neighbor kernel (%d blocks x 200 KB, %.1f us; %.2f us per launch alone, "
@@ -760,7 +785,7 @@ int run(int argc, char** argv) {
         "\"pass_g128_us\": %.2f, \"pass_per_channel_us\": %.2f, \"cublaslt_w8a8_epilogue_us\": %.2f, "
         "\"pd_splits\": [%d, %d, %d], \"pd_g128_us\": [%.2f, %.2f, %.2f], "
         "\"cublaslt_int8_candidate\": \"%d of %d\", \"cublaslt_fp16_candidate\": \"%d of %d\", "
-        "\"neighbor_us\": %.1f, \"interleaved_reps\": %d, \"interleaved_int8_us\": %.2f, "
+        "\"neighbor_us\": %.1f, \"neighbor_mb\": %.0f, \"interleaved_reps\": %d, \"interleaved_int8_us\": %.2f, "
         "\"interleaved_per_channel_us\": %.2f, \"interleaved_g128_us\": %.2f, \"soak_ms\": %.0f, "
         "\"soak_int8_us\": %.2f, \"soak_per_channel_us\": %.2f, \"soak_g128_us\": %.2f}%s\n",
         r.model.c_str(), r.layer.c_str(), (long long)r.m, (long long)r.n, (long long)r.k, r.int8_us, r.fp16_us, r.pc_us,
@@ -774,7 +799,7 @@ int run(int argc, char** argv) {
         r.pc_s8_us[0], r.pc_s8_us[1], r.pc_s8_us[2], r.pc_s8_us[3], r.w8_s8_us[0], r.w8_s8_us[1], r.w8_s8_us[2],
         r.w8_s8_us[3], r.g_pass_us, r.pc_pass_us, r.w8a8_lt_us, r.pd_splits[0], r.pd_splits[1], r.pd_splits[2],
         r.g_pd_us[0], r.g_pd_us[1], r.g_pd_us[2], r.int8_candidate, r.int8_candidates, r.fp16_candidate,
-        r.fp16_candidates, neighbor_us, interleave, r.int8_il_us, r.pc_il_us, r.g_il_us, soak_ms, r.int8_soak_us,
+        r.fp16_candidates, neighbor_us, neighbor_mb, interleave, r.int8_il_us, r.pc_il_us, r.g_il_us, soak_ms, r.int8_soak_us,
         r.pc_soak_us, r.g_soak_us, i + 1 < rows.size() ? "," : "");
     js << buf;
   }

@@ -17,4 +17,13 @@ namespace qserve::bench {
 // CTAs wait for the SMs.
 void launch_neighbor(cudaStream_t stream, int sms, double us, int smem_bytes, bool trigger);
 
+// The cold neighbor (bench_gemm --neighbor-mb): as launch_neighbor, but each
+// block reads its share of `bytes` (a multiple of 16) from `buf` instead of
+// spinning (four 16-B loads in flight a thread). With `bytes` well past the
+// L2 (60 MB on the H200), the next kernel finds neither its weights nor its
+// own instructions in L2, as in a model, where the other layers' weights
+// stream through L2 between two launches of one GEMM.
+void launch_neighbor_reader(cudaStream_t stream, int sms, const void* buf, size_t bytes, int smem_bytes,
+                            bool trigger);
+
 }  // namespace qserve::bench

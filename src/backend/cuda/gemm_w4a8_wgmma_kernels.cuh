@@ -37,6 +37,19 @@ void launch(const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p,
   if constexpr (s.cluster) {
     // One CTA per unit; the p.splits CTAs of one output tile form a cluster.
     if (ctas != p.units || p.splits < 1 || p.splits > kMaxClusterSplits) QS_CUDA_CHECK(cudaErrorInvalidValue);
+    if (p.splits == 1 && unsplit_twins()) {
+      // Unsplit: the tile's twin (kUN), launched without a cluster, with the
+      // staged epilogue in its stages instead of the cluster's.
+      auto* twin = &gemm_w4a8_wgmma_kernel<s.bm, s.mt, s.stages, kG128, s.acc_sets, s.s8, s.pd, s.cluster, s.kd,
+                                           kSK, s.mc, s.occ, true>;
+      static const bool twin_configured = [&] {
+        QS_CUDA_CHECK(cudaFuncSetAttribute(twin, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        return true;
+      }();
+      (void)twin_configured;
+      launch_maybe_pdl(twin, dim3(ctas), dim3(kThreads), smem, stream, pdl, x_map, w_map, p);
+      return;
+    }
     launch_clustered(kernel, dim3(ctas), dim3(kThreads), smem, stream, pdl, p.splits, x_map, w_map, p);
   } else if constexpr (s.mc) {
     // Pairs of CTAs; at most as many clusters as are resident at once (the

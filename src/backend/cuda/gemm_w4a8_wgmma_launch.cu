@@ -3,6 +3,9 @@
 // (nvcc's host pass does not compile fmt's consteval code).
 #include "backend/cuda/gemm_w4a8_wgmma_launch.h"
 
+#include <cstdlib>
+#include <string>
+
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/tensor_map.h"
 
@@ -82,6 +85,14 @@ void launch_w4(int tile, const CUtensorMap& x_map, const CUtensorMap& y_map, con
 }
 
 }  // namespace
+
+bool unsplit_twins() {
+  static const bool on = [] {
+    const char* v = std::getenv("QSERVE_W4A8_UNSPLIT_TWINS");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return on;
+}
 
 void launch_kernel(int tile, bool g128, const Params& p_in, int ctas, cudaStream_t stream, bool pdl) {
   if (tile < 0 || tile >= kTileCount || (tile >= kFirstS8Tile && tile < kFirstPdTile) ||

@@ -292,6 +292,14 @@ static_assert([] {
     if (s.cluster && cluster_reduce_bytes(s) > s.stages * s.kd * (s.bm * 128 + s.w_stage_bytes())) return false;
   return true;
 }());
+// A cluster tile launched unsplit (p.splits == 1) runs its twin
+// (kernels/gemm_w4a8_wgmma_kernel.cuh, kUN): the staged epilogue of the other
+// tiles, two buffers and the per-token factors, in the stages.
+static_assert([] {
+  for (const TileShape& s : kTiles)
+    if (s.cluster && epi_bytes(s, 2) > s.stages * s.stage_bytes()) return false;
+  return true;
+}());
 // Multicast pairs: persistent W4 tiles of 128-wide stages, each CTA's half of
 // the token rows a whole number of 8-row swizzle atoms.
 static_assert([] {
@@ -305,6 +313,12 @@ static_assert([] {
     if (s.kd != 1 && (s.kd < 1 || s.s8 || s.pd)) return false;
   return true;
 }());
+
+// Whether a cluster tile launched with p.splits == 1 runs its unsplit twin
+// (the default) or, with QSERVE_W4A8_UNSPLIT_TWINS=0 in the environment, the
+// cluster kernel as a cluster of one (the form before 2026-12-04, kept for
+// A/B measurements): read once.
+bool unsplit_twins();
 
 // Launches tile `tile` (index into kTiles: a W4, pd or cluster tile) on `ctas` persistent CTAs; builds
 // the activations' tensor map. Only for sm_90 devices. `pdl`: programmatic

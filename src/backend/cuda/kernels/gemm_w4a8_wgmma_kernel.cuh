@@ -38,6 +38,10 @@
 // its partial tile in its own shared memory, and after a cluster barrier CTA
 // r sums slice r of the tile over the cluster (distributed shared memory)
 // and runs the epilogue on it (kernels/gemm_w4a8_wgmma_cluster.cuh).
+// kUN (a cluster tile's unsplit twin, launched without a cluster when
+// p.splits == 1): no partial tile to share, so the staged epilogue of the
+// other tiles runs instead of the cluster's (its buffers in the stages, free
+// by then); its own instantiation, so that the split kernels keep their code.
 // kMC (multicast pairs): a cluster of two CTAs walks pairs of n blocks
 // (rank r: n block 2 j + r) over the same token blocks and k ranges; each
 // producer loads rows [r BM / 2, (r + 1) BM / 2) of a stage's X box and
@@ -163,7 +167,7 @@ __device__ __forceinline__ void issue_stage_ss(int32_t (&acc)[MT][BM / 2], const
 }
 
 template <int BM, int MT, int STAGES, bool kG128, int ASETS, bool kS8 = false, bool kPD = false, bool kCL = false,
-          int KD = 1, bool kSK = false, bool kMC = false, int OCC = 1>
+          int KD = 1, bool kSK = false, bool kMC = false, int OCC = 1, bool kUN = false>
 __global__ void __launch_bounds__(kThreads, OCC)
     gemm_w4a8_wgmma_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap w_map,
                            const Params p) {
@@ -183,6 +187,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
   constexpr bool kXThread = !kS8 && !kPD && !kMC;
   // (cluster_reduce_epilogue unbiases every g128 accumulator: W4 tiles only)
   static_assert(!kCL || !kSS, "the cluster tiles: W4 weights in registers");
+  static_assert(!kUN || kCL, "the unsplit twins: of the cluster tiles");
   constexpr int kXBytes = BM * 128, kWBytes = MT * (kSS ? 16384 : 8192), kW4Bytes = kPD ? MT * 8192 : 0;
   constexpr int kL2Bytes = kSS ? 0 : MT * 256;  // level-2 words per 128-wide block (W4 tiles; used by g128)
   static_assert(KD == 1 || !kSS, "deep stages: W4 tiles only");
@@ -216,7 +221,8 @@ __global__ void __launch_bounds__(kThreads, OCC)
   constexpr bool kTmaEpi = tma_epilogue(kShape);  // 128 x 192..256: outputs stored through TMA (launch.h)
   // Staged chunks: [2 warpgroups][kEpiBufs][epi_chunk(BM, MT)][epi_row_bytes(MT)];
   // kTmaEpi: 1024-B aligned, [2 warpgroups][MT][tma_epi_rows(BM)][128 B] (128-B swizzle).
-  uint8_t* epi = reinterpret_cast<uint8_t*>(s_is_last) + 16;
+  // kUN: the staging and the factors in the stages (smem, 1024-B aligned).
+  uint8_t* epi = kUN ? smem : reinterpret_cast<uint8_t*>(s_is_last) + 16;
   uint8_t* tstage = epi + ((1024u - (ptx::smem_addr(epi) & 1023u)) & 1023u);
   // The per-token factors [2 warpgroups][s_x, a_sum][BM] f32.
   float* fac = reinterpret_cast<float*>(kTmaEpi ? tstage + 2 * MT * tma_epi_box_bytes(BM)
@@ -362,7 +368,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
         }
       }
     }
-    if constexpr (kCL) cluster_reduce_barriers_only(p.splits);  // every thread of the cluster takes part
+    if constexpr (kCL && !kUN) cluster_reduce_barriers_only(p.splits);  // every thread of the cluster takes part
   } else {
     // ---------------- consumers ----------------
     if constexpr (kPD)
@@ -526,7 +532,11 @@ __global__ void __launch_bounds__(kThreads, OCC)
       if constexpr (kMC)
         if (n_blk >= p.grid_n) continue;  // the last pair's missing n block: no outputs
 
-      if constexpr (kCL) {
+      if constexpr (kUN) {
+        // Both warpgroups are done with the stages (as below): the staged
+        // epilogue may now write its buffers over them.
+        ptx::named_barrier(1, 256);
+      } else if constexpr (kCL) {
         // Both warpgroups are done with the stages (every stage of the unit
         // was waited for, so no copy into them is in flight): they now hold
         // the partial tile and the factors.
@@ -558,7 +568,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
             }
       };
 
-      if (un.parts > 1) {
+      if (!kUN && un.parts > 1) {
         // Partial pieces, split-K and stream-K alike: [MT][BM / 8][256 threads][4]
         // INT32 in the accumulators' register order, 16-B accesses at constant
         // offsets from one base (a tile's piece is contiguous). Split-K: piece
@@ -747,8 +757,9 @@ __global__ void __launch_bounds__(kThreads, OCC)
       // epilogue's stall samples were instruction fetches).
       constexpr int kChunk = epi_chunk(BM, MT), kWgCh = 64 * MT, kRowBytes = epi_row_bytes(MT);
       constexpr int kMats = kChunk / 8 * MT * 2;  // 8 x 8 matrices per chunk: (i, j, h)
-      static_assert(kCL || kMats % 4 == 0, "stmatrix.x4 takes the matrices of a chunk four at a time");  // (kCL: not reached)
-      static_assert(kCL || kTmaEpi || BM % kChunk == 0, "the chunks cover the tile's tokens exactly");
+      // (128 x 8 unsplit: a chunk of two matrices, one stmatrix.x2.)
+      static_assert((kCL && !kUN) || kMats % 4 == 0 || kMats == 2, "stmatrix.x4 takes the matrices of a chunk four at a time");  // (kCL: not reached)
+      static_assert((kCL && !kUN) || kTmaEpi || BM % kChunk == 0, "the chunks cover the tile's tokens exactly");
       uint8_t* ebuf = epi + cw * kEpiBufs * kChunk * kRowBytes;
       // This lane's row address in the matrix it addresses (lane / 8 of four),
       // at token row lane % 8 of its 8-token group and channel column
@@ -768,6 +779,10 @@ __global__ void __launch_bounds__(kThreads, OCC)
 #pragma unroll
         for (int x = 0; x < kMats / 4; ++x)
           stmatrix_x4(c0 / 8, x, [&](int h, int j, int i8) {
+            return ebuf_lane + buf_off + i8 * 8 * kRowBytes + (j * 64 + 8 * h) * 2;
+          });
+        if constexpr (kMats % 4 != 0)
+          stmatrix_x2(c0 / 8, kMats / 4, [&](int h, int j, int i8) {
             return ebuf_lane + buf_off + i8 * 8 * kRowBytes + (j * 64 + 8 * h) * 2;
           });
         ptx::named_barrier(2 + cw, 128);
