@@ -606,17 +606,24 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   EXPECT_EQ(two_per_sm.ctas, 192);
   EXPECT_EQ(cuda::w4a8::wgmma::kTiles[two_per_sm.tile - cuda::kW4A8FirstWgmmaTile].occ, 2);
   // The 128 x 32 cluster tiles (round 23) at m = 17-32: 70B down per-channel
-  // wg128x32c-k256 with 2 splits (64 tiles x 2 = 128 CTAs, 256-deep stages),
-  // Llama-2-7B qkv per-channel the two-CTAs-per-SM form (96 x 2 = 192 CTAs).
+  // wg128x32c-k256 with 2 splits (64 tiles x 2 = 128 CTAs, 256-deep stages);
+  // since round 31 Llama-2-7B qkv per-channel wg128x32c-k512 unsplit (96
+  // CTAs: the unsplit twin) and Llama-3-8B gate_up g128 the two-CTAs-per-SM
+  // form unsplit (224 tiles, all resident at once).
   const cuda::W4A8Plan down70 = cuda::plan_w4a8(h200, 32, 8192, 28672, -1, 0, false);
   EXPECT_STREQ(cuda::w4a8_tile_name(down70.tile), "wg128x32c-k256");
   EXPECT_EQ(down70.splits, 2);
   EXPECT_EQ(down70.ctas, 128);
   EXPECT_EQ(cuda::w4a8::wgmma::kTiles[down70.tile - cuda::kW4A8FirstWgmmaTile].kd, 2);
   const cuda::W4A8Plan qkv7 = cuda::plan_w4a8(h200, 20, 12288, 4096, -1, 0, false);
-  EXPECT_STREQ(cuda::w4a8_tile_name(qkv7.tile), "wg128x32c-k256o2");
-  EXPECT_EQ(qkv7.ctas, 192);
-  EXPECT_EQ(cuda::w4a8::wgmma::kTiles[qkv7.tile - cuda::kW4A8FirstWgmmaTile].occ, 2);
+  EXPECT_STREQ(cuda::w4a8_tile_name(qkv7.tile), "wg128x32c-k512");
+  EXPECT_EQ(qkv7.splits, 1);
+  EXPECT_EQ(qkv7.ctas, 96);
+  const cuda::W4A8Plan gate_up8 = cuda::plan_w4a8(h200, 20, 28672, 4096, -1, 0, true);
+  EXPECT_STREQ(cuda::w4a8_tile_name(gate_up8.tile), "wg128x32c-k256o2");
+  EXPECT_EQ(gate_up8.splits, 1);
+  EXPECT_EQ(gate_up8.ctas, 224);
+  EXPECT_EQ(cuda::w4a8::wgmma::kTiles[gate_up8.tile - cuda::kW4A8FirstWgmmaTile].occ, 2);
   EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 1024, 4096, 4096, cuda::kW4A8FirstS8Tile, cuda::kW4A8StreamK, false),
                Error);
   EXPECT_THROW(cuda::plan_w4a8_mma(h200, 16, 4096, 4096, -1, cuda::kW4A8StreamK, false), Error);

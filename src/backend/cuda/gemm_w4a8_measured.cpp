@@ -122,6 +122,19 @@ consteval W4A8Choice P(std::string_view plan) { return w4a8_plan(plan); }
 // and 21). The Llama-2-7B and 70B rows were not run in the engine. An r29
 // comment gives us back to back / after a neighbor, then "before r29:" the
 // entry's earlier history.
+// Round 31 (bench/results/2026-12-04-gemm-h200-r31.md): cluster plans of
+// one split run their own unsplit twin (the staged epilogue, no cluster:
+// 0.92-0.97x the time of the cluster of one on the eight issue rows that
+// had such a plan). The 21 cluster tiles at split 1 swept again at m =
+// 16-128 on the nine layers against the shipped plans (back to back and
+// after a 5-us neighbor): four rows passed the round-21 rule, and the
+// engine (A R R A R A A R at the bucket's sequence count) kept three
+// (marked r31): Llama-2-7B qkv per-channel at m = 17-32 (engine +1.3% at 32
+// sequences), Llama-2-7B gate_up per-channel at m = 33-64 (+0.3% at 64),
+// Llama-3-8B gate_up g128 at m = 17-32 (+0.05% at 32). Not taken:
+// Llama-2-7B qkv g128 at m = 17-32 on wg128x32c-k512/1 (0.92x after a
+// neighbor, engine -1.3%, every pass below). An r31 comment gives us back to
+// back / after a neighbor, as r29's.
 constexpr Entry kTable[] = {
     // o at m <= 16: the 96-CTA plans (split 3), not the back-to-back optimum (64 CTAs, split 2:
     // 5.4 / 6.5 us at m = 1), which owes 0.4 us to two launches of one GEMM sharing the GPU. After
@@ -143,7 +156,7 @@ constexpr Entry kTable[] = {
     {6144, 4096, 512, P("wg128x256/1"), P("wg128x256/1")},  // pc wg128x256/1 24.8; g128 wg128x256/1 26.6
     {12288, 4096, 1, P("wg256x8a2c/2"), P("wg256x8a2c-k256/2")},  // pc wg256x8a2c/2 9.8; g128 wg256x8a2c-k256/2 12.4 (r8)
     {12288, 4096, 16, P("wg128x16c/2"), P("wg256x16a2c-k256/2")},  // pc wg128x16c/2 9.5, 12.2 (r22; was wg256x16/2 9.9, 12.8); g128 wg256x16a2c-k256/2 13.1 (r8)
-    {12288, 4096, 32, P("wg128x32c-k256o2/2"), P("wg256x32c-k256/2")},  // pc wg128x32c-k256o2/2 10.6, 12.6 (r23; was wg256x32/2 10.8, 13.4, r17); g128 wg256x32c-k256/2 13.8 (r8)
+    {12288, 4096, 32, P("wg128x32c-k512/1"), P("wg256x32c-k256/2")},  // r31: pc wg128x32c-k512/1 9.9 / 10.4 (was wg128x32c-k256o2/2 9.7 / 11.6); before r31: pc wg128x32c-k256o2/2 10.6, 12.6 (r23; was wg256x32/2 10.8, 13.4, r17); g128 wg256x32c-k256/2 13.8 (r8)
     {12288, 4096, 64, P("wg128x64c-k256/1"), P("wg128x64c-k256/1")},  // r29: pc wg128x64c-k256/1 11.4 / 11.9 (was wg256x32/1 12.2 / 12.8); before r29: pc wg256x32/1 13.6; g128 wg128x64c-k256/1 15.5 (r8)
     {12288, 4096, 128, P("wg128x128/1"), P("wg128x128/1")},  // pc wg128x128/1 15.4; g128 wg128x128/1 16.9
     {12288, 4096, 256, P("wg128x256/1"), P("wg128x256/1")},  // pc wg128x256/1 24.8; g128 wg128x256/1 25.3
@@ -151,13 +164,13 @@ constexpr Entry kTable[] = {
     {22016, 4096, 1, P("wg256x8/1"), P("wg256x8a2c-k256/1")},  // pc wg256x8/1 13.2; g128 wg256x8a2c-k256/1 15.7, 18.5 after a neighbor (r21; was wg256x8/1 17.4, 19.8)
     {22016, 4096, 16, P("wg256x16a2/1"), P("wg256x16a2c-k256/1")},  // pc wg256x16a2/1 13.6; g128 wg256x16a2c-k256/1 16.7, 19.2 (r21; was wg256x16/1 18.0, 20.4)
     {22016, 4096, 32, P("wg256x32/1"), P("wg256x32c-k256/1")},  // r29: g128 wg256x32c-k256/1 16.1 / 16.6 (was wg128x32c-k256o2/1 16.1 / 17.4); before r29: pc wg256x32/1 14.3; g128 wg128x32c-k256o2/1 18.7, 20.3 (r23; was wg256x32/1 19.0, 21.2)
-    {22016, 4096, 64, P("wg256x64/1"), P("wg256x64c-k256/1")},  // r29: g128 wg256x64c-k256/1 18.9 / 20.3 (was wg256x64/1 20.7 / 21.8); before r29: pc wg256x64/1 17.8; g128 wg256x64/1 23.1
+    {22016, 4096, 64, P("wg256x64c/1"), P("wg256x64c-k256/1")},  // r31: pc wg256x64c/1 16.2 / 17.2 (was wg256x64/1 17.1 / 18.1); r29: g128 wg256x64c-k256/1 18.9 / 20.3 (was wg256x64/1 20.7 / 21.8); before r29: pc wg256x64/1 17.8; g128 wg256x64/1 23.1
     {22016, 4096, 128, P("wg256x128/1"), P("wg256x128/1")},  // pc wg256x128/1 25.6; g128 wg256x128/1 27.8
     {22016, 4096, 256, P("wg128x128/1"), P("wg128x128/1")},  // pc wg128x128/1 41.9; g128 wg128x128/1 46.8
     {22016, 4096, 512, P("wg128x256/1"), P("wg128x256/1")},  // pc wg128x256/1 71.3; g128 wg128x256/1 76.2
     {28672, 4096, 1, P("wg256x8/1"), P("wg256x8a2/1")},  // pc wg256x8/1 14.9; g128 wg256x8a2/1 19.9
     {28672, 4096, 16, P("wg256x16a2/1"), P("wg256x16/1")},  // pc wg256x16a2/1 15.8; g128 wg256x16/1 20.6
-    {28672, 4096, 32, P("wg256x32/1"), P("wg256x32/1")},  // pc wg256x32/1 16.8; g128 wg256x32/1 21.6
+    {28672, 4096, 32, P("wg256x32/1"), P("wg128x32c-k256o2/1")},  // r31: g128 wg128x32c-k256o2/1 17.8 / 19.1 (was wg256x32/1 19.3 / 20.1); before r31: pc wg256x32/1 16.8; g128 wg256x32/1 21.6
     {28672, 4096, 64, P("wg256x64/1"), P("wg256x64c-k256/1")},  // r29: g128 wg256x64c-k256/1 20.8 / 21.5 (was wg256x64/1 21.2 / 22.2); before r29: pc wg256x64/1 19.2; g128 wg256x64/1 24.0
     {28672, 4096, 128, P("wg256x128/1"), P("wg256x128/1")},  // pc wg256x128/1 26.6; g128 wg256x128/1 28.7
     {28672, 4096, 256, P("wg128x256/1"), P("wg128x256/1")},  // pc wg128x256/1 48.4; g128 wg128x256/1 49.5
