@@ -10,8 +10,9 @@
 // ranks r, r + 1, ... (the sums are exact integers in any order), applies the
 // epilogue and stores fp16 outputs (or the exact sums, p.acc_out). A second
 // cluster barrier (a relaxed arrival) keeps every CTA's shared memory alive
-// until all slices have been read. Unsplit (a cluster of one) a barrier
-// among the consumers replaces both.
+// until all slices have been read. Unsplit (a cluster of one: only with
+// QSERVE_W4A8_UNSPLIT_TWINS=0, since unsplit plans run the tile's twin with
+// the staged epilogue) a barrier among the consumers replaces both.
 //
 // Against the global split-K fix-up (INT32 partials [splits][m][n] written,
 // a counter, the last CTA reading the others' back), the partial tiles never
