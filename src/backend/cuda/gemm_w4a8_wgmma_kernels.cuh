@@ -50,6 +50,20 @@ void launch(const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p,
       launch_maybe_pdl(twin, dim3(ctas), dim3(kThreads), smem, stream, pdl, x_map, w_map, p);
       return;
     }
+    if constexpr (has_pair_form(s)) {
+      if (p.splits == 2 && cluster_pair()) {
+        // Two splits: the pair form (kPR), halves exchanged by distributed shared-memory stores.
+        auto* pair = &gemm_w4a8_wgmma_kernel<s.bm, s.mt, s.stages, kG128, s.acc_sets, s.s8, s.pd, s.cluster, s.kd,
+                                             kSK, s.mc, s.occ, false, true>;
+        static const bool pair_configured = [&] {
+          QS_CUDA_CHECK(cudaFuncSetAttribute(pair, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+          return true;
+        }();
+        (void)pair_configured;
+        launch_clustered(pair, dim3(ctas), dim3(kThreads), smem, stream, pdl, 2, x_map, w_map, p);
+        return;
+      }
+    }
     launch_clustered(kernel, dim3(ctas), dim3(kThreads), smem, stream, pdl, p.splits, x_map, w_map, p);
   } else if constexpr (s.mc) {
     // Pairs of CTAs; at most as many clusters as are resident at once (the

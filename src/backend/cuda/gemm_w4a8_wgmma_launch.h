@@ -300,6 +300,19 @@ static_assert([] {
     if (s.cluster && epi_bytes(s, 2) > s.stages * s.stage_bytes()) return false;
   return true;
 }());
+// The pair form of a cluster tile (split 2, bm a multiple of 16; the kernel's
+// kPR): the partner's token half of the accumulators [mt][bm / 16][256
+// threads][16 B] at the start of the stages, then the staged epilogue of this
+// CTA's bm / 2 rows (two buffers, the factors of all bm tokens).
+inline constexpr bool has_pair_form(const TileShape& s) { return s.cluster && s.bm % 16 == 0; }
+inline constexpr int pair_recv_bytes(const TileShape& s) { return s.mt * s.bm * 256; }
+static_assert([] {
+  for (const TileShape& s : kTiles)
+    if (has_pair_form(s) &&
+        pair_recv_bytes(s) + epi_staging_bytes(s.bm / 2, s.mt, 2) + 2 * 2 * s.bm * 4 > s.stages * s.stage_bytes())
+      return false;
+  return true;
+}());
 // Multicast pairs: persistent W4 tiles of 128-wide stages, each CTA's half of
 // the token rows a whole number of 8-row swizzle atoms.
 static_assert([] {
@@ -319,6 +332,11 @@ static_assert([] {
 // cluster kernel as a cluster of one (the form before 2026-12-04, kept for
 // A/B measurements): read once.
 bool unsplit_twins();
+// Whether a cluster plan of two splits on a tile with a pair form runs it
+// (QSERVE_W4A8_CLUSTER_PAIR=1 in the environment) instead of the cluster
+// reduction: off by default until measured on the H200 (docs/gemm-hopper.md,
+// "The pair form (prepared in round 31)"). Read once.
+bool cluster_pair();
 
 // Launches tile `tile` (index into kTiles: a W4, pd or cluster tile) on `ctas` persistent CTAs; builds
 // the activations' tensor map. Only for sm_90 devices. `pdl`: programmatic

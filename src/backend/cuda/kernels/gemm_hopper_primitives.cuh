@@ -182,6 +182,13 @@ __device__ __forceinline__ int4 ld_shared_cluster_v4(uint32_t addr) {
   return v;
 }
 
+// 16-B store to a shared::cluster address (any CTA of the cluster); it is
+// visible there after a cluster barrier with release / acquire (cluster_sync).
+__device__ __forceinline__ void st_shared_cluster_v4(uint32_t addr, int32_t x, int32_t y, int32_t z, int32_t w) {
+  QS_SM90A_ASM("st.shared::cluster.v4.s32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(x), "r"(y), "r"(z), "r"(w)
+               : "memory");
+}
+
 // ---- register reallocation between warpgroups ----
 
 template <int R>

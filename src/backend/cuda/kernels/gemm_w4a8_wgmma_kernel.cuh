@@ -42,6 +42,15 @@
 // p.splits == 1): no partial tile to share, so the staged epilogue of the
 // other tiles runs instead of the cluster's (its buffers in the stages, free
 // by then); its own instantiation, so that the split kernels keep their code.
+// kPR (a cluster tile's pair form, split 2, BM >= 16; launched only with
+// QSERVE_W4A8_CLUSTER_PAIR=1 until measured): the two CTAs exchange halves
+// of the tile instead of summing slices by distributed shared-memory loads.
+// After a cluster barrier (both done with their stages) each CTA stores the
+// partner's token half of its accumulators into the partner's stages (16-B
+// st.shared::cluster, register order: piece (j, i) of thread ctid at
+// [(j * BM / 16 + i) * 256 + ctid] x 16 B), and after a second barrier
+// (release / acquire) adds what it received to its own half and runs the
+// staged epilogue on those BM / 2 token rows (rank 0 the first half).
 // kMC (multicast pairs): a cluster of two CTAs walks pairs of n blocks
 // (rank r: n block 2 j + r) over the same token blocks and k ranges; each
 // producer loads rows [r BM / 2, (r + 1) BM / 2) of a stage's X box and
@@ -167,7 +176,7 @@ __device__ __forceinline__ void issue_stage_ss(int32_t (&acc)[MT][BM / 2], const
 }
 
 template <int BM, int MT, int STAGES, bool kG128, int ASETS, bool kS8 = false, bool kPD = false, bool kCL = false,
-          int KD = 1, bool kSK = false, bool kMC = false, int OCC = 1, bool kUN = false>
+          int KD = 1, bool kSK = false, bool kMC = false, int OCC = 1, bool kUN = false, bool kPR = false>
 __global__ void __launch_bounds__(kThreads, OCC)
     gemm_w4a8_wgmma_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap w_map,
                            const Params p) {
@@ -188,6 +197,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
   // (cluster_reduce_epilogue unbiases every g128 accumulator: W4 tiles only)
   static_assert(!kCL || !kSS, "the cluster tiles: W4 weights in registers");
   static_assert(!kUN || kCL, "the unsplit twins: of the cluster tiles");
+  static_assert(!kPR || (kCL && !kUN && BM % 16 == 0), "the pair form: cluster tiles of two token halves");
   constexpr int kXBytes = BM * 128, kWBytes = MT * (kSS ? 16384 : 8192), kW4Bytes = kPD ? MT * 8192 : 0;
   constexpr int kL2Bytes = kSS ? 0 : MT * 256;  // level-2 words per 128-wide block (W4 tiles; used by g128)
   static_assert(KD == 1 || !kSS, "deep stages: W4 tiles only");
@@ -221,12 +231,15 @@ __global__ void __launch_bounds__(kThreads, OCC)
   constexpr bool kTmaEpi = tma_epilogue(kShape);  // 128 x 192..256: outputs stored through TMA (launch.h)
   // Staged chunks: [2 warpgroups][kEpiBufs][epi_chunk(BM, MT)][epi_row_bytes(MT)];
   // kTmaEpi: 1024-B aligned, [2 warpgroups][MT][tma_epi_rows(BM)][128 B] (128-B swizzle).
-  // kUN: the staging and the factors in the stages (smem, 1024-B aligned).
-  uint8_t* epi = kUN ? smem : reinterpret_cast<uint8_t*>(s_is_last) + 16;
+  // kUN: the staging and the factors in the stages (smem, 1024-B aligned);
+  // kPR: after the partner's half [MT][BM / 16][256][16 B] (pair_recv_bytes).
+  // kEpiRows: the token rows this CTA stores (kPR: its half of the tile).
+  constexpr int kEpiRows = kPR ? BM / 2 : BM;
+  uint8_t* epi = kUN ? smem : kPR ? smem + pair_recv_bytes(kShape) : reinterpret_cast<uint8_t*>(s_is_last) + 16;
   uint8_t* tstage = epi + ((1024u - (ptx::smem_addr(epi) & 1023u)) & 1023u);
   // The per-token factors [2 warpgroups][s_x, a_sum][BM] f32.
   float* fac = reinterpret_cast<float*>(kTmaEpi ? tstage + 2 * MT * tma_epi_box_bytes(BM)
-                                                : epi + epi_staging_bytes(BM, MT, kEpiBufs));
+                                                : epi + epi_staging_bytes(kEpiRows, MT, kEpiBufs));
 
   const int k64_total = p.k >> 6;
   const int kt_total = (k64_total + 1) >> 1;  // 128-wide stages (the last may be half)
@@ -369,6 +382,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
       }
     }
     if constexpr (kCL && !kUN) cluster_reduce_barriers_only(p.splits);  // every thread of the cluster takes part
+                                                                         // (kPR: two barriers, as the consumers')
   } else {
     // ---------------- consumers ----------------
     if constexpr (kPD)
@@ -532,10 +546,45 @@ __global__ void __launch_bounds__(kThreads, OCC)
       if constexpr (kMC)
         if (n_blk >= p.grid_n) continue;  // the last pair's missing n block: no outputs
 
+      // kPR: this CTA's token half [row_off, row_off + BM / 2) of the tile.
+      int row_off = 0;
       if constexpr (kUN) {
         // Both warpgroups are done with the stages (as below): the staged
         // epilogue may now write its buffers over them.
         ptx::named_barrier(1, 256);
+      } else if constexpr (kPR) {
+        // Both CTAs of the pair are done with their stages (every stage of
+        // the unit was waited for; every value read from them was used, so a
+        // relaxed arrival is enough, as in cluster_reduce_leave).
+        ptx::cluster_arrive_relaxed();
+        ptx::cluster_wait();
+        const uint32_t rank = ptx::cluster_ctarank();
+        constexpr int kHalf = BM / 16;  // 8-token groups of a half
+        // The partner's half (rank 0 sends groups kHalf.., rank 1 groups 0..).
+        const uint32_t dst = ptx::map_shared_rank(ptx::smem_addr(smem), rank ^ 1u) + static_cast<uint32_t>(ctid) * 16;
+#pragma unroll
+        for (int j = 0; j < MT; ++j)
+#pragma unroll
+          for (int ii = 0; ii < kHalf; ++ii) {
+            int32_t x[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) x[e] = rank ? acc[j][4 * ii + e] : acc[j][4 * (ii + kHalf) + e];
+            ptx::st_shared_cluster_v4(dst + static_cast<uint32_t>(j * kHalf + ii) * 4096, x[0], x[1], x[2], x[3]);
+          }
+        ptx::cluster_sync();  // the halves arrived (release / acquire)
+        // Own half into the low slots (selects: the indices stay constants), plus the partner's.
+        const int4* recv = reinterpret_cast<const int4*>(smem) + ctid;
+#pragma unroll
+        for (int j = 0; j < MT; ++j)
+#pragma unroll
+          for (int ii = 0; ii < kHalf; ++ii) {
+            const int4 r = recv[(j * kHalf + ii) * 256];
+            const int32_t rv[4] = {r.x, r.y, r.z, r.w};
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+              acc[j][4 * ii + e] = (rank ? acc[j][4 * (ii + kHalf) + e] : acc[j][4 * ii + e]) + rv[e];
+          }
+        row_off = static_cast<int>(rank) * (BM / 2);
       } else if constexpr (kCL) {
         // Both warpgroups are done with the stages (every stage of the unit
         // was waited for, so no copy into them is in flight): they now hold
@@ -568,7 +617,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
             }
       };
 
-      if (!kUN && un.parts > 1) {
+      if (!kUN && !kPR && un.parts > 1) {
         // Partial pieces, split-K and stream-K alike: [MT][BM / 8][256 threads][4]
         // INT32 in the accumulators' register order, 16-B accesses at constant
         // offsets from one base (a tile's piece is contiguous). Split-K: piece
@@ -622,7 +671,22 @@ __global__ void __launch_bounds__(kThreads, OCC)
       }
 
       if (p.acc_out) {  // exact accumulators (tests): plain stores
-        for_each_output([&](int32_t& v, size_t idx, int t) { p.acc_out[idx] = kBiasedW ? unbias_acc(v, p.x_sum[t]) : v; });
+        if constexpr (kPR) {  // this CTA's half, in the low slots
+#pragma unroll
+          for (int j = 0; j < MT; ++j)
+#pragma unroll
+            for (int i = 0; i < BM / 16; ++i)
+#pragma unroll
+              for (int e4 = 0; e4 < 4; ++e4) {
+                const int o = o_base[j] + 8 * (e4 >> 1), t = t_base + row_off + 8 * i + (e4 & 1);
+                if (o < p.n && t < p.m) {
+                  const int32_t v = acc[j][4 * i + e4];
+                  p.acc_out[static_cast<size_t>(t) * p.n + o] = kBiasedW ? unbias_acc(v, p.x_sum[t]) : v;
+                }
+              }
+        } else {
+          for_each_output([&](int32_t& v, size_t idx, int t) { p.acc_out[idx] = kBiasedW ? unbias_acc(v, p.x_sum[t]) : v; });
+        }
         continue;
       }
 
@@ -644,18 +708,19 @@ __global__ void __launch_bounds__(kThreads, OCC)
       // This thread's fp16 pair of 8 x 8 matrix (i, j, h) (channels x tokens:
       // channel o_base[j] + 8 h, tokens 8 i + 2 q, + 1): low the first token.
       auto pack = [&](int i, int j, int h) -> uint32_t {
-        const float sx0 = s_fac[8 * i + 2 * q], sx1 = s_fac[8 * i + 2 * q + 1];
+        const float sx0 = s_fac[row_off + 8 * i + 2 * q], sx1 = s_fac[row_off + 8 * i + 2 * q + 1];
         const int32_t v0 = acc[j][4 * i + 2 * h], v1 = acc[j][4 * i + 2 * h + 1];
         float f0, f1;
         if constexpr (kBiasedW) {
-          f0 = quant::epilogue_g128(unbias_acc(v0, __float_as_int(s_fac[BM + 8 * i + 2 * q])), sx0, scale[j][h]);
-          f1 = quant::epilogue_g128(unbias_acc(v1, __float_as_int(s_fac[BM + 8 * i + 2 * q + 1])), sx1, scale[j][h]);
+          f0 = quant::epilogue_g128(unbias_acc(v0, __float_as_int(s_fac[BM + row_off + 8 * i + 2 * q])), sx0, scale[j][h]);
+          f1 = quant::epilogue_g128(unbias_acc(v1, __float_as_int(s_fac[BM + row_off + 8 * i + 2 * q + 1])), sx1,
+                                    scale[j][h]);
         } else if constexpr (kG128) {
           f0 = quant::epilogue_g128(v0, sx0, scale[j][h]);
           f1 = quant::epilogue_g128(v1, sx1, scale[j][h]);
         } else {
-          f0 = quant::epilogue_per_channel(v0, sx0, scale[j][h], szero[j][h], s_fac[BM + 8 * i + 2 * q]);
-          f1 = quant::epilogue_per_channel(v1, sx1, scale[j][h], szero[j][h], s_fac[BM + 8 * i + 2 * q + 1]);
+          f0 = quant::epilogue_per_channel(v0, sx0, scale[j][h], szero[j][h], s_fac[BM + row_off + 8 * i + 2 * q]);
+          f1 = quant::epilogue_per_channel(v1, sx1, scale[j][h], szero[j][h], s_fac[BM + row_off + 8 * i + 2 * q + 1]);
         }
         const __half2 hv = __floats2half2_rn(f0, f1);
         return *reinterpret_cast<const uint32_t*>(&hv);
@@ -755,18 +820,18 @@ __global__ void __launch_bounds__(kThreads, OCC)
       // accumulator indices are constants): it is kept short so that its
       // instruction fetches cost less (round 9's profile: half of the
       // epilogue's stall samples were instruction fetches).
-      constexpr int kChunk = epi_chunk(BM, MT), kWgCh = 64 * MT, kRowBytes = epi_row_bytes(MT);
+      constexpr int kChunk = epi_chunk(kEpiRows, MT), kWgCh = 64 * MT, kRowBytes = epi_row_bytes(MT);
       constexpr int kMats = kChunk / 8 * MT * 2;  // 8 x 8 matrices per chunk: (i, j, h)
       // (128 x 8 unsplit: a chunk of two matrices, one stmatrix.x2.)
-      static_assert((kCL && !kUN) || kMats % 4 == 0 || kMats == 2, "stmatrix.x4 takes the matrices of a chunk four at a time");  // (kCL: not reached)
-      static_assert((kCL && !kUN) || kTmaEpi || BM % kChunk == 0, "the chunks cover the tile's tokens exactly");
+      static_assert((kCL && !kUN && !kPR) || kMats % 4 == 0 || kMats == 2, "stmatrix.x4 takes the matrices of a chunk four at a time");  // (kCL: not reached)
+      static_assert((kCL && !kUN && !kPR) || kTmaEpi || kEpiRows % kChunk == 0, "the chunks cover the tile's tokens exactly");
       uint8_t* ebuf = epi + cw * kEpiBufs * kChunk * kRowBytes;
       // This lane's row address in the matrix it addresses (lane / 8 of four),
       // at token row lane % 8 of its 8-token group and channel column
       // warp * 16 of m64 tile j (+ 8 h): the matrix's offsets are added below.
       const uint32_t ebuf_lane = ptx::smem_addr(ebuf) + (lane & 7) * kRowBytes + warp * 32;
 #pragma unroll
-      for (int c0 = 0; c0 < BM; c0 += kChunk) {
+      for (int c0 = 0; c0 < kEpiRows; c0 += kChunk) {
         // Chunk c0 / kChunk in buffer (c0 / kChunk) % kEpiBufs. Before the
         // first chunk: s_fac written. With one buffer, before every chunk: the
         // previous chunk copied out. (With two, the chunk before the previous,
@@ -790,7 +855,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
 #pragma unroll
         for (int pc = wtid; pc < kPieces; pc += 128) {
           const int row = pc / (kWgCh / 8), o = o_wg + (pc % (kWgCh / 8)) * 8;
-          const int t = m_blk * BM + c0 + row;
+          const int t = m_blk * BM + row_off + c0 + row;
           if (t >= p.m || o >= p.n) continue;
           store_piece(t, o, *reinterpret_cast<const uint4*>(ebuf + buf_off + row * kRowBytes + (o - o_wg) * 2));
         }
