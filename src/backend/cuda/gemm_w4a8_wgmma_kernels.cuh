@@ -18,54 +18,59 @@
 namespace qserve::cuda::w4a8::wgmma {
 
 namespace detail {
+// The instantiation of tile kTile (index into kTiles); kUN: a cluster tile's
+// unsplit twin, kPR: its pair form (kernels/gemm_w4a8_wgmma_kernel.cuh).
+template <int kTile, bool kG128, bool kSK, bool kUN = false, bool kPR = false>
+inline constexpr auto kKernel =
+    &gemm_w4a8_wgmma_kernel<kTiles[kTile].bm, kTiles[kTile].mt, kTiles[kTile].stages, kG128, kTiles[kTile].acc_sets,
+                            kTiles[kTile].s8, kTiles[kTile].pd, kTiles[kTile].cluster, kTiles[kTile].kd, kSK,
+                            kTiles[kTile].mc, kTiles[kTile].occ, kUN, kPR>;
+
+// Raises kernel K's dynamic shared-memory limit to `smem`, once (its first launch).
+template <auto K>
+void allow_smem_once(int smem) {
+  static const bool done = [smem] {
+    QS_CUDA_CHECK(cudaFuncSetAttribute(K, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    return true;
+  }();
+  (void)done;
+}
+
 // w_map: the INT8 weights' tensor map (s8 tiles; the W4 and pd tiles ignore it).
 // kSK: the tile's stream-K instantiation (p.stream_k).
 template <int kTile, bool kG128, bool kSK = false>
 void launch(const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas, cudaStream_t stream,
             bool pdl) {
   constexpr TileShape s = kTiles[kTile];
-  auto* kernel =
-      &gemm_w4a8_wgmma_kernel<s.bm, s.mt, s.stages, kG128, s.acc_sets, s.s8, s.pd, s.cluster, s.kd, kSK, s.mc,
-                              s.occ>;
+  constexpr auto kernel = kKernel<kTile, kG128, kSK>;
   if (static_cast<bool>(p.stream_k) != kSK) QS_CUDA_CHECK(cudaErrorInvalidValue);
   constexpr int smem = smem_bytes(s);
-  static const bool configured = [&] {
-    QS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    return true;
-  }();
-  (void)configured;
   if constexpr (s.cluster) {
     // One CTA per unit; the p.splits CTAs of one output tile form a cluster.
     if (ctas != p.units || p.splits < 1 || p.splits > kMaxClusterSplits) QS_CUDA_CHECK(cudaErrorInvalidValue);
     if (p.splits == 1 && unsplit_twins()) {
       // Unsplit: the tile's twin (kUN), launched without a cluster, with the
       // staged epilogue in its stages instead of the cluster's.
-      auto* twin = &gemm_w4a8_wgmma_kernel<s.bm, s.mt, s.stages, kG128, s.acc_sets, s.s8, s.pd, s.cluster, s.kd,
-                                           kSK, s.mc, s.occ, true>;
-      static const bool twin_configured = [&] {
-        QS_CUDA_CHECK(cudaFuncSetAttribute(twin, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-        return true;
-      }();
-      (void)twin_configured;
+      constexpr auto twin = kKernel<kTile, kG128, kSK, true>;
+      allow_smem_once<twin>(smem);
       launch_maybe_pdl(twin, dim3(ctas), dim3(kThreads), smem, stream, pdl, x_map, w_map, p);
       return;
     }
     if constexpr (has_pair_form(s)) {
       if (p.splits == 2 && cluster_pair()) {
         // Two splits: the pair form (kPR), halves exchanged by distributed shared-memory stores.
-        auto* pair = &gemm_w4a8_wgmma_kernel<s.bm, s.mt, s.stages, kG128, s.acc_sets, s.s8, s.pd, s.cluster, s.kd,
-                                             kSK, s.mc, s.occ, false, true>;
-        static const bool pair_configured = [&] {
-          QS_CUDA_CHECK(cudaFuncSetAttribute(pair, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-          return true;
-        }();
-        (void)pair_configured;
+        constexpr auto pair = kKernel<kTile, kG128, kSK, false, true>;
+        allow_smem_once<pair>(smem);
         launch_clustered(pair, dim3(ctas), dim3(kThreads), smem, stream, pdl, 2, x_map, w_map, p);
         return;
       }
     }
+    allow_smem_once<kernel>(smem);
     launch_clustered(kernel, dim3(ctas), dim3(kThreads), smem, stream, pdl, p.splits, x_map, w_map, p);
-  } else if constexpr (s.mc) {
+    return;
+  }
+  allow_smem_once<kernel>(smem);
+  if constexpr (s.mc) {
     // Pairs of CTAs; at most as many clusters as are resident at once (the
     // GPCs' SM counts may leave an SM without a partner), so that every
     // cluster runs from the start (the units are strided over the clusters).
