@@ -9,7 +9,8 @@
 //   bench_gemm [--quick] [--sweep] [--sweep-tiles NAME,...] [--sweep-splits 1,2,...] [--hot] [--no-pd]
 //              [--g128-s8-only] [--graph-us US]
 //              [--json FILE] [--md FILE] [--m 1,16,...] [--shapes NAME,...] [--shape N,K ...]
-//              [--neighbor-us US | --neighbor-mb MB] [--interleave N] [--soak-ms MS] [--host-paced]
+//              [--neighbor-us US | --neighbor-mb MB | --predecessor] [--interleave N] [--soak-ms MS]
+//              [--host-paced]
 //
 // Each replay is queued behind a held GPU (gpu_hold.h), so that the graph's
 // launch latency is not in its time; --host-paced times as before
@@ -42,6 +43,15 @@
 // as its weights out of L2, as in a model, where the other layers' weights
 // stream through L2 between two launches of one GEMM; under --neighbor-us
 // and back to back, the kernel's code stays in L2 from its previous launch.
+//
+// --predecessor: before every timed launch, the engine's own kernel that
+// writes this layer's activations (silu_mul_quant for the down layers,
+// quantize_int8 for o, rmsnorm_quant for the others (without the residual
+// add, whose stream would grow without bound over the replays):
+// kernels/fused_ops.h) on [m, k], writing the INT8 rows, scales and sums the
+// GEMM then reads, under programmatic dependent launch as in the model (the
+// GEMM waits for it, not for a stand-in); its time alone at that m
+// subtracted (JSON predecessor_us).
 //
 // --shape N,K (repeatable): time these layer shapes ("custom/NxK") instead of
 // the built-in list, e.g. the same layer at several k to separate a kernel's
@@ -92,6 +102,7 @@
 #include "backend/cuda/gemm_cublas.h"
 #include "backend/cuda/gemm_s8.h"
 #include "backend/cuda/gemm_w4a8.h"
+#include "backend/cuda/kernels/fused_ops.h"
 #include "core/half.h"
 #include "quant/weight_format.h"
 #include "bench_args.h"
@@ -285,6 +296,7 @@ struct Row {
   double g_s8_us[4] = {}, pc_s8_us[4] = {}, w8_s8_us[4] = {};
   int s8_splits[4] = {};
   double g_pass_us = 0, pc_pass_us = 0, w8a8_lt_us = 0;  // the pass alone; cuBLASLt INT8 + epilogue kernel
+  double predecessor_us = 0;  // --predecessor: its time alone at this m (subtracted)
   // Producer-dequantizing tiles (0: not run), g128: pd_* (tiles 20-22).
   double g_pd_us[3] = {};
   int pd_splits[3] = {};
@@ -309,6 +321,7 @@ int run(int argc, char** argv) {
   double graph_us = 2000.0;
   double neighbor_us = 0;  // --neighbor-us
   double neighbor_mb = 0;  // --neighbor-mb
+  bool predecessor = false;  // --predecessor
   int interleave = 0;      // --interleave
   double soak_ms = 0;      // --soak-ms
   for (int i = 1; i < argc; ++i) {
@@ -354,6 +367,7 @@ int run(int argc, char** argv) {
     else if (a == "--graph-us") graph_us = std::stod(next());
     else if (a == "--neighbor-us") neighbor_us = std::stod(next());
     else if (a == "--neighbor-mb") neighbor_mb = std::stod(next());
+    else if (a == "--predecessor") predecessor = true;
     else if (a == "--interleave") interleave = std::stoi(next());
     else if (a == "--soak-ms") soak_ms = std::stod(next());
     else if (a == "--host-paced") bench::queued_timing = false;
@@ -363,8 +377,8 @@ int run(int argc, char** argv) {
       return 2;
     }
   }
-  if (neighbor_us > 0 && neighbor_mb > 0) {
-    std::fprintf(stderr, "--neighbor-us and --neighbor-mb exclude each other\n");
+  if ((neighbor_us > 0) + (neighbor_mb > 0) + predecessor > 1) {
+    std::fprintf(stderr, "--neighbor-us, --neighbor-mb and --predecessor exclude each other\n");
     return 2;
   }
   if (cuda::device_count() == 0) {
@@ -468,6 +482,41 @@ int run(int argc, char** argv) {
       for (int64_t i = 0; i < k; ++i) xsumh[t] += static_cast<int8_t>(xh[t * k + i]);
     xsum.upload(xsumh);
     cuda::DeviceBuffer y16(max_m * n * 2), y32(max_m * n * 4);
+    // --predecessor: the kernel that writes x8 / sx / asum / xsum in the model,
+    // from fp16 inputs [m, 2 k] (gate | up rows; the first k also the norm's
+    // and the quantization's input) and gamma [k].
+    const bool is_down = std::string(sh.layer) == "down", is_o = std::string(sh.layer) == "o";
+    const char* predecessor_name = is_down ? "silu_mul_quant" : is_o ? "quantize_int8" : "rmsnorm_quant";
+    cuda::DeviceBuffer pin, pgamma;
+    if (predecessor) {
+      pin = cuda::DeviceBuffer(max_m * 2 * k * 2);
+      std::vector<uint16_t> h(max_m * 2 * k);
+      for (size_t i = 0; i < h.size(); ++i) h[i] = float_to_half(static_cast<int8_t>(xh[i % xh.size()]) / 64.0f);
+      pin.upload(h);
+      pgamma = cuda::DeviceBuffer(k * 2);
+      pgamma.upload(std::vector<uint16_t>(k, float_to_half(1.0f)));
+    }
+    auto run_predecessor = [&](int64_t m) {
+      const Int8Rows rows_out{x8.as<int8_t>(), sx.as<uint16_t>(), asum.as<uint16_t>(), xsum.as<int32_t>()};
+      const uint16_t* in = pin.as<uint16_t>();
+      cudaError_t e;
+      if (is_down)
+        e = cuda::silu_mul_quant(in, in + k, 2 * k, static_cast<int>(m), static_cast<int>(k), rows_out, stream);
+      else if (is_o)
+        e = cuda::quantize_int8(in, static_cast<int>(m), static_cast<int>(k), rows_out, stream);
+      else
+        e = cuda::rmsnorm_quant(in, nullptr, pgamma.as<uint16_t>(), static_cast<int>(m),
+                                static_cast<int>(k), 1e-5f, rows_out, stream);
+      QS_CUDA_CHECK(e);
+    };
+    // The timer of one m: the neighbor of the process, or this layer's predecessor at m.
+    auto timer_for = [&](int64_t m, double* predecessor_alone = nullptr) {
+      if (!predecessor) return Timer{stream, hot, graph_us, neighbor, neighbor_alone_us};
+      std::function<void()> pred = [&run_predecessor, m] { run_predecessor(m); };
+      const double alone = Timer{stream, true, graph_us, nullptr, 0}.chain(1, [&](int) { pred(); });
+      if (predecessor_alone) *predecessor_alone = alone;
+      return Timer{stream, hot, graph_us, pred, alone};
+    };
 
     // cuBLASLt at its best: for every m of the shape first, each heuristic
     // candidate timed as our kernels are (cold weights, graph of
@@ -478,8 +527,8 @@ int run(int argc, char** argv) {
     // timed as without the selection: run right before our kernels, its heat
     // made them 10-30% slower at m >= 256 (power limit), not cuBLASLt.
     {
-      const Timer timer{stream, hot, graph_us, neighbor, neighbor_alone_us};
       for (int64_t m : ms) {
+        const Timer timer = timer_for(m);
         auto select_fastest = [&](bool int8, const std::function<void(int)>& fn) {
           fn(0);  // tunes the shape (the library's choice)
           double best = 1e30;
@@ -503,7 +552,11 @@ int run(int argc, char** argv) {
     }
     for (int64_t m : ms) {
       Row r{sh.model, sh.layer, m, n, k};
-      const Timer timer{stream, hot, graph_us, neighbor, neighbor_alone_us};
+      const Timer timer = timer_for(m, &r.predecessor_us);
+      if (predecessor)
+        std::printf("# %s/%s m=%lld: before every timed launch %s [%lld, %lld], %.2f us alone (subtracted)\n",
+                    sh.model, sh.layer, static_cast<long long>(m), predecessor_name, static_cast<long long>(m),
+                    static_cast<long long>(k), r.predecessor_us);
       r.int8_us = timer.time(copies, [&](int c) {
         blas.gemm_s8(x8.as<int8_t>(), w8[c].as<int8_t>(), y32.as<int32_t>(), m, n, k, stream);
       });
@@ -785,7 +838,7 @@ int run(int argc, char** argv) {
         "\"pass_g128_us\": %.2f, \"pass_per_channel_us\": %.2f, \"cublaslt_w8a8_epilogue_us\": %.2f, "
         "\"pd_splits\": [%d, %d, %d], \"pd_g128_us\": [%.2f, %.2f, %.2f], "
         "\"cublaslt_int8_candidate\": \"%d of %d\", \"cublaslt_fp16_candidate\": \"%d of %d\", "
-        "\"neighbor_us\": %.1f, \"neighbor_mb\": %.0f, \"interleaved_reps\": %d, \"interleaved_int8_us\": %.2f, "
+        "\"neighbor_us\": %.1f, \"neighbor_mb\": %.0f, \"predecessor_us\": %.2f, \"interleaved_reps\": %d, \"interleaved_int8_us\": %.2f, "
         "\"interleaved_per_channel_us\": %.2f, \"interleaved_g128_us\": %.2f, \"soak_ms\": %.0f, "
         "\"soak_int8_us\": %.2f, \"soak_per_channel_us\": %.2f, \"soak_g128_us\": %.2f}%s\n",
         r.model.c_str(), r.layer.c_str(), (long long)r.m, (long long)r.n, (long long)r.k, r.int8_us, r.fp16_us, r.pc_us,
@@ -799,7 +852,7 @@ int run(int argc, char** argv) {
         r.pc_s8_us[0], r.pc_s8_us[1], r.pc_s8_us[2], r.pc_s8_us[3], r.w8_s8_us[0], r.w8_s8_us[1], r.w8_s8_us[2],
         r.w8_s8_us[3], r.g_pass_us, r.pc_pass_us, r.w8a8_lt_us, r.pd_splits[0], r.pd_splits[1], r.pd_splits[2],
         r.g_pd_us[0], r.g_pd_us[1], r.g_pd_us[2], r.int8_candidate, r.int8_candidates, r.fp16_candidate,
-        r.fp16_candidates, neighbor_us, neighbor_mb, interleave, r.int8_il_us, r.pc_il_us, r.g_il_us, soak_ms, r.int8_soak_us,
+        r.fp16_candidates, neighbor_us, neighbor_mb, r.predecessor_us, interleave, r.int8_il_us, r.pc_il_us, r.g_il_us, soak_ms, r.int8_soak_us,
         r.pc_soak_us, r.g_soak_us, i + 1 < rows.size() ? "," : "");
     js << buf;
   }
