@@ -2,6 +2,7 @@
 """Entries of the W4A8 measured plan table from `bench_gemm --sweep` output.
 
 Usage: bench/gemm_table_refit.py SWEEP.txt [SWEEP.txt ...] [--neighbor NSWEEP.txt ...] [--repo DIR]
+       [--shipped JSON ...] [--neighbor-shipped NJSON ...]
        [--margin 0.02] [--max-loss M] [--all] [--overrides]
 
 Reads the "sweep" lines that `bench_gemm --sweep` / `--sweep-tiles` print (one per layer, kind
@@ -34,11 +35,17 @@ disagree on a third of the decode candidates). Run the result in the engine befo
 `--overrides` prints the changed choices as one QSERVE_W4A8_PLANS value (gemm_w4a8_overrides.h)
 instead of table lines, for `qserve bench throughput` with and without it.
 
+A sweep limited to a few tiles (`--sweep-tiles`) need not time the entries it competes with:
+`--shipped` / `--neighbor-shipped` take the `bench_gemm --json` files of the same runs, and each row
+the sweeps cover gets its shipped plans' times (`shipped_per_channel_plan` / `_us`, `shipped_g128_*`)
+as one more timed plan, so that an entry is compared with what its own plan measured in that run.
+
 The tool does not know the decode rule that goes before the table (decode_tile in
 gemm_w4a8_wgmma.cpp; `bench_gemm_plans` marks its plans "rule"): an entry of such a layer and
 bucket serves only the m the rule leaves, and an override of it replaces the rule too.
 """
 import argparse
+import json
 import math
 import os
 import re
@@ -83,8 +90,9 @@ def table_entries(repo):
     return out
 
 
-def read_sweeps(paths):
-    """(n, k, kind, m) -> {"tile/splits": mean us over the files}."""
+def read_sweeps(paths, shipped=()):
+    """(n, k, kind, m) -> {"tile/splits": mean us over the files}; `shipped`: bench_gemm --json
+    files whose shipped plans' times join the rows the sweep lines cover."""
     acc = defaultdict(lambda: defaultdict(list))
     for path in paths:
         for line in open(path):
@@ -94,6 +102,13 @@ def read_sweeps(paths):
             key = (int(m.group(2)), int(m.group(3)), m.group(4), int(m.group(5)))
             for tile, splits, us in CHOICE_RE.findall(line[m.end():]):
                 acc[key][f"{tile}/{splits}"].append(float(us))
+    for path in shipped:
+        for row in json.load(open(path)):
+            for kind, field in (("pc", "per_channel"), ("g128", "g128")):
+                key = (row["n"], row["k"], kind, row["m"])
+                plan, us = row.get(f"shipped_{field}_plan"), row.get(f"shipped_{field}_us", 0)
+                if key in acc and plan and us > 0:
+                    acc[key][plan].append(float(us))
     return {key: {c: sum(v) / len(v) for c, v in row.items()} for key, row in acc.items()}
 
 
@@ -186,12 +201,14 @@ def main():
     ap.add_argument("--max-loss", type=float, default=None,
                     help="with --neighbor: the most a new choice may lose back to back (default: --margin)")
     ap.add_argument("--overrides", action="store_true", help="print the changes as one QSERVE_W4A8_PLANS value")
+    ap.add_argument("--shipped", nargs="+", default=[], help="bench_gemm --json files of the back-to-back sweeps' runs")
+    ap.add_argument("--neighbor-shipped", nargs="+", default=[], help="bench_gemm --json files of the --neighbor runs")
     a = ap.parse_args()
     names = tile_names(a.repo)
-    sweeps = read_sweeps(a.sweeps)
+    sweeps = read_sweeps(a.sweeps, a.shipped)
     if not sweeps:
         sys.exit("gemm_table_refit: no sweep lines in the input")
-    neighbor = read_sweeps(a.neighbor) if a.neighbor else {}
+    neighbor = read_sweeps(a.neighbor, a.neighbor_shipped) if a.neighbor else {}
     if a.neighbor and not neighbor:
         sys.exit("gemm_table_refit: no sweep lines in the --neighbor input")
     lines = refit(sweeps, names, m_buckets(a.repo), table_entries(a.repo), a.margin, a.all and not a.overrides,

@@ -2,6 +2,7 @@
 small stand-in of the repository (a tile-name list, the m buckets and a table of one entry) and
 synthetic sweeps; then on the real repository's files (they must parse)."""
 import importlib
+import json
 import re
 import subprocess
 import sys
@@ -104,6 +105,30 @@ def test_with_neighbor_sweeps_a_choice_must_win_after_the_neighbor(tmp_path):
     out = run(tmp_path / "c", b2b, "--max-loss", "0.03", neighbor=nb_c)
     assert len(out) == 1 and 'P("wgC-k256/2"), P("wgC-k256/2")' in out[0]
     assert run(tmp_path / "d", b2b, "--max-loss", "0.01", neighbor=nb_c) == []
+
+
+def test_shipped_times_stand_for_entries_the_sweep_did_not_time(tmp_path):
+    # A sweep of wgB/3 alone (the entry wgA/2 not timed): without --shipped the entry stays ("not swept").
+    lines = [sweep(4096, 4096, kind, 16, {"wgB/3": 4.5}) for kind in ("pc", "g128")]
+    assert run(tmp_path / "a", lines) == []
+
+    def shipped(path, pc_us, g_us, m=16):
+        row = {"model": "x", "layer": "y", "m": m, "n": 4096, "k": 4096, "shipped_per_channel_plan": "wgA/2",
+               "shipped_per_channel_us": pc_us, "shipped_g128_plan": "wgA/2", "shipped_g128_us": g_us}
+        path.write_text(json.dumps([row, dict(row, m=999)]))  # (m = 999: a row no sweep covers, ignored)
+        return str(path)
+
+    # The same run's JSON: per-channel's entry took 5.0 (wgB/3 10% faster: replaced), g128's 4.55 (within
+    # the margin: kept).
+    tmp_path.joinpath("b").mkdir()
+    out = run(tmp_path / "b", lines, "--shipped", shipped(tmp_path / "b" / "run.json", 5.0, 4.55))
+    assert len(out) == 1 and out[0].startswith('    {4096, 4096, 16, P("wgB/3"), P("wgA/2")},')
+    # With neighbor sweeps, each pattern's own JSON: after the neighbor wgB/3 is no faster, so both stay.
+    tmp_path.joinpath("c").mkdir()
+    nb = [sweep(4096, 4096, kind, 16, {"wgB/3": 6.0}) for kind in ("pc", "g128")]
+    out = run(tmp_path / "c", lines, "--shipped", shipped(tmp_path / "c" / "b2b.json", 5.0, 5.0),
+              "--neighbor-shipped", shipped(tmp_path / "c" / "nb.json", 6.0, 6.0), neighbor=nb)
+    assert out == []
 
 
 def test_overrides_print_the_changed_kinds_only(tmp_path):
