@@ -92,6 +92,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -509,13 +510,15 @@ int run(int argc, char** argv) {
                                 static_cast<int>(k), 1e-5f, rows_out, stream);
       QS_CUDA_CHECK(e);
     };
-    // The timer of one m: the neighbor of the process, or this layer's predecessor at m.
-    auto timer_for = [&](int64_t m, double* predecessor_alone = nullptr) {
+    // The timer of one m: the neighbor of the process, or this layer's predecessor at m
+    // (its time alone measured once per m).
+    std::map<int64_t, double> predecessor_alone;
+    auto timer_for = [&](int64_t m) {
       if (!predecessor) return Timer{stream, hot, graph_us, neighbor, neighbor_alone_us};
       std::function<void()> pred = [&run_predecessor, m] { run_predecessor(m); };
-      const double alone = Timer{stream, true, graph_us, nullptr, 0}.chain(1, [&](int) { pred(); });
-      if (predecessor_alone) *predecessor_alone = alone;
-      return Timer{stream, hot, graph_us, pred, alone};
+      if (!predecessor_alone.count(m))
+        predecessor_alone[m] = Timer{stream, true, graph_us, nullptr, 0}.chain(1, [&](int) { pred(); });
+      return Timer{stream, hot, graph_us, pred, predecessor_alone[m]};
     };
 
     // cuBLASLt at its best: for every m of the shape first, each heuristic
@@ -552,11 +555,13 @@ int run(int argc, char** argv) {
     }
     for (int64_t m : ms) {
       Row r{sh.model, sh.layer, m, n, k};
-      const Timer timer = timer_for(m, &r.predecessor_us);
-      if (predecessor)
+      const Timer timer = timer_for(m);
+      if (predecessor) {
+        r.predecessor_us = predecessor_alone[m];
         std::printf("# %s/%s m=%lld: before every timed launch %s [%lld, %lld], %.2f us alone (subtracted)\n",
                     sh.model, sh.layer, static_cast<long long>(m), predecessor_name, static_cast<long long>(m),
                     static_cast<long long>(k), r.predecessor_us);
+      }
       r.int8_us = timer.time(copies, [&](int c) {
         blas.gemm_s8(x8.as<int8_t>(), w8[c].as<int8_t>(), y32.as<int32_t>(), m, n, k, stream);
       });

@@ -48,16 +48,21 @@ __global__ void neighbor_reader_kernel(const int4* __restrict__ buf, size_t n16,
   if (acc == never) smem[threadIdx.x & 127] = 1;  // (also keeps the allocation)
 }
 
+// Raises `kernel`'s dynamic shared memory limit when `smem_bytes` differs
+// from the value it was last set to (`configured`, -1 at first).
+template <typename K>
+void allow_smem(K* kernel, int smem_bytes, int& configured) {
+  if (configured == smem_bytes) return;
+  QS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
+  configured = smem_bytes;
+}
+
 }  // namespace
 
 void launch_neighbor_reader(cudaStream_t stream, int sms, const void* buf, size_t bytes, int smem_bytes,
                             bool trigger) {
   static int configured = -1;
-  if (configured != smem_bytes) {
-    QS_CUDA_CHECK(
-        cudaFuncSetAttribute(neighbor_reader_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
-    configured = smem_bytes;
-  }
+  allow_smem(neighbor_reader_kernel, smem_bytes, configured);
   neighbor_reader_kernel<<<sms, 512, smem_bytes, stream>>>(static_cast<const int4*>(buf), bytes / 16,
                                                            trigger ? 1 : 0, 0x5eed1e55);
   QS_CUDA_CHECK(cudaGetLastError());
@@ -65,10 +70,7 @@ void launch_neighbor_reader(cudaStream_t stream, int sms, const void* buf, size_
 
 void launch_neighbor(cudaStream_t stream, int sms, double us, int smem_bytes, bool trigger) {
   static int configured = -1;
-  if (configured != smem_bytes) {
-    QS_CUDA_CHECK(cudaFuncSetAttribute(neighbor_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
-    configured = smem_bytes;
-  }
+  allow_smem(neighbor_kernel, smem_bytes, configured);
   neighbor_kernel<<<sms, 128, smem_bytes, stream>>>(static_cast<uint64_t>(us * 1000.0), trigger ? 1 : 0);
   QS_CUDA_CHECK(cudaGetLastError());
 }

@@ -604,15 +604,16 @@ __global__ void __launch_bounds__(kThreads, OCC)
 #pragma unroll
       for (int j = 0; j < MT; ++j) o_base[j] = t16[j] * 16 + g;
 
-      // Visits this thread's accumulators inside the output: f(value, index in [m, n], token).
+      // Visits this thread's accumulators of the CTA's rows inside the output
+      // (kPR: its half, in the low slots): f(value, index in [m, n], token).
       auto for_each_output = [&](auto&& f) {
 #pragma unroll
         for (int j = 0; j < MT; ++j)
 #pragma unroll
-          for (int i = 0; i < BM / 8; ++i)
+          for (int i = 0; i < kEpiRows / 8; ++i)
 #pragma unroll
             for (int e4 = 0; e4 < 4; ++e4) {
-              const int o = o_base[j] + 8 * (e4 >> 1), t = t_base + 8 * i + (e4 & 1);
+              const int o = o_base[j] + 8 * (e4 >> 1), t = t_base + row_off + 8 * i + (e4 & 1);
               if (o < p.n && t < p.m) f(acc[j][4 * i + e4], static_cast<size_t>(t) * p.n + o, t);
             }
       };
@@ -671,22 +672,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
       }
 
       if (p.acc_out) {  // exact accumulators (tests): plain stores
-        if constexpr (kPR) {  // this CTA's half, in the low slots
-#pragma unroll
-          for (int j = 0; j < MT; ++j)
-#pragma unroll
-            for (int i = 0; i < BM / 16; ++i)
-#pragma unroll
-              for (int e4 = 0; e4 < 4; ++e4) {
-                const int o = o_base[j] + 8 * (e4 >> 1), t = t_base + row_off + 8 * i + (e4 & 1);
-                if (o < p.n && t < p.m) {
-                  const int32_t v = acc[j][4 * i + e4];
-                  p.acc_out[static_cast<size_t>(t) * p.n + o] = kBiasedW ? unbias_acc(v, p.x_sum[t]) : v;
-                }
-              }
-        } else {
-          for_each_output([&](int32_t& v, size_t idx, int t) { p.acc_out[idx] = kBiasedW ? unbias_acc(v, p.x_sum[t]) : v; });
-        }
+        for_each_output([&](int32_t& v, size_t idx, int t) { p.acc_out[idx] = kBiasedW ? unbias_acc(v, p.x_sum[t]) : v; });
         continue;
       }
 
