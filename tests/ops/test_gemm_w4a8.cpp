@@ -92,8 +92,9 @@ std::vector<Case> all_cases() {
     for (int tile = cuda::kW4A8FirstWgmmaTile; tile < cuda::kW4A8FirstGemvTile; ++tile)
       for (int splits : {1, 3})
         for (int64_t m : {1, 37, 300}) cases.push_back({g, m, 640, 576, tile, splits, true});
-  // Two splits on every cluster tile: the cluster reduction, or, in a process
-  // run with QSERVE_W4A8_CLUSTER_PAIR=1, the pair form (tiles of >= 16 tokens).
+  // Two splits on every cluster tile: the pair form (tiles of >= 16 tokens),
+  // or, in a process run with QSERVE_W4A8_CLUSTER_PAIR=0, the cluster
+  // reduction (which splits >= 3 run anyway).
   for (bool g : {false, true})
     for (int tile = cuda::kW4A8FirstClusterTile; tile < cuda::kW4A8EndClusterTile; ++tile)
       for (int64_t m : {37, 300}) cases.push_back({g, m, 640, 576, tile, 2, true});

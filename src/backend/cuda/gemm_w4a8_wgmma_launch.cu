@@ -97,7 +97,7 @@ bool unsplit_twins() {
 bool cluster_pair() {
   static const bool on = [] {
     const char* v = std::getenv("QSERVE_W4A8_CLUSTER_PAIR");
-    return v != nullptr && std::string(v) == "1";
+    return v == nullptr || std::string(v) != "0";
   }();
   return on;
 }

@@ -333,9 +333,10 @@ static_assert([] {
 // A/B measurements): read once.
 bool unsplit_twins();
 // Whether a cluster plan of two splits on a tile with a pair form runs it
-// (QSERVE_W4A8_CLUSTER_PAIR=1 in the environment) instead of the cluster
-// reduction: off by default until measured on the H200 (docs/gemm-hopper.md,
-// "The pair form (prepared in round 31)"). Read once.
+// (the default since round 32: 0.88-0.96x the time of the cluster reduction
+// on the H200, docs/gemm-hopper.md "The pair form") or, with
+// QSERVE_W4A8_CLUSTER_PAIR=0 in the environment, the cluster reduction (kept
+// for A/B measurements). Read once.
 bool cluster_pair();
 
 // Launches tile `tile` (index into kTiles: a W4, pd or cluster tile) on `ctas` persistent CTAs; builds

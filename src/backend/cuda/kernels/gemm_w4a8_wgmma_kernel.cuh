@@ -42,8 +42,8 @@
 // p.splits == 1): no partial tile to share, so the staged epilogue of the
 // other tiles runs instead of the cluster's (its buffers in the stages, free
 // by then); its own instantiation, so that the split kernels keep their code.
-// kPR (a cluster tile's pair form, split 2, BM >= 16; launched only with
-// QSERVE_W4A8_CLUSTER_PAIR=1 until measured): the two CTAs exchange halves
+// kPR (a cluster tile's pair form, split 2, BM >= 16; launched unless
+// QSERVE_W4A8_CLUSTER_PAIR=0): the two CTAs exchange halves
 // of the tile instead of summing slices by distributed shared-memory loads.
 // After a cluster barrier (both done with their stages) each CTA stores the
 // partner's token half of its accumulators into the partner's stages (16-B
