@@ -135,6 +135,24 @@ consteval W4A8Choice P(std::string_view plan) { return w4a8_plan(plan); }
 // Llama-2-7B qkv g128 at m = 17-32 on wg128x32c-k512/1 (0.92x after a
 // neighbor, engine -1.3%, every pass below). An r31 comment gives us back to
 // back / after a neighbor, as r29's.
+// Round 32 (bench/results/2026-12-04-gemm-h200-r32.md): split-2 cluster
+// plans run the pair form (0.88-0.96x the time of the cluster reduction on
+// the issue rows with such a plan). The 16 pair tiles swept at split 2 on
+// the nine layers at m = 16-256 against the shipped plans (back to back and
+// after a 5-us neighbor); 12 choices passed the round-21 rule, the engine
+// (A B B A, every candidate at once through QSERVE_W4A8_PLANS, decode at the
+// bucket's sequence count) kept five (marked r32): Llama-2-7B qkv both kinds
+// at m = 9-16 (+1.6% per-channel, +0.3% g128 at 16 sequences), the 4096 x
+// 4096 layers g128 at m = 33-64 (Llama-3-8B +1.1% at 64), Llama-3-8B qkv
+// per-channel at m = 65-128 (+1.7% at 128), Llama-2-7B down g128 at m =
+// 65-128 (+0.8% at 128). Not taken: Llama-3-8B qkv g128 at m = 9-16 on
+// wg128x16c-k256/2 (0.94x / 0.91x, engine -0.2%), the 4096 x 4096 layers
+// g128 at m = 17-32 on wg128x16c-k256/2 (0.97x, engine -0.4%), Llama-3-8B
+// qkv per-channel at m = 17-32 on wg128x32c-k256/2 (1.02x / 0.95x, engine
+// -0.8%). Not run in the engine (a 70B model's dummy load takes 78 s): 70B
+// down at m = 65-128 on wg128x128c-k256/2 (0.93-0.96x / 0.91-0.92x) and at
+// m = 129-256 on wg256x128c/2 (per-channel 0.92x / 0.88x, g128 0.97x /
+// 0.97x); left for a call with room for it.
 constexpr Entry kTable[] = {
     // o at m <= 16: the 96-CTA plans (split 3), not the back-to-back optimum (64 CTAs, split 2:
     // 5.4 / 6.5 us at m = 1), which owes 0.4 us to two launches of one GEMM sharing the GPU. After
@@ -143,7 +161,7 @@ constexpr Entry kTable[] = {
     {4096, 4096, 1, P("wg128x8c-k256/3"), P("wg128x8c-k256/3")},  // pc wg128x8c-k256/3 5.8 (6.4 after a neighbor); g128 6.7 (7.3)
     {4096, 4096, 16, P("wg128x16c-k256/3"), P("wg128x16c-k256/3")},  // pc wg128x16c-k256/3 6.5 (7.2); g128 wg128x16c-k256/3 7.2 (7.9)
     {4096, 4096, 32, P("wg128x32c-k256/3"), P("wg128x32c-k256/3")},  // r29: g128 wg128x32c-k256/3 6.3 / 7.0 (was gemv32r/1 7.1 / 8.2); before r29: pc wg128x32c-k256/3 6.9, 7.9 after a neighbor (r23; was wg256x32c/4 7.2, 8.5); g128 gemv32r 7.4 (r18; was wg256x32c-k256/4 8.5, r8)
-    {4096, 4096, 64, P("wg128x64c/2"), P("wg128x64c/3")},  // r29: g128 wg128x64c/3 7.0 / 7.7 (was wg128x64c/2 7.6 / 8.7); before r29: pc wg128x64c/2 7.8; g128 wg128x64c/2 8.7
+    {4096, 4096, 64, P("wg128x64c/2"), P("wg128x32c-k256/2")},  // r32 (the pair form): g128 wg128x32c-k256/2 6.8 / 7.1 (was wg128x64c/3 7.0 / 7.5; engine Llama-3-8B g128 64 sequences +1.1%); r29: g128 wg128x64c/3 7.0 / 7.7 (was wg128x64c/2 7.6 / 8.7); before r29: pc wg128x64c/2 7.8; g128 wg128x64c/2 8.7
     {4096, 4096, 128, P("wg128x64c-k256/2"), P("wg128x64c-k256/2")},  // pc wg128x64c-k256/2 9.9 (r8); g128 wg128x64c-k256/2 10.9 (r8)
     {4096, 4096, 256, P("wg128x128c-k256/2"), P("wg128x128c-k256/2")},  // wg128x128c-k256/2: pc 12.7, 13.3 after a neighbor; g128 12.7, 13.2 (r25; were wg128x128/2 13.0 / 14.2, 13.1 / 14.3; r17: wg256x32/1 14.0, wg128x128/1 15.1)
     {4096, 4096, 512, P("wg128x128/1"), P("wg128x128/1")},  // pc wg128x128/1 15.9; g128 wg128x128/1 17.5 (round K; pass + s8 20.9)
@@ -151,11 +169,11 @@ constexpr Entry kTable[] = {
     {6144, 4096, 16, P("wg256x16a2c/4"), P("gemv16r/1")},  // r29: pc wg256x16a2c/4 6.1 / 6.8 (was wg128x16c/4 6.4 / 7.4); before r29: pc wg128x16c/4 7.0, 8.8 after a neighbor (r22, two CTAs per SM; was wg256x16/4 7.2, 9.8); g128 gemv16r 7.0 (r18; was wg256x16a2c-k256/4 8.7, r8)
     {6144, 4096, 32, P("wg256x32c/4"), P("wg128x32c-k256/2")},  // r29: g128 wg128x32c-k256/2 7.0 / 7.9 (was wg256x32c-k256/4 7.4 / 8.6); before r29: pc wg256x32c/4 8.4; g128 wg256x32c-k256/4 8.6, 9.9 after a neighbor (r21; was wg256x32/4 8.7, 11.8)
     {6144, 4096, 64, P("wg128x64c-k256/2"), P("wg128x64c/2")},  // r29: g128 wg128x64c/2 8.1 / 8.8 (was wg128x64c-k256/2 8.4 / 9.1); before r29: pc wg128x64c-k256/2 9.4 (r8); g128 wg128x64c-k256/2 10.3 (r8)
-    {6144, 4096, 128, P("wg128x64c-k256/1"), P("wg128x128c-k256/2")},  // r29: pc wg128x64c-k256/1 11.2 / 11.4 (was wg128x128/2 12.8 / 12.9); g128 wg128x128c-k256/2 11.1 / 11.7 (was wg128x128/2 12.5 / 12.8); before r29: pc wg128x128/2 12.5; g128 wg128x128/2 13.1 (r17; were wg256x32/1 13.4, wg256x128c/4 14.5)
+    {6144, 4096, 128, P("wg128x128c-k256/2"), P("wg128x128c-k256/2")},  // r32 (the pair form): pc wg128x128c-k256/2 10.2 / 10.5 (was wg128x64c-k256/1 10.4 / 10.7; engine Llama-3-8B per-channel 128 sequences +1.7%); r29: pc wg128x64c-k256/1 11.2 / 11.4 (was wg128x128/2 12.8 / 12.9); g128 wg128x128c-k256/2 11.1 / 11.7 (was wg128x128/2 12.5 / 12.8); before r29: pc wg128x128/2 12.5; g128 wg128x128/2 13.1 (r17; were wg256x32/1 13.4, wg256x128c/4 14.5)
     {6144, 4096, 256, P("wg128x128/1"), P("wg128x128/1")},  // pc wg128x128/1 15.1; g128 wg128x128/1 16.8
     {6144, 4096, 512, P("wg128x256/1"), P("wg128x256/1")},  // pc wg128x256/1 24.8; g128 wg128x256/1 26.6
     {12288, 4096, 1, P("wg256x8a2c/2"), P("wg256x8a2c-k256/2")},  // pc wg256x8a2c/2 9.8; g128 wg256x8a2c-k256/2 12.4 (r8)
-    {12288, 4096, 16, P("wg128x16c/2"), P("wg256x16a2c-k256/2")},  // pc wg128x16c/2 9.5, 12.2 (r22; was wg256x16/2 9.9, 12.8); g128 wg256x16a2c-k256/2 13.1 (r8)
+    {12288, 4096, 16, P("wg256x16a2c/2"), P("wg128x16c/2")},  // r32 (the pair form): pc wg256x16a2c/2 8.9 / 10.1 (was wg128x16c/2 9.2 / 10.9; engine Llama-2-7B per-channel 16 sequences +1.6%), g128 wg128x16c/2 9.7 / 10.8 (was wg256x16a2c-k256/2 10.0 / 11.1; engine g128 16 sequences +0.3%); before r32: pc wg128x16c/2 9.5, 12.2 (r22; was wg256x16/2 9.9, 12.8); g128 wg256x16a2c-k256/2 13.1 (r8)
     {12288, 4096, 32, P("wg128x32c-k512/1"), P("wg256x32c-k256/2")},  // r31: pc wg128x32c-k512/1 9.9 / 10.4 (was wg128x32c-k256o2/2 9.7 / 11.6); before r31: pc wg128x32c-k256o2/2 10.6, 12.6 (r23; was wg256x32/2 10.8, 13.4, r17); g128 wg256x32c-k256/2 13.8 (r8)
     {12288, 4096, 64, P("wg128x64c-k256/1"), P("wg128x64c-k256/1")},  // r29: pc wg128x64c-k256/1 11.4 / 11.9 (was wg256x32/1 12.2 / 12.8); before r29: pc wg256x32/1 13.6; g128 wg128x64c-k256/1 15.5 (r8)
     {12288, 4096, 128, P("wg128x128/1"), P("wg128x128/1")},  // pc wg128x128/1 15.4; g128 wg128x128/1 16.9
@@ -179,7 +197,7 @@ constexpr Entry kTable[] = {
     {4096, 11008, 16, P("wg256x16a2c/6"), P("wg128x16c/6")},  // r29: pc wg256x16a2c/6 8.5 / 9.2 (was wg128x16c/6 8.7 / 10.3); g128 wg128x16c/6 9.3 / 10.2 (was gemv16r/1 10.9 / 12.4); before r29: pc wg128x16c/6 10.2, 11.7 (r22; was wg256x16a2/6 10.1, 13.4); g128 gemv16r 11.0, 12.6 after a neighbor (r21; was wg256x16/6 11.0, 14.5)
     {4096, 11008, 32, P("wg256x32c/6"), P("wg256x32c-k256/6")},  // r29: pc wg256x32c/6 9.4 / 10.0 (was wg128x32c-k512/3 10.8 / 11.0); before r29: pc wg128x32c-k512/3 11.1, 12.2 (r23; was wg256x32c-k256/4 11.4, 13.2); g128 wg256x32c-k256/6 14.1 (r8)
     {4096, 11008, 64, P("wg128x64c-k256/3"), P("wg128x64c-k256/3")},  // pc wg128x64c-k256/3 12.7 (r8); g128 wg128x64c-k256/3 14.8 (r8)
-    {4096, 11008, 128, P("wg128x64c-k256/2"), P("wg128x128/4")},  // pc wg128x64c-k256/2 16.0; g128 wg128x128/4 17.6 (r17; was 19.4)
+    {4096, 11008, 128, P("wg128x64c-k256/2"), P("wg128x64c-k256/2")},  // r32 (the pair form): g128 wg128x64c-k256/2 15.1 / 15.5 (was wg128x128/4 17.1 / 16.6; engine Llama-2-7B g128 128 sequences +0.8%); before r32: pc wg128x64c-k256/2 16.0; g128 wg128x128/4 17.6 (r17; was 19.4)
     {4096, 11008, 256, P("wg128x128c-k256/2"), P("wg128x128c-k256/2")},  // wg128x128c-k256/2: pc 21.0 / 21.8 after a neighbor (r26, the batched cluster sums; r25 21.7 / 22.4, was wg128x128/2 22.0 / 23.2), g128 21.7 / 22.3 after a neighbor (r26; was wg128x128/2 22.4 / 23.9) (r17; were wg256x64c/2 25.1, wg128x128/sk 27.8)
     {4096, 11008, 512, P("wg128x128/1"), P("wg128x128/1")},  // pc wg128x128/1 34.1; g128 wg128x128/1 39.1 (round K; pass + s8 49.0)
     {4096, 14336, 1, P("wg256x8a2c/6"), P("wg256x8a2/6")},  // r29, m = 8 (m <= 4: the decode rule): pc wg256x8a2c/6 9.6 / 10.5 (was wg256x8a2c-k256/6 10.4 / 11.1; the engine's per-channel decode at 8 sequences +1.3%); g128 wg256x8a2/6 kept (gemv8d/1 10.3 / 12.8 against 11.4 / 14.2, but the engine -2.8% at 8 sequences); before r29: pc wg256x8a2c-k256/6 11.3 (r8); g128 wg256x8a2/6 13.9
