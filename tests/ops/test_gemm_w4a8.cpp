@@ -94,10 +94,18 @@ std::vector<Case> all_cases() {
         for (int64_t m : {1, 37, 300}) cases.push_back({g, m, 640, 576, tile, splits, true});
   // Two splits on every cluster tile: the pair form (tiles of >= 16 tokens),
   // or, in a process run with QSERVE_W4A8_CLUSTER_PAIR=0, the cluster
-  // reduction (which splits >= 3 run anyway).
+  // reduction (which splits >= 3 run unless QSERVE_W4A8_CLUSTER_PUSH=1).
   for (bool g : {false, true})
     for (int tile = cuda::kW4A8FirstClusterTile; tile < cuda::kW4A8EndClusterTile; ++tile)
       for (int64_t m : {37, 300}) cases.push_back({g, m, 640, 576, tile, 2, true});
+  // Four and six splits on every cluster tile (split 3: the loop over every
+  // tile above), k of 12 blocks: the cluster reduction, or, in a process run
+  // with QSERVE_W4A8_CLUSTER_PUSH=1, the push form where the tile has one
+  // (owners of 1-4 token groups; at 16 tokens ranks that only send).
+  for (bool g : {false, true})
+    for (int tile = cuda::kW4A8FirstClusterTile; tile < cuda::kW4A8EndClusterTile; ++tile)
+      for (int splits : {4, 6})
+        for (int64_t m : {37, 300}) cases.push_back({g, m, 640, 1536, tile, splits, true});
   // The measured plans (sm_90) of the other benchmark layers, through the
   // top-level planner: Llama-3-8B o and gate_up, Llama-2-7B qkv, gate_up, down
   // (m = 7: the decode rule's gemv8, or the table's m <= 8 bucket where the

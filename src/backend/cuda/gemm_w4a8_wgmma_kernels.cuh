@@ -1,6 +1,6 @@
 // The launchers of the sm_90a W4A8 tiles by family (W4, INT8-weight s8,
 // producer-dequantizing pd, W4 with split-K in a cluster, the large W4 tiles
-// with stream-K, the decode tiles with stream-K, the 160-224-token tiles, the multicast pairs) and kind (g128, per-channel): each family x kind
+// with stream-K, the decode tiles with stream-K, the 160-224-token tiles, the multicast pairs, the cluster tiles' push forms) and kind (g128, per-channel): each family x kind
 // is instantiated in its own gemm_w4a8_wgmma_*.cu, so that they compile in
 // parallel; gemm_w4a8_wgmma_launch.cu calls them.
 #pragma once
@@ -8,6 +8,7 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <iterator>
 #include <utility>
 
 #include "backend/cuda/cuda_check.h"
@@ -19,8 +20,9 @@ namespace qserve::cuda::w4a8::wgmma {
 
 namespace detail {
 // The instantiation of tile kTile (index into kTiles); kUN: a cluster tile's
-// unsplit twin, kPR: its pair form (kernels/gemm_w4a8_wgmma_kernel.cuh).
-template <int kTile, bool kG128, bool kSK, bool kUN = false, bool kPR = false>
+// unsplit twin, kPR: its push form of kPR splits (2: the pair form;
+// kernels/gemm_w4a8_wgmma_kernel.cuh).
+template <int kTile, bool kG128, bool kSK, bool kUN = false, int kPR = 0>
 inline constexpr auto kKernel =
     &gemm_w4a8_wgmma_kernel<kTiles[kTile].bm, kTiles[kTile].mt, kTiles[kTile].stages, kG128, kTiles[kTile].acc_sets,
                             kTiles[kTile].s8, kTiles[kTile].pd, kTiles[kTile].cluster, kTiles[kTile].kd, kSK,
@@ -36,6 +38,54 @@ void allow_smem_once(int smem) {
   (void)done;
 }
 
+// Tile kTile's push form of kWays splits (a cluster of kWays CTAs a tile).
+template <int kTile, bool kG128, int kWays>
+void launch_push_form(const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas,
+                      cudaStream_t stream, bool pdl) {
+  constexpr auto push = kKernel<kTile, kG128, false, false, kWays>;
+  constexpr int smem = smem_bytes(kTiles[kTile]);
+  allow_smem_once<push>(smem);
+  launch_clustered(push, dim3(ctas), dim3(kThreads), smem, stream, pdl, kWays, x_map, w_map, p);
+}
+// The push forms of 3, 4 or 6 splits (kPushWays), where the tile has them
+// (has_push_form): whether one was launched.
+template <int kTile, bool kG128>
+bool launch_push_tile(const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas,
+                      cudaStream_t stream, bool pdl) {
+  static_assert(kPushWays[0] == 3 && kPushWays[1] == 4 && kPushWays[2] == 6 && std::size(kPushWays) == 3);
+  constexpr TileShape s = kTiles[kTile];
+  if constexpr (has_push_form(s, 3))
+    if (p.splits == 3) return launch_push_form<kTile, kG128, 3>(x_map, w_map, p, ctas, stream, pdl), true;
+  if constexpr (has_push_form(s, 4))
+    if (p.splits == 4) return launch_push_form<kTile, kG128, 4>(x_map, w_map, p, ctas, stream, pdl), true;
+  if constexpr (has_push_form(s, 6))
+    if (p.splits == 6) return launch_push_form<kTile, kG128, 6>(x_map, w_map, p, ctas, stream, pdl), true;
+  return false;
+}
+template <bool kG128, int... I>
+bool launch_push_in(int tile, const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas,
+                    cudaStream_t stream, bool pdl, std::integer_sequence<int, I...>) {
+  bool launched = false;
+  ((tile == kFirstClusterTile + I &&
+    (launched = launch_push_tile<kFirstClusterTile + I, kG128>(x_map, w_map, p, ctas, stream, pdl), true)) ||
+   ...);
+  return launched;
+}
+}  // namespace detail
+
+// The cluster tiles' push forms of 3, 4 or 6 splits (instantiated in
+// gemm_w4a8_wgmma_clp_{g128,pc}.cu): whether tile `tile` has one for
+// p.splits and it was launched.
+template <bool kG128>
+bool launch_kind_cl_push(int tile, const CUtensorMap& x_map, const Params& p, int ctas, cudaStream_t stream,
+                         bool pdl) {
+  return detail::launch_push_in<kG128>(tile, x_map, x_map, p, ctas, stream, pdl,
+                                       std::make_integer_sequence<int, kEndClusterTile - kFirstClusterTile>{});
+}
+extern template bool launch_kind_cl_push<true>(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
+extern template bool launch_kind_cl_push<false>(int, const CUtensorMap&, const Params&, int, cudaStream_t, bool);
+
+namespace detail {
 // w_map: the INT8 weights' tensor map (s8 tiles; the W4 and pd tiles ignore it).
 // kSK: the tile's stream-K instantiation (p.stream_k).
 template <int kTile, bool kG128, bool kSK = false>
@@ -59,11 +109,13 @@ void launch(const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p,
     if constexpr (has_pair_form(s)) {
       if (p.splits == 2 && cluster_pair()) {
         // Two splits: the pair form (kPR), halves exchanged by distributed shared-memory stores.
-        constexpr auto pair = kKernel<kTile, kG128, kSK, false, true>;
+        constexpr auto pair = kKernel<kTile, kG128, kSK, false, 2>;
         allow_smem_once<pair>(smem);
         launch_clustered(pair, dim3(ctas), dim3(kThreads), smem, stream, pdl, 2, x_map, w_map, p);
         return;
       }
+      // 3, 4 or 6 splits: the push form (in its own objects), where switched on.
+      if (p.splits > 2 && cluster_push() && launch_kind_cl_push<kG128>(kTile, x_map, p, ctas, stream, pdl)) return;
     }
     allow_smem_once<kernel>(smem);
     launch_clustered(kernel, dim3(ctas), dim3(kThreads), smem, stream, pdl, p.splits, x_map, w_map, p);

@@ -102,6 +102,14 @@ bool cluster_pair() {
   return on;
 }
 
+bool cluster_push() {
+  static const bool on = [] {
+    const char* v = std::getenv("QSERVE_W4A8_CLUSTER_PUSH");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  return on;
+}
+
 void launch_kernel(int tile, bool g128, const Params& p_in, int ctas, cudaStream_t stream, bool pdl) {
   if (tile < 0 || tile >= kTileCount || (tile >= kFirstS8Tile && tile < kFirstPdTile) ||
       (p_in.stream_k && !is_stream_k_tile(tile)))

@@ -300,17 +300,45 @@ static_assert([] {
     if (s.cluster && epi_bytes(s, 2) > s.stages * s.stage_bytes()) return false;
   return true;
 }());
-// The pair form of a cluster tile (split 2, bm a multiple of 16; the kernel's
-// kPR): the partner's token half of the accumulators [mt][bm / 16][256
-// threads][16 B] at the start of the stages, then the staged epilogue of this
-// CTA's bm / 2 rows (two buffers, the factors of all bm tokens).
+// The push forms of a cluster tile (bm a multiple of 16; the kernel's kPR =
+// the cluster's size `ways`): the tile's bm / 8 token groups (8 tokens: 16 B
+// of a consumer thread's accumulators) are owned by the first ranks,
+// push_own_groups each (a power of two, so the owners split the tile
+// exactly; ranks past the owners only send); every other rank stores its
+// partial of an owner's groups into that owner's stages, slot d - 1 for the
+// sender d ranks after it: [ways - 1][mt][own groups][256 threads][16 B];
+// then the staged epilogue of the owner's 8 x own-groups rows (two buffers,
+// the factors of all bm tokens). ways = 2 is the pair form (each CTA owns
+// a half).
 inline constexpr bool has_pair_form(const TileShape& s) { return s.cluster && s.bm % 16 == 0; }
-inline constexpr int pair_recv_bytes(const TileShape& s) { return s.mt * s.bm * 256; }
+inline constexpr int push_own_groups(int bm, int ways) {
+  const int groups = bm / 8, least = (groups + ways - 1) / ways;
+  int own = 1;
+  while (own < least) own *= 2;
+  return own;
+}
+inline constexpr int push_recv_bytes(const TileShape& s, int ways) {
+  return (ways - 1) * s.mt * push_own_groups(s.bm, ways) * 4096;
+}
+inline constexpr int pair_recv_bytes(const TileShape& s) { return push_recv_bytes(s, 2); }
+// Whether the tile has a push form of `ways` splits: at least half of the
+// ranks own token groups (16 tokens at 6 splits, two owners taking five
+// parts each, ran 1.02-1.06x the time of the cluster reduction on the H200,
+// round 32), and it fits in the stages: the received parts, then the staged
+// epilogue of the owned rows and the factors.
+inline constexpr bool has_push_form(const TileShape& s, int ways) {
+  return has_pair_form(s) && ways >= 2 && ways <= 8 && 2 * (s.bm / 8 / push_own_groups(s.bm, ways)) >= ways &&
+         push_recv_bytes(s, ways) + epi_staging_bytes(8 * push_own_groups(s.bm, ways), s.mt, 2) + 2 * 2 * s.bm * 4 <=
+             s.stages * s.stage_bytes();
+}
+// The split counts with push-form instantiations besides 2 (the pair), on the
+// tiles that have them (has_push_form: all 16 at 3 and 4; at 6 not those of
+// 16 tokens, nor 256 x 128, whose parts would not fit).
+inline constexpr int kPushWays[] = {3, 4, 6};
 static_assert([] {
   for (const TileShape& s : kTiles)
-    if (has_pair_form(s) &&
-        pair_recv_bytes(s) + epi_staging_bytes(s.bm / 2, s.mt, 2) + 2 * 2 * s.bm * 4 > s.stages * s.stage_bytes())
-      return false;
+    if (has_pair_form(s) && (pair_recv_bytes(s) != s.mt * s.bm * 256 || !has_push_form(s, 2)))
+      return false;  // the pair: half a tile, always fits
   return true;
 }());
 // Multicast pairs: persistent W4 tiles of 128-wide stages, each CTA's half of
@@ -338,6 +366,11 @@ bool unsplit_twins();
 // QSERVE_W4A8_CLUSTER_PAIR=0 in the environment, the cluster reduction (kept
 // for A/B measurements). Read once.
 bool cluster_pair();
+// Whether a cluster plan of 3, 4 or 6 splits on a tile with a push form runs
+// it (QSERVE_W4A8_CLUSTER_PUSH=1 in the environment) instead of the cluster
+// reduction: off by default until measured on the H200 (docs/gemm-hopper.md,
+// "The pair form"). Read once.
+bool cluster_push();
 
 // Launches tile `tile` (index into kTiles: a W4, pd or cluster tile) on `ctas` persistent CTAs; builds
 // the activations' tensor map. Only for sm_90 devices. `pdl`: programmatic

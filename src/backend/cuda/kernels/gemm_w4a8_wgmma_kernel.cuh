@@ -42,15 +42,19 @@
 // p.splits == 1): no partial tile to share, so the staged epilogue of the
 // other tiles runs instead of the cluster's (its buffers in the stages, free
 // by then); its own instantiation, so that the split kernels keep their code.
-// kPR (a cluster tile's pair form, split 2, BM >= 16; launched unless
-// QSERVE_W4A8_CLUSTER_PAIR=0): the two CTAs exchange halves
-// of the tile instead of summing slices by distributed shared-memory loads.
-// After a cluster barrier (both done with their stages) each CTA stores the
-// partner's token half of its accumulators into the partner's stages (16-B
-// st.shared::cluster, register order: piece (j, i) of thread ctid at
-// [(j * BM / 16 + i) * 256 + ctid] x 16 B), and after a second barrier
-// (release / acquire) adds what it received to its own half and runs the
-// staged epilogue on those BM / 2 token rows (rank 0 the first half).
+// kPR (a cluster tile's push form of kPR splits, BM >= 16; 2: the pair form,
+// launched unless QSERVE_W4A8_CLUSTER_PAIR=0; 3, 4, 6 with
+// QSERVE_W4A8_CLUSTER_PUSH=1): the CTAs exchange parts of the tile instead
+// of summing slices by distributed shared-memory loads. The tile's BM / 8
+// token groups are owned by the first ranks, kOwn each (push_own_groups:
+// a half for the pair). After a cluster barrier (all done with their
+// stages) each CTA stores its partial of every other owner's groups into
+// that owner's stages (16-B st.shared::cluster, register order: piece
+// (j, i) of thread ctid from the sender d ranks after the owner at
+// [((d - 1) * MT + j) * kOwn + i) * 256 + ctid] x 16 B), and after a second
+// barrier (release / acquire) each owner adds what it received to its own
+// groups and runs the staged epilogue on those 8 kOwn token rows (rank r
+// from row 8 kOwn r); a rank past the owners only sends.
 // kMC (multicast pairs): a cluster of two CTAs walks pairs of n blocks
 // (rank r: n block 2 j + r) over the same token blocks and k ranges; each
 // producer loads rows [r BM / 2, (r + 1) BM / 2) of a stage's X box and
@@ -176,7 +180,7 @@ __device__ __forceinline__ void issue_stage_ss(int32_t (&acc)[MT][BM / 2], const
 }
 
 template <int BM, int MT, int STAGES, bool kG128, int ASETS, bool kS8 = false, bool kPD = false, bool kCL = false,
-          int KD = 1, bool kSK = false, bool kMC = false, int OCC = 1, bool kUN = false, bool kPR = false>
+          int KD = 1, bool kSK = false, bool kMC = false, int OCC = 1, bool kUN = false, int kPR = 0>
 __global__ void __launch_bounds__(kThreads, OCC)
     gemm_w4a8_wgmma_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap w_map,
                            const Params p) {
@@ -197,7 +201,8 @@ __global__ void __launch_bounds__(kThreads, OCC)
   // (cluster_reduce_epilogue unbiases every g128 accumulator: W4 tiles only)
   static_assert(!kCL || !kSS, "the cluster tiles: W4 weights in registers");
   static_assert(!kUN || kCL, "the unsplit twins: of the cluster tiles");
-  static_assert(!kPR || (kCL && !kUN && BM % 16 == 0), "the pair form: cluster tiles of two token halves");
+  static_assert(!kPR || (kCL && !kUN && BM % 16 == 0 && kPR >= 2 && kPR <= kMaxClusterSplits),
+                "the push forms: cluster tiles of token groups in pairs");
   constexpr int kXBytes = BM * 128, kWBytes = MT * (kSS ? 16384 : 8192), kW4Bytes = kPD ? MT * 8192 : 0;
   constexpr int kL2Bytes = kSS ? 0 : MT * 256;  // level-2 words per 128-wide block (W4 tiles; used by g128)
   static_assert(KD == 1 || !kSS, "deep stages: W4 tiles only");
@@ -232,10 +237,11 @@ __global__ void __launch_bounds__(kThreads, OCC)
   // Staged chunks: [2 warpgroups][kEpiBufs][epi_chunk(BM, MT)][epi_row_bytes(MT)];
   // kTmaEpi: 1024-B aligned, [2 warpgroups][MT][tma_epi_rows(BM)][128 B] (128-B swizzle).
   // kUN: the staging and the factors in the stages (smem, 1024-B aligned);
-  // kPR: after the partner's half [MT][BM / 16][256][16 B] (pair_recv_bytes).
-  // kEpiRows: the token rows this CTA stores (kPR: its half of the tile).
-  constexpr int kEpiRows = kPR ? BM / 2 : BM;
-  uint8_t* epi = kUN ? smem : kPR ? smem + pair_recv_bytes(kShape) : reinterpret_cast<uint8_t*>(s_is_last) + 16;
+  // kPR: after the received parts [kPR - 1][MT][kOwn][256][16 B] (push_recv_bytes).
+  // kEpiRows: the token rows this CTA stores (kPR: its kOwn token groups).
+  constexpr int kOwn = kPR ? push_own_groups(BM, kPR) : BM / 8, kOwners = BM / 8 / kOwn;
+  constexpr int kEpiRows = 8 * kOwn;
+  uint8_t* epi = kUN ? smem : kPR ? smem + push_recv_bytes(kShape, kPR) : reinterpret_cast<uint8_t*>(s_is_last) + 16;
   uint8_t* tstage = epi + ((1024u - (ptx::smem_addr(epi) & 1023u)) & 1023u);
   // The per-token factors [2 warpgroups][s_x, a_sum][BM] f32.
   float* fac = reinterpret_cast<float*>(kTmaEpi ? tstage + 2 * MT * tma_epi_box_bytes(BM)
@@ -546,45 +552,63 @@ __global__ void __launch_bounds__(kThreads, OCC)
       if constexpr (kMC)
         if (n_blk >= p.grid_n) continue;  // the last pair's missing n block: no outputs
 
-      // kPR: this CTA's token half [row_off, row_off + BM / 2) of the tile.
+      // kPR: this CTA's token groups [row_off, row_off + kEpiRows) of the tile.
       int row_off = 0;
       if constexpr (kUN) {
         // Both warpgroups are done with the stages (as below): the staged
         // epilogue may now write its buffers over them.
         ptx::named_barrier(1, 256);
       } else if constexpr (kPR) {
-        // Both CTAs of the pair are done with their stages (every stage of
+        // Every CTA of the cluster is done with its stages (every stage of
         // the unit was waited for; every value read from them was used, so a
         // relaxed arrival is enough, as in cluster_reduce_leave).
         ptx::cluster_arrive_relaxed();
         ptx::cluster_wait();
         const uint32_t rank = ptx::cluster_ctarank();
-        constexpr int kHalf = BM / 16;  // 8-token groups of a half
-        // The partner's half (rank 0 sends groups kHalf.., rank 1 groups 0..).
-        const uint32_t dst = ptx::map_shared_rank(ptx::smem_addr(smem), rank ^ 1u) + static_cast<uint32_t>(ctid) * 16;
+        // acc[j][4 (o kOwn + ii) + e] of owner o (a runtime rank) through
+        // selects, so that the register indices stay constants.
+        auto owner_part = [&](uint32_t o, int j, int ii, int e) {
+          int32_t v = acc[j][4 * ((kOwners - 1) * kOwn + ii) + e];
 #pragma unroll
-        for (int j = 0; j < MT; ++j)
+          for (int c = kOwners - 2; c >= 0; --c) v = o == static_cast<uint32_t>(c) ? acc[j][4 * (c * kOwn + ii) + e] : v;
+          return v;
+        };
+        // To the owner d ranks on: its groups, into slot kPR - 1 - d there.
 #pragma unroll
-          for (int ii = 0; ii < kHalf; ++ii) {
-            int32_t x[4];
+        for (int d = 1; d < kPR; ++d) {
+          const uint32_t to = kPR == 2 ? rank ^ 1u : (rank + d) % kPR;
+          if (kOwners == kPR || to < kOwners) {
+            const uint32_t dst = ptx::map_shared_rank(ptx::smem_addr(smem), to) + static_cast<uint32_t>(ctid) * 16;
 #pragma unroll
-            for (int e = 0; e < 4; ++e) x[e] = rank ? acc[j][4 * ii + e] : acc[j][4 * (ii + kHalf) + e];
-            ptx::st_shared_cluster_v4(dst + static_cast<uint32_t>(j * kHalf + ii) * 4096, x[0], x[1], x[2], x[3]);
+            for (int j = 0; j < MT; ++j)
+#pragma unroll
+              for (int ii = 0; ii < kOwn; ++ii)
+                ptx::st_shared_cluster_v4(dst + static_cast<uint32_t>(((kPR - 1 - d) * MT + j) * kOwn + ii) * 4096,
+                                          owner_part(to, j, ii, 0), owner_part(to, j, ii, 1),
+                                          owner_part(to, j, ii, 2), owner_part(to, j, ii, 3));
           }
-        ptx::cluster_sync();  // the halves arrived (release / acquire)
-        // Own half into the low slots (selects: the indices stay constants), plus the partner's.
+        }
+        ptx::cluster_sync();  // the parts arrived (release / acquire)
+        if constexpr (kOwners < kPR)
+          if (rank >= kOwners) continue;  // a sender only
+        // Own groups into the low slots, plus the received parts.
         const int4* recv = reinterpret_cast<const int4*>(smem) + ctid;
 #pragma unroll
         for (int j = 0; j < MT; ++j)
 #pragma unroll
-          for (int ii = 0; ii < kHalf; ++ii) {
-            const int4 r = recv[(j * kHalf + ii) * 256];
-            const int32_t rv[4] = {r.x, r.y, r.z, r.w};
+          for (int ii = 0; ii < kOwn; ++ii) {
+            int32_t sum[4];
 #pragma unroll
-            for (int e = 0; e < 4; ++e)
-              acc[j][4 * ii + e] = (rank ? acc[j][4 * (ii + kHalf) + e] : acc[j][4 * ii + e]) + rv[e];
+            for (int e = 0; e < 4; ++e) sum[e] = owner_part(rank, j, ii, e);
+#pragma unroll
+            for (int slot = 0; slot < kPR - 1; ++slot) {
+              const int4 r = recv[((slot * MT + j) * kOwn + ii) * 256];
+              sum[0] += r.x, sum[1] += r.y, sum[2] += r.z, sum[3] += r.w;
+            }
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[j][4 * ii + e] = sum[e];
           }
-        row_off = static_cast<int>(rank) * (BM / 2);
+        row_off = static_cast<int>(rank) * kEpiRows;
       } else if constexpr (kCL) {
         // Both warpgroups are done with the stages (every stage of the unit
         // was waited for, so no copy into them is in flight): they now hold
@@ -605,7 +629,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
       for (int j = 0; j < MT; ++j) o_base[j] = t16[j] * 16 + g;
 
       // Visits this thread's accumulators of the CTA's rows inside the output
-      // (kPR: its half, in the low slots): f(value, index in [m, n], token).
+      // (kPR: its groups, in the low slots): f(value, index in [m, n], token).
       auto for_each_output = [&](auto&& f) {
 #pragma unroll
         for (int j = 0; j < MT; ++j)
