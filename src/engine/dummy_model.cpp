@@ -1,5 +1,8 @@
 #include "engine/dummy_model.h"
 
+#include <spdlog/spdlog.h>
+
+#include <chrono>
 #include <cmath>
 
 #include "core/error.h"
@@ -31,6 +34,9 @@ std::unique_ptr<LlamaModel> load_dummy_model(const DummyModelOptions& dummy, Lla
       fail(ErrorCode::kUnsupported, "--arch {}: 4-bit weights need even input widths", dummy.arch);
   }
 
+  using Clock = std::chrono::steady_clock;
+  const auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+  const Clock::time_point start = Clock::now();
   // Float parts: embedding rows O(1) (the residual stream's scale), lm_head
   // giving logits of std ~1, norm gains near 1.
   const int64_t H = config.hidden_size, V = config.vocab_size;
@@ -46,6 +52,8 @@ std::unique_ptr<LlamaModel> load_dummy_model(const DummyModelOptions& dummy, Lla
     w.layers.push_back(std::move(lw));
   }
 
+  const double float_s = seconds_since(start);
+
   std::optional<KvDtype> kv_dtype;
   if (const auto bits = kv_quant_bits(p)) kv_dtype = *bits == 4 ? KvDtype::kInt4 : KvDtype::kInt8;
   std::unique_ptr<Backend> backend = make_backend(options.device, kv_dtype);
@@ -54,11 +62,22 @@ std::unique_ptr<LlamaModel> load_dummy_model(const DummyModelOptions& dummy, Lla
   // keeps it), and the canonical copy dropped before the next one.
   const uint64_t seed = dummy.seed;
   const int64_t group = p.group > 0 ? p.group : 0;
-  auto source = [&config, format, group, seed](int64_t l, const std::string& module) {
+  double linears_s = 0;  // generating the quantized linears (the rest of create: the backend's repack and upload)
+  auto source = [&config, format, group, seed, &linears_s, &seconds_since](int64_t l, const std::string& module) {
+    const Clock::time_point t = Clock::now();
     const auto [n, k] = linear_shape(config, module);
-    return random_quantized_linear(format, n, k, group, dummy_tensor_seed(seed, l, module.c_str()));
+    quant::QuantizedLinear q = random_quantized_linear(format, n, k, group, dummy_tensor_seed(seed, l, module.c_str()));
+    linears_s += seconds_since(t);
+    return q;
   };
-  return LlamaModel::create(config, w, std::move(backend), options, source);
+  const Clock::time_point create_start = Clock::now();
+  std::unique_ptr<LlamaModel> model = LlamaModel::create(config, w, std::move(backend), options, source);
+  const double create_s = seconds_since(create_start);
+  // Where a dummy load's time goes (it dominates short engine benchmarks).
+  spdlog::info("dummy weights: {:.2f} s float tensors, {:.2f} s starting the backend, {:.2f} s quantized linears, "
+               "{:.2f} s in the backend (making the linears: repack, upload)",
+               float_s, seconds_since(start) - float_s - create_s, linears_s, create_s - linears_s);
+  return model;
 }
 
 }  // namespace qserve
