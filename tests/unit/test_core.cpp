@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstring>
 
@@ -30,6 +31,34 @@ TEST(Half, RoundsToNearestEven) {
   EXPECT_EQ(float_to_half(std::ldexp(1.0f, -25)), 0x0000);  // tie to even -> 0
   EXPECT_EQ(float_to_bf16(1.0f), 0x3f80);
   EXPECT_EQ(bf16_to_float(0x4049), 3.140625f);
+}
+
+// float_to_half against the compiler's own conversion to _Float16 (IEEE
+// round to nearest even, done in software on x86 without F16C): every tie
+// between two finite halves and the floats either side of it, and a stride
+// through all 2^32 bit patterns (NaNs: any NaN).
+TEST(Half, MatchesTheCompilersFloat16Conversion) {
+#ifdef __FLT16_MAX__
+  auto check = [](float f) {
+    const uint16_t want = std::bit_cast<uint16_t>(static_cast<_Float16>(f));
+    const uint16_t got = float_to_half(f);
+    if (std::isnan(f)) {
+      ASSERT_TRUE(std::isnan(half_to_float(got))) << std::bit_cast<uint32_t>(f);
+    } else {
+      ASSERT_EQ(got, want) << "float bits 0x" << std::hex << std::bit_cast<uint32_t>(f);
+    }
+  };
+  for (uint32_t h = 0; h < 0x7c00; ++h) {  // positive finite halves and their successor
+    const float mid = 0.5f * (half_to_float(static_cast<uint16_t>(h)) + half_to_float(static_cast<uint16_t>(h + 1)));
+    for (float f : {mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1e9f)}) {
+      check(f);
+      check(-f);
+    }
+  }
+  for (uint64_t bits = 0; bits < (uint64_t{1} << 32); bits += 4099) check(std::bit_cast<float>(static_cast<uint32_t>(bits)));
+#else
+  GTEST_SKIP() << "this compiler has no _Float16 to compare with";
+#endif
 }
 
 TEST(Tensor, ZerosAndConvert) {
