@@ -19,6 +19,12 @@ struct ThroughputOptions {
   // > 1 entry: one run (or sweep) per memory budget on one loaded model, the
   // largest first (0: the device's memory); replaces engine.memory_budget.
   std::vector<int64_t> memory_budgets;
+  // --ab-plans: every run once per letter of ab_order, with the W4A8 plan
+  // overrides (QSERVE_W4A8_PLANS syntax) none (A: the measured table) or
+  // ab_plans (B), on the one loaded model; each JSON line carries "v": its side.
+  std::string ab_plans;
+  std::string ab_order = "ABBA";
+  std::string side;  // the pass being run ("A" / "B"; empty outside --ab-plans)
 };
 
 // Prints one line (text or JSON) per run, or per sweep point plus the best; returns the exit code.

@@ -4,13 +4,15 @@
 // tokens (EOS ignored), greedy. Reports generated tokens / wall time, prefill
 // and decode rates, the peak batch, KV pages used, TTFT and TPOT percentiles,
 // and the memory plan (docs/serving-benchmark.md). The model is loaded once;
-// a sweep runs one engine per batch size on it, with the same KV cache.
+// a sweep runs one engine per batch size on it, with the same KV cache, and
+// --ab-plans runs everything once per A / B pass on it (W4A8 plans switched).
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <map>
 #include <tuple>
@@ -18,6 +20,7 @@
 
 #include "cli/cmd_bench.h"
 #include "core/error.h"
+#include "engine/backend_factory.h"
 #include "engine/engine_create.h"
 #include "engine/model_runner.h"
 
@@ -129,6 +132,7 @@ nlohmann::json measure(const ThroughputOptions& o, LoadedModel& m, const KvCache
   const uint64_t prefill_tokens = s.prefill_tokens - before.prefill_tokens;
   const uint64_t decode_tokens = s.decode_tokens - before.decode_tokens;
   nlohmann::json j;
+  if (!o.side.empty()) j["v"] = o.side;  // --ab-plans: this run's side, first (bench/ab_compare.py engine)
   j["bench"] = "throughput";
   j["model"] = info.name;
   j["arch"] = m.config.load_format == "dummy" ? m.config.arch : info.name;
@@ -276,6 +280,16 @@ int run_throughput(const ThroughputOptions& o) {
     fail(ErrorCode::kInvalidArgument, "--input-len and --output-len must be >= 1, --num-prompts >= 0");
   if (o.engine.max_num_seqs < 0) fail(ErrorCode::kInvalidArgument, "--max-num-seqs must be >= 0");
   if (o.engine.page_size < 1) fail(ErrorCode::kInvalidArgument, "--page-size must be >= 1");
+  if (!o.ab_plans.empty()) {
+    if (o.engine.device != "cuda")
+      fail(ErrorCode::kInvalidArgument, "--ab-plans: the W4A8 GEMM plans are the CUDA backend's (--device cuda)");
+    if (o.ab_order.empty() || o.ab_order.find_first_not_of("AB") != std::string::npos)
+      fail(ErrorCode::kInvalidArgument, "--ab-order takes the letters A and B, got '{}'", o.ab_order);
+    if (std::getenv("QSERVE_W4A8_PLANS") != nullptr)
+      fail(ErrorCode::kInvalidArgument, "--ab-plans: side A is the measured table; unset QSERVE_W4A8_PLANS");
+    set_w4a8_plan_overrides(o.ab_plans);  // a malformed spec fails here, before the load
+    set_w4a8_plan_overrides("");
+  }
   std::vector<int64_t> budgets = o.memory_budgets;
   if (budgets.empty()) budgets.push_back(o.engine.memory_budget);
   // Loaded once, checked against the largest budget (0: the whole device).
@@ -332,23 +346,35 @@ int run_throughput(const ThroughputOptions& o) {
     std::fflush(stdout);
   };
   int failures = 0;
-  RunCache done;
-  for (const Point& p : points) {
-    if (!p.error.empty()) {
-      ++failures;
-      report_error(p.budget, p.error);
-      continue;
+  // One pass over the budgets; --ab-plans: one per letter of --ab-order, the
+  // plans switched and the captured graphs dropped before each.
+  const std::string order = o.ab_plans.empty() ? std::string(1, ' ') : o.ab_order;
+  for (const char side : order) {
+    ThroughputOptions pass = o;
+    if (side != ' ') {
+      pass.side = std::string(1, side);
+      set_w4a8_plan_overrides(side == 'B' ? o.ab_plans : "");
+      m.runner->model().drop_graphs();
     }
-    m.config.memory_budget = p.budget;
-    try {
-      run_budget(o, m, p.plan, done);
-    } catch (const Error& e) {
-      if (points.size() == 1) throw;
-      ++failures;
-      report_error(p.budget, e.what());
+    RunCache done;
+    for (const Point& p : points) {
+      if (!p.error.empty()) {
+        ++failures;
+        report_error(p.budget, p.error);
+        continue;
+      }
+      m.config.memory_budget = p.budget;
+      try {
+        run_budget(pass, m, p.plan, done);
+      } catch (const Error& e) {
+        if (points.size() == 1) throw;
+        ++failures;
+        report_error(p.budget, e.what());
+      }
     }
   }
-  return failures == static_cast<int>(points.size()) ? 1 : 0;
+  if (!o.ab_plans.empty()) set_w4a8_plan_overrides("");
+  return failures == static_cast<int>(points.size() * order.size()) ? 1 : 0;
 }
 
 }  // namespace qserve::cli

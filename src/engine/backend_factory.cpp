@@ -5,6 +5,7 @@
 #include "core/error.h"
 #ifdef QSERVE_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/gemm_w4a8_overrides.h"
 #endif
 
 namespace qserve {
@@ -38,6 +39,14 @@ std::unique_ptr<Backend> make_backend(const std::string& device, std::optional<K
 #endif
   }
   fail(ErrorCode::kUnsupported, "unknown device '{}' (expected cpu, cpu-fp16, cpu-fp16:POINTS or cuda)", device);
+}
+
+void set_w4a8_plan_overrides(const std::string& spec) {
+#ifdef QSERVE_HAVE_CUDA
+  cuda::set_w4a8_plan_overrides(spec);
+#else
+  if (!spec.empty()) fail(ErrorCode::kUnsupported, "W4A8 plan overrides: this build has no CUDA backend");
+#endif
 }
 
 }  // namespace qserve

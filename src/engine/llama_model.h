@@ -146,6 +146,10 @@ class LlamaModel {
   bool supports_sampling() const;
   void forward_paged_sampled(const PagedBatch& batch, std::span<const SamplingParams> params,
                              std::span<const uint64_t> steps, std::vector<int32_t>& tokens);
+  // Drops the captured decode-step graphs (the model's and the backend's):
+  // the next steps capture them again, e.g. after the GEMM plans changed
+  // (set_w4a8_plan_overrides) or the buffers they address moved.
+  void drop_graphs();
 
  private:
   struct Layer;
@@ -165,7 +169,6 @@ class LlamaModel {
   Tensor run_to_logits(const PagedBatch& batch, std::vector<int32_t>& last_rows);
   void run_layers(Tensor& x, const AttentionBatch& ab, StepBuffers& s);
   static int64_t graph_batch_size(int64_t seqs);
-  void drop_graphs();
 
   // One captured decode-step graph per (padded batch, context bound): warmed
   // up by one uncaptured step, captured at the next one, valid while neither

@@ -722,6 +722,30 @@ TEST(GemmW4A8Planner, PlanOverridesParse) {
   EXPECT_EQ(cuda::w4a8_m_bucket(8193), 0);
 }
 
+// The overrides in force replaced at run time (qserve bench throughput
+// --ab-plans), then the table again; a malformed spec changes nothing.
+TEST(GemmW4A8Planner, PlanOverridesSetAtRunTime) {
+  ASSERT_TRUE(cuda::w4a8_plan_overrides().empty()) << "run without QSERVE_W4A8_PLANS";
+  const auto table = cuda::measured_w4a8_plan(64, 4096, 4096, true);
+  const auto pc_table = cuda::measured_w4a8_plan(64, 4096, 4096, false);
+  ASSERT_TRUE(table && pc_table);
+  const char* spec = "4096x4096@64:g128=wg256x64c-k256/4";
+  ASSERT_NE(cuda::w4a8_tile_name(table->tile), std::string("wg256x64c-k256"));
+  cuda::set_w4a8_plan_overrides(spec);
+  const auto over = cuda::measured_w4a8_plan(64, 4096, 4096, true);
+  ASSERT_TRUE(over);
+  EXPECT_STREQ(cuda::w4a8_tile_name(over->tile), "wg256x64c-k256");
+  EXPECT_EQ(over->splits, 4);
+  EXPECT_EQ(cuda::measured_w4a8_plan(64, 4096, 4096, false)->tile, pc_table->tile);  // the other kind: the table's
+  EXPECT_THROW(cuda::set_w4a8_plan_overrides("4096x4096@63:g128=wg128x32c-k256/2"), Error);
+  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::measured_w4a8_plan(64, 4096, 4096, true)->tile), "wg256x64c-k256");
+  cuda::set_w4a8_plan_overrides("");
+  const auto back = cuda::measured_w4a8_plan(64, 4096, 4096, true);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->tile, table->tile);
+  EXPECT_EQ(back->splits, table->splits);
+}
+
 // The measured table (sm_90, the benchmark's layers at m <= 512) drives both
 // planners there, and only there.
 TEST(GemmW4A8Planner, MeasuredPlans) {

@@ -37,6 +37,15 @@ BenchRun run_bench(std::vector<std::string> args) {
   return r;
 }
 
+// --ab-plans switches the CUDA W4A8 GEMM's plans: refused elsewhere, before
+// any model is loaded (the A/B itself runs on the GPU machine).
+TEST(BenchDummy, AbPlansAreForTheCudaBackend) {
+  const BenchRun r = run_bench({"--arch", "tiny", "--device", "cpu", "--ab-plans", "4096x4096@64:g128=wg128x32c-k256/2",
+                                "--input-len", "8", "--output-len", "2", "--num-prompts", "1"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(r.lines.empty());
+}
+
 TEST(BenchDummy, EveryPrecisionOnTheTinyArch) {
   for (const char* p : {"fp16", "w8a8kv8", "w4a16", "w4a8kv8", "w4a8kv4", "w4a8kv8-chn", "w4a8kv4-chn"}) {
     SCOPED_TRACE(p);

@@ -30,8 +30,9 @@ int w4a8_m_bucket(int64_t m);
 // 8192 tokens on a layer of the table (n, k exact), in m's bucket. nullopt: no
 // entry (other shape, most layers at m > 512, or m > 8192), or, above m =
 // 128, an entry whose token tile (not a cluster tile) pads m's token blocks
-// by over 20% more than the bucket's top m (where it was measured). The environment's plan
-// overrides (QSERVE_W4A8_PLANS, gemm_w4a8_overrides.h) come first and apply as given.
+// by over 20% more than the bucket's top m (where it was measured). The plan overrides in
+// force (QSERVE_W4A8_PLANS or set_w4a8_plan_overrides, gemm_w4a8_overrides.h) come first
+// and apply as given.
 // overridden (optional): set to whether the choice came from QSERVE_W4A8_PLANS.
 std::optional<W4A8Choice> measured_w4a8_plan(int64_t m, int64_t n, int64_t k, bool g128,
                                              bool* overridden = nullptr);

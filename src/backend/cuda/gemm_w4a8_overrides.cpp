@@ -77,8 +77,9 @@ std::vector<W4A8PlanOverride> parse_w4a8_plan_overrides(std::string_view spec) {
   return out;
 }
 
-const std::vector<W4A8PlanOverride>& w4a8_plan_overrides() {
-  static const std::vector<W4A8PlanOverride> overrides = [] {
+namespace {
+std::vector<W4A8PlanOverride>& active_overrides() {
+  static std::vector<W4A8PlanOverride> overrides = [] {
     const char* v = std::getenv("QSERVE_W4A8_PLANS");
     std::vector<W4A8PlanOverride> o = parse_w4a8_plan_overrides(v ? v : "");
     if (!o.empty())
@@ -87,6 +88,16 @@ const std::vector<W4A8PlanOverride>& w4a8_plan_overrides() {
     return o;
   }();
   return overrides;
+}
+}  // namespace
+
+const std::vector<W4A8PlanOverride>& w4a8_plan_overrides() { return active_overrides(); }
+
+void set_w4a8_plan_overrides(std::string_view spec) {
+  std::vector<W4A8PlanOverride> o = parse_w4a8_plan_overrides(spec);  // throws before anything changes
+  if (!o.empty())
+    spdlog::warn("W4A8 plan overrides: {} replace the measured table (tuning experiments only)", o.size());
+  active_overrides() = std::move(o);
 }
 
 }  // namespace qserve::cuda

@@ -36,8 +36,15 @@ struct W4A8PlanOverride {
 // (kInvalidArgument) naming the entry. Empty: none.
 std::vector<W4A8PlanOverride> parse_w4a8_plan_overrides(std::string_view spec);
 
-// The overrides of this process's environment, parsed on first use (an
-// invalid value throws qserve::Error from the first W4A8 plan).
+// The overrides in force: QSERVE_W4A8_PLANS of this process's environment,
+// parsed on first use (an invalid value throws qserve::Error from the first
+// W4A8 plan), until set_w4a8_plan_overrides replaces them.
 const std::vector<W4A8PlanOverride>& w4a8_plan_overrides();
+// Replaces the overrides in force with `spec` (QSERVE_W4A8_PLANS syntax; empty:
+// none, the measured table), for A/B runs in one process (qserve bench
+// throughput --ab-plans). Only while no GEMM is being planned or captured:
+// plans already in captured CUDA graphs stay until the graphs are dropped.
+// A malformed spec throws and changes nothing.
+void set_w4a8_plan_overrides(std::string_view spec);
 
 }  // namespace qserve::cuda
