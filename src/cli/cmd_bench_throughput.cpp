@@ -287,8 +287,7 @@ int run_throughput(const ThroughputOptions& o) {
       fail(ErrorCode::kInvalidArgument, "--ab-order takes the letters A and B, got '{}'", o.ab_order);
     if (std::getenv("QSERVE_W4A8_PLANS") != nullptr)
       fail(ErrorCode::kInvalidArgument, "--ab-plans: side A is the measured table; unset QSERVE_W4A8_PLANS");
-    set_w4a8_plan_overrides(o.ab_plans);  // a malformed spec fails here, before the load
-    set_w4a8_plan_overrides("");
+    check_w4a8_plan_overrides(o.ab_plans);  // a malformed spec fails here, before the load
   }
   std::vector<int64_t> budgets = o.memory_budgets;
   if (budgets.empty()) budgets.push_back(o.engine.memory_budget);
@@ -345,17 +344,10 @@ int run_throughput(const ThroughputOptions& o) {
     else std::printf("memory budget %lld: %s\n", static_cast<long long>(budget), error.c_str());
     std::fflush(stdout);
   };
-  int failures = 0;
-  // One pass over the budgets; --ab-plans: one per letter of --ab-order, the
-  // plans switched and the captured graphs dropped before each.
-  const std::string order = o.ab_plans.empty() ? std::string(1, ' ') : o.ab_order;
-  for (const char side : order) {
-    ThroughputOptions pass = o;
-    if (side != ' ') {
-      pass.side = std::string(1, side);
-      set_w4a8_plan_overrides(side == 'B' ? o.ab_plans : "");
-      m.runner->model().drop_graphs();
-    }
+  int failures = 0, passes = 0;
+  // One pass over the budgets.
+  auto run_pass = [&](const ThroughputOptions& pass) {
+    ++passes;
     RunCache done;
     for (const Point& p : points) {
       if (!p.error.empty()) {
@@ -372,9 +364,21 @@ int run_throughput(const ThroughputOptions& o) {
         report_error(p.budget, e.what());
       }
     }
+  };
+  if (o.ab_plans.empty()) {
+    run_pass(o);
+  } else {
+    // One pass per letter of --ab-order, the plans switched and the captured graphs dropped before each.
+    for (const char side : o.ab_order) {
+      ThroughputOptions pass = o;
+      pass.side = std::string(1, side);
+      set_w4a8_plan_overrides(side == 'B' ? o.ab_plans : "");
+      m.runner->model().drop_graphs();
+      run_pass(pass);
+    }
+    set_w4a8_plan_overrides("");
   }
-  if (!o.ab_plans.empty()) set_w4a8_plan_overrides("");
-  return failures == static_cast<int>(points.size() * order.size()) ? 1 : 0;
+  return failures == static_cast<int>(points.size()) * passes ? 1 : 0;
 }
 
 }  // namespace qserve::cli

@@ -45,6 +45,14 @@ void set_w4a8_plan_overrides(const std::string& spec) {
 #ifdef QSERVE_HAVE_CUDA
   cuda::set_w4a8_plan_overrides(spec);
 #else
+  check_w4a8_plan_overrides(spec);
+#endif
+}
+
+void check_w4a8_plan_overrides(const std::string& spec) {
+#ifdef QSERVE_HAVE_CUDA
+  (void)cuda::parse_w4a8_plan_overrides(spec);
+#else
   if (!spec.empty()) fail(ErrorCode::kUnsupported, "W4A8 plan overrides: this build has no CUDA backend");
 #endif
 }

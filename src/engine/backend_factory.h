@@ -27,8 +27,10 @@ std::unique_ptr<Backend> make_backend(const std::string& device, std::optional<K
 
 // Replaces the CUDA W4A8 GEMM's plan overrides in force (QSERVE_W4A8_PLANS
 // syntax; empty: the measured table) for A/B runs on one loaded model; drop the
-// model's captured graphs after it. Errors: kInvalidArgument for a malformed
-// spec, kUnsupported for a non-empty spec in a build without CUDA.
+// model's captured graphs after it. check_w4a8_plan_overrides: the same
+// errors, nothing changed. Errors: kInvalidArgument for a malformed spec,
+// kUnsupported for a non-empty spec in a build without CUDA.
 void set_w4a8_plan_overrides(const std::string& spec);
+void check_w4a8_plan_overrides(const std::string& spec);
 
 }  // namespace qserve

@@ -8,7 +8,6 @@
 #include <cuda.h>
 
 #include <algorithm>
-#include <iterator>
 #include <utility>
 
 #include "backend/cuda/cuda_check.h"
@@ -38,36 +37,35 @@ void allow_smem_once(int smem) {
   (void)done;
 }
 
-// Tile kTile's push form of kWays splits (a cluster of kWays CTAs a tile).
+// Tile kTile's push form of kWays splits (a cluster of kWays CTAs a tile; 2:
+// the pair form), if the tile has one (has_push_form) and p.splits is kWays:
+// whether it was launched.
 template <int kTile, bool kG128, int kWays>
-void launch_push_form(const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas,
+bool launch_push_form(const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas,
                       cudaStream_t stream, bool pdl) {
-  constexpr auto push = kKernel<kTile, kG128, false, false, kWays>;
-  constexpr int smem = smem_bytes(kTiles[kTile]);
-  allow_smem_once<push>(smem);
-  launch_clustered(push, dim3(ctas), dim3(kThreads), smem, stream, pdl, kWays, x_map, w_map, p);
-}
-// The push forms of 3, 4 or 6 splits (kPushWays), where the tile has them
-// (has_push_form): whether one was launched.
-template <int kTile, bool kG128>
-bool launch_push_tile(const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas,
-                      cudaStream_t stream, bool pdl) {
-  static_assert(kPushWays[0] == 3 && kPushWays[1] == 4 && kPushWays[2] == 6 && std::size(kPushWays) == 3);
-  constexpr TileShape s = kTiles[kTile];
-  if constexpr (has_push_form(s, 3))
-    if (p.splits == 3) return launch_push_form<kTile, kG128, 3>(x_map, w_map, p, ctas, stream, pdl), true;
-  if constexpr (has_push_form(s, 4))
-    if (p.splits == 4) return launch_push_form<kTile, kG128, 4>(x_map, w_map, p, ctas, stream, pdl), true;
-  if constexpr (has_push_form(s, 6))
-    if (p.splits == 6) return launch_push_form<kTile, kG128, 6>(x_map, w_map, p, ctas, stream, pdl), true;
+  if constexpr (has_push_form(kTiles[kTile], kWays)) {
+    if (p.splits != kWays) return false;
+    constexpr auto push = kKernel<kTile, kG128, false, false, kWays>;
+    constexpr int smem = smem_bytes(kTiles[kTile]);
+    allow_smem_once<push>(smem);
+    launch_clustered(push, dim3(ctas), dim3(kThreads), smem, stream, pdl, kWays, x_map, w_map, p);
+    return true;
+  }
   return false;
+}
+// Tile kTile's push form of p.splits among W... (PushWays): whether one was launched.
+template <int kTile, bool kG128, int... W>
+bool launch_push_tile(const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas,
+                      cudaStream_t stream, bool pdl, std::integer_sequence<int, W...>) {
+  return (launch_push_form<kTile, kG128, W>(x_map, w_map, p, ctas, stream, pdl) || ...);
 }
 template <bool kG128, int... I>
 bool launch_push_in(int tile, const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas,
                     cudaStream_t stream, bool pdl, std::integer_sequence<int, I...>) {
   bool launched = false;
   ((tile == kFirstClusterTile + I &&
-    (launched = launch_push_tile<kFirstClusterTile + I, kG128>(x_map, w_map, p, ctas, stream, pdl), true)) ||
+    (launched = launch_push_tile<kFirstClusterTile + I, kG128>(x_map, w_map, p, ctas, stream, pdl, PushWays{}),
+     true)) ||
    ...);
   return launched;
 }
@@ -106,17 +104,10 @@ void launch(const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p,
       launch_maybe_pdl(twin, dim3(ctas), dim3(kThreads), smem, stream, pdl, x_map, w_map, p);
       return;
     }
-    if constexpr (has_pair_form(s)) {
-      if (p.splits == 2 && cluster_pair()) {
-        // Two splits: the pair form (kPR), halves exchanged by distributed shared-memory stores.
-        constexpr auto pair = kKernel<kTile, kG128, kSK, false, 2>;
-        allow_smem_once<pair>(smem);
-        launch_clustered(pair, dim3(ctas), dim3(kThreads), smem, stream, pdl, 2, x_map, w_map, p);
-        return;
-      }
-      // 3, 4 or 6 splits: the push form (in its own objects), where switched on.
-      if (p.splits > 2 && cluster_push() && launch_kind_cl_push<kG128>(kTile, x_map, p, ctas, stream, pdl)) return;
-    }
+    // Two splits: the pair form, halves exchanged by distributed shared-memory
+    // stores; 3, 4 or 6: the push form (in its own objects), where switched on.
+    if (cluster_pair() && launch_push_form<kTile, kG128, 2>(x_map, w_map, p, ctas, stream, pdl)) return;
+    if (p.splits > 2 && cluster_push() && launch_kind_cl_push<kG128>(kTile, x_map, p, ctas, stream, pdl)) return;
     allow_smem_once<kernel>(smem);
     launch_clustered(kernel, dim3(ctas), dim3(kThreads), smem, stream, pdl, p.splits, x_map, w_map, p);
     return;

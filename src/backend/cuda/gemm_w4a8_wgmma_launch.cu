@@ -86,27 +86,23 @@ void launch_w4(int tile, const CUtensorMap& x_map, const CUtensorMap& y_map, con
 
 }  // namespace
 
+bool env_switch(const char* name, bool default_on) {
+  const char* v = std::getenv(name);
+  return default_on ? v == nullptr || std::string(v) != "0" : v != nullptr && std::string(v) == "1";
+}
+
 bool unsplit_twins() {
-  static const bool on = [] {
-    const char* v = std::getenv("QSERVE_W4A8_UNSPLIT_TWINS");
-    return v == nullptr || std::string(v) != "0";
-  }();
+  static const bool on = env_switch("QSERVE_W4A8_UNSPLIT_TWINS", true);
   return on;
 }
 
 bool cluster_pair() {
-  static const bool on = [] {
-    const char* v = std::getenv("QSERVE_W4A8_CLUSTER_PAIR");
-    return v == nullptr || std::string(v) != "0";
-  }();
+  static const bool on = env_switch("QSERVE_W4A8_CLUSTER_PAIR", true);
   return on;
 }
 
 bool cluster_push() {
-  static const bool on = [] {
-    const char* v = std::getenv("QSERVE_W4A8_CLUSTER_PUSH");
-    return v != nullptr && std::string(v) == "1";
-  }();
+  static const bool on = env_switch("QSERVE_W4A8_CLUSTER_PUSH", false);
   return on;
 }
 

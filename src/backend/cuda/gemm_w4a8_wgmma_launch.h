@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -334,7 +335,7 @@ inline constexpr bool has_push_form(const TileShape& s, int ways) {
 // The split counts with push-form instantiations besides 2 (the pair), on the
 // tiles that have them (has_push_form: all 16 at 3 and 4; at 6 not those of
 // 16 tokens, nor 256 x 128, whose parts would not fit).
-inline constexpr int kPushWays[] = {3, 4, 6};
+using PushWays = std::integer_sequence<int, 3, 4, 6>;
 static_assert([] {
   for (const TileShape& s : kTiles)
     if (has_pair_form(s) && (pair_recv_bytes(s) != s.mt * s.bm * 256 || !has_push_form(s, 2)))
@@ -360,6 +361,9 @@ static_assert([] {
 // cluster kernel as a cluster of one (the form before 2026-12-04, kept for
 // A/B measurements): read once.
 bool unsplit_twins();
+// (The three switches: `name` in the environment, read once by each;
+// default_on: on unless it is "0", else off unless it is "1".)
+bool env_switch(const char* name, bool default_on);
 // Whether a cluster plan of two splits on a tile with a pair form runs it
 // (the default since round 32: 0.88-0.96x the time of the cluster reduction
 // on the H200, docs/gemm-hopper.md "The pair form") or, with

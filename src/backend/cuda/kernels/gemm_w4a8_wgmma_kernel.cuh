@@ -850,16 +850,14 @@ __global__ void __launch_bounds__(kThreads, OCC)
         // previous tile before the first chunk of this one.)
         const int buf_off = (c0 / kChunk) % kEpiBufs * kChunk * kRowBytes;
         if (kEpiBufs == 1 || c0 == 0) ptx::named_barrier(2 + cw, 128);
+        // This lane's row of matrix (i8, j, h) in the chunk's buffer.
+        auto mat_addr = [&](int h, int j, int i8) {
+          return ebuf_lane + buf_off + i8 * 8 * kRowBytes + (j * 64 + 8 * h) * 2;
+        };
         // Four matrices at a time (one stmatrix), so that only four packed registers live.
 #pragma unroll
-        for (int x = 0; x < kMats / 4; ++x)
-          stmatrix_x4(c0 / 8, x, [&](int h, int j, int i8) {
-            return ebuf_lane + buf_off + i8 * 8 * kRowBytes + (j * 64 + 8 * h) * 2;
-          });
-        if constexpr (kMats % 4 != 0)
-          stmatrix_x2(c0 / 8, kMats / 4, [&](int h, int j, int i8) {
-            return ebuf_lane + buf_off + i8 * 8 * kRowBytes + (j * 64 + 8 * h) * 2;
-          });
+        for (int x = 0; x < kMats / 4; ++x) stmatrix_x4(c0 / 8, x, mat_addr);
+        if constexpr (kMats % 4 != 0) stmatrix_x2(c0 / 8, kMats / 4, mat_addr);
         ptx::named_barrier(2 + cw, 128);
         constexpr int kPieces = kChunk * kWgCh / 8;  // 16-B pieces of the chunk
 #pragma unroll
