@@ -84,12 +84,14 @@ void launch_w4(int tile, const CUtensorMap& x_map, const CUtensorMap& y_map, con
   launch_kind<kG128>(tile, x_map, y_map, p, ctas, stream, pdl);
 }
 
-}  // namespace
-
+// The switches below: `name` in the environment; default_on: on unless it is
+// "0", else off unless it is "1".
 bool env_switch(const char* name, bool default_on) {
   const char* v = std::getenv(name);
   return default_on ? v == nullptr || std::string(v) != "0" : v != nullptr && std::string(v) == "1";
 }
+
+}  // namespace
 
 bool unsplit_twins() {
   static const bool on = env_switch("QSERVE_W4A8_UNSPLIT_TWINS", true);

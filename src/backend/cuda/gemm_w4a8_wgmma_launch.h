@@ -361,9 +361,6 @@ static_assert([] {
 // cluster kernel as a cluster of one (the form before 2026-12-04, kept for
 // A/B measurements): read once.
 bool unsplit_twins();
-// (The three switches: `name` in the environment, read once by each;
-// default_on: on unless it is "0", else off unless it is "1".)
-bool env_switch(const char* name, bool default_on);
 // Whether a cluster plan of two splits on a tile with a pair form runs it
 // (the default since round 32: 0.88-0.96x the time of the cluster reduction
 // on the H200, docs/gemm-hopper.md "The pair form") or, with
