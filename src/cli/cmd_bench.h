@@ -19,12 +19,16 @@ struct ThroughputOptions {
   // > 1 entry: one run (or sweep) per memory budget on one loaded model, the
   // largest first (0: the device's memory); replaces engine.memory_budget.
   std::vector<int64_t> memory_budgets;
-  // --ab-plans: every run once per letter of ab_order, with the W4A8 plan
-  // overrides (QSERVE_W4A8_PLANS syntax) none (A: the measured table) or
-  // ab_plans (B), on the one loaded model; each JSON line carries "v": its side.
+  // --ab-plans / --ab-switch: every run once per letter of ab_order on the one
+  // loaded model, side A with the process's W4A8 settings (the measured table,
+  // the environment's kernel-form switches), side B with ab_plans as plan
+  // overrides (QSERVE_W4A8_PLANS syntax) and the ab_switches ("NAME=0|1",
+  // gemm_w4a8_switches.h) set; each JSON line carries "v": its side.
   std::string ab_plans;
+  std::vector<std::string> ab_switches;
   std::string ab_order = "ABBA";
-  std::string side;  // the pass being run ("A" / "B"; empty outside --ab-plans)
+  bool ab() const { return !ab_plans.empty() || !ab_switches.empty(); }
+  std::string side;  // the pass being run ("A" / "B"; empty outside an A/B)
 };
 
 // Prints one line (text or JSON) per run, or per sweep point plus the best; returns the exit code.

@@ -5,7 +5,8 @@
 // and decode rates, the peak batch, KV pages used, TTFT and TPOT percentiles,
 // and the memory plan (docs/serving-benchmark.md). The model is loaded once;
 // a sweep runs one engine per batch size on it, with the same KV cache, and
-// --ab-plans runs everything once per A / B pass on it (W4A8 plans switched).
+// --ab-plans / --ab-switch run everything once per A / B pass on it (W4A8
+// plans or kernel forms switched).
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -132,7 +133,7 @@ nlohmann::json measure(const ThroughputOptions& o, LoadedModel& m, const KvCache
   const uint64_t prefill_tokens = s.prefill_tokens - before.prefill_tokens;
   const uint64_t decode_tokens = s.decode_tokens - before.decode_tokens;
   nlohmann::json j;
-  if (!o.side.empty()) j["v"] = o.side;  // --ab-plans: this run's side, first (bench/ab_compare.py engine)
+  if (!o.side.empty()) j["v"] = o.side;  // an A/B (--ab-plans / --ab-switch): this run's side, first (bench/ab_compare.py engine)
   j["bench"] = "throughput";
   j["model"] = info.name;
   j["arch"] = m.config.load_format == "dummy" ? m.config.arch : info.name;
@@ -280,14 +281,16 @@ int run_throughput(const ThroughputOptions& o) {
     fail(ErrorCode::kInvalidArgument, "--input-len and --output-len must be >= 1, --num-prompts >= 0");
   if (o.engine.max_num_seqs < 0) fail(ErrorCode::kInvalidArgument, "--max-num-seqs must be >= 0");
   if (o.engine.page_size < 1) fail(ErrorCode::kInvalidArgument, "--page-size must be >= 1");
-  if (!o.ab_plans.empty()) {
+  if (o.ab()) {
     if (o.engine.device != "cuda")
-      fail(ErrorCode::kInvalidArgument, "--ab-plans: the W4A8 GEMM plans are the CUDA backend's (--device cuda)");
+      fail(ErrorCode::kInvalidArgument,
+           "--ab-plans / --ab-switch: the W4A8 GEMM plans and kernel forms are the CUDA backend's (--device cuda)");
     if (o.ab_order.empty() || o.ab_order.find_first_not_of("AB") != std::string::npos)
       fail(ErrorCode::kInvalidArgument, "--ab-order takes the letters A and B, got '{}'", o.ab_order);
-    if (std::getenv("QSERVE_W4A8_PLANS") != nullptr)
+    if (!o.ab_plans.empty() && std::getenv("QSERVE_W4A8_PLANS") != nullptr)
       fail(ErrorCode::kInvalidArgument, "--ab-plans: side A is the measured table; unset QSERVE_W4A8_PLANS");
-    check_w4a8_plan_overrides(o.ab_plans);  // a malformed spec fails here, before the load
+    check_w4a8_plan_overrides(o.ab_plans);  // a malformed spec or switch fails here, before the load
+    for (const std::string& s : o.ab_switches) check_w4a8_switch(s);
   }
   std::vector<int64_t> budgets = o.memory_budgets;
   if (budgets.empty()) budgets.push_back(o.engine.memory_budget);
@@ -365,18 +368,22 @@ int run_throughput(const ThroughputOptions& o) {
       }
     }
   };
-  if (o.ab_plans.empty()) {
+  if (!o.ab()) {
     run_pass(o);
   } else {
-    // One pass per letter of --ab-order, the plans switched and the captured graphs dropped before each.
+    // One pass per letter of --ab-order, the plans and switches set and the captured graphs dropped before each.
     for (const char side : o.ab_order) {
       ThroughputOptions pass = o;
       pass.side = std::string(1, side);
       set_w4a8_plan_overrides(side == 'B' ? o.ab_plans : "");
+      reset_w4a8_switches();
+      if (side == 'B')
+        for (const std::string& s : o.ab_switches) set_w4a8_switch(s);
       m.runner->model().drop_graphs();
       run_pass(pass);
     }
     set_w4a8_plan_overrides("");
+    reset_w4a8_switches();
   }
   return failures == static_cast<int>(points.size()) * passes ? 1 : 0;
 }

@@ -6,6 +6,7 @@
 #ifdef QSERVE_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/gemm_w4a8_overrides.h"
+#include "backend/cuda/gemm_w4a8_switches.h"
 #endif
 
 namespace qserve {
@@ -54,6 +55,28 @@ void check_w4a8_plan_overrides(const std::string& spec) {
   (void)cuda::parse_w4a8_plan_overrides(spec);
 #else
   if (!spec.empty()) fail(ErrorCode::kUnsupported, "W4A8 plan overrides: this build has no CUDA backend");
+#endif
+}
+
+void set_w4a8_switch(const std::string& assignment) {
+#ifdef QSERVE_HAVE_CUDA
+  cuda::set_w4a8_switch(assignment);
+#else
+  check_w4a8_switch(assignment);
+#endif
+}
+
+void check_w4a8_switch(const std::string& assignment) {
+#ifdef QSERVE_HAVE_CUDA
+  cuda::check_w4a8_switch(assignment);
+#else
+  fail(ErrorCode::kUnsupported, "W4A8 switch '{}': this build has no CUDA backend", assignment);
+#endif
+}
+
+void reset_w4a8_switches() {
+#ifdef QSERVE_HAVE_CUDA
+  cuda::reset_w4a8_switches();
 #endif
 }
 

@@ -33,4 +33,14 @@ std::unique_ptr<Backend> make_backend(const std::string& device, std::optional<K
 void set_w4a8_plan_overrides(const std::string& spec);
 void check_w4a8_plan_overrides(const std::string& spec);
 
+// Sets one of the CUDA W4A8 GEMM's kernel-form switches ("NAME=0|1",
+// src/backend/cuda/gemm_w4a8_switches.h) for A/B runs on one loaded model;
+// drop the model's captured graphs after it. check_w4a8_switch: the same
+// errors, nothing set; reset_w4a8_switches: back to the environment's values.
+// Errors: kInvalidArgument for an unknown switch or a value other than 0 / 1,
+// kUnsupported in a build without CUDA.
+void set_w4a8_switch(const std::string& assignment);
+void check_w4a8_switch(const std::string& assignment);
+void reset_w4a8_switches();
+
 }  // namespace qserve

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -26,6 +27,7 @@
 #include "backend/cuda/gemm_w4a8.h"
 #include "backend/cuda/gemm_w4a8_measured.h"
 #include "backend/cuda/gemm_w4a8_overrides.h"
+#include "backend/cuda/gemm_w4a8_switches.h"
 #include "backend/cuda/gemm_w4a8_tile_names.h"
 #include "backend/cuda/gemm_w4a8_wgmma_launch.h"
 #include "gemm_test_util.h"
@@ -48,7 +50,18 @@ struct Case {
   int tile = -1;   // forced tile (-1: the planner's choice)
   int splits = 0;  // forced split-K (0: the planner's choice; kW4A8StreamK: stream-K)
   bool wgmma = false;  // the sm_90a wgmma family (planner's tile unless forced)
+  // A kernel-form switch set for this case only (gemm_w4a8_switches.h), e.g.
+  // "QSERVE_W4A8_CLUSTER_PUSH=1"; nullptr: the process's settings.
+  const char* form = nullptr;
 };
+
+// "QSERVE_W4A8_CLUSTER_PUSH=1" -> "_cluster_push1".
+std::string form_suffix(const char* form) {
+  std::string s = "_";
+  for (const char* p = form + std::strlen("QSERVE_W4A8_"); *p; ++p)
+    if (*p != '=') s += static_cast<char>(std::tolower(static_cast<unsigned char>(*p)));
+  return s;
+}
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
   const Case& c = info.param;
@@ -58,6 +71,7 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
   if (c.tile >= 0) s += "_tile" + std::to_string(c.tile);
   if (c.splits > 0) s += "_split" + std::to_string(c.splits);
   if (c.splits == cuda::kW4A8StreamK) s += "_sk";
+  if (c.form) s += form_suffix(c.form);
   return s;
 }
 
@@ -92,20 +106,23 @@ std::vector<Case> all_cases() {
     for (int tile = cuda::kW4A8FirstWgmmaTile; tile < cuda::kW4A8FirstGemvTile; ++tile)
       for (int splits : {1, 3})
         for (int64_t m : {1, 37, 300}) cases.push_back({g, m, 640, 576, tile, splits, true});
-  // Two splits on every cluster tile: the pair form (tiles of >= 16 tokens),
-  // or, in a process run with QSERVE_W4A8_CLUSTER_PAIR=0, the cluster
-  // reduction (which splits >= 3 run unless QSERVE_W4A8_CLUSTER_PUSH=1).
+  // Two splits on every cluster tile: the pair form (tiles of >= 16 tokens;
+  // the default) and the cluster reduction (QSERVE_W4A8_CLUSTER_PAIR=0).
   for (bool g : {false, true})
     for (int tile = cuda::kW4A8FirstClusterTile; tile < cuda::kW4A8EndClusterTile; ++tile)
-      for (int64_t m : {37, 300}) cases.push_back({g, m, 640, 576, tile, 2, true});
-  // Four and six splits on every cluster tile (split 3: the loop over every
-  // tile above), k of 12 blocks: the cluster reduction, or, in a process run
-  // with QSERVE_W4A8_CLUSTER_PUSH=1, the push form where the tile has one
-  // (owners of 1-4 token groups; at 16 tokens ranks that only send).
+      for (int64_t m : {37, 300})
+        for (const char* form : {"QSERVE_W4A8_CLUSTER_PAIR=1", "QSERVE_W4A8_CLUSTER_PAIR=0"})
+          cases.push_back({g, m, 640, 576, tile, 2, true, form});
+  // Three, four and six splits on every cluster tile, k of 12 blocks, in both
+  // forms: the cluster reduction (QSERVE_W4A8_CLUSTER_PUSH=0) and the push
+  // form where the tile has one (=1; owners of 1-4 token groups; at 16
+  // tokens ranks that only send; the cluster reduction elsewhere).
   for (bool g : {false, true})
     for (int tile = cuda::kW4A8FirstClusterTile; tile < cuda::kW4A8EndClusterTile; ++tile)
-      for (int splits : {4, 6})
-        for (int64_t m : {37, 300}) cases.push_back({g, m, 640, 1536, tile, splits, true});
+      for (int splits : {3, 4, 6})
+        for (int64_t m : {37, 300})
+          for (const char* form : {"QSERVE_W4A8_CLUSTER_PUSH=1", "QSERVE_W4A8_CLUSTER_PUSH=0"})
+            cases.push_back({g, m, 640, 1536, tile, splits, true, form});
   // The measured plans (sm_90) of the other benchmark layers, through the
   // top-level planner: Llama-3-8B o and gate_up, Llama-2-7B qkv, gate_up, down
   // (m = 7: the decode rule's gemv8, or the table's m <= 8 bucket where the
@@ -294,6 +311,13 @@ class GemmW4A8 : public testing::TestWithParam<Case> {
 
 TEST_P(GemmW4A8, MatchesCpuReference) {
   const Case c = GetParam();
+  // The case's kernel form, back to the process's settings at the end.
+  struct FormScope {
+    explicit FormScope(const char* form) {
+      if (form) cuda::set_w4a8_switch(form);
+    }
+    ~FormScope() { cuda::reset_w4a8_switches(); }
+  } form_scope(c.form);
   const uint32_t seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng(seed);
@@ -724,6 +748,34 @@ TEST(GemmW4A8Planner, PlanOverridesParse) {
 
 // The overrides in force replaced at run time (qserve bench throughput
 // --ab-plans), then the table again; a malformed spec changes nothing.
+// The kernel-form switches set at run time (the ops cases above, qserve bench
+// throughput --ab-switch) and back to the environment's values; a malformed
+// assignment changes nothing.
+TEST(GemmW4A8Planner, FormSwitchesSetAtRunTime) {
+  namespace wg = cuda::w4a8::wgmma;
+  cuda::reset_w4a8_switches();
+  const bool push = wg::cluster_push(), pair = wg::cluster_pair(), twins = wg::unsplit_twins();
+  cuda::set_w4a8_switch(push ? "QSERVE_W4A8_CLUSTER_PUSH=0" : "QSERVE_W4A8_CLUSTER_PUSH=1");
+  EXPECT_EQ(wg::cluster_push(), !push);
+  EXPECT_EQ(wg::cluster_pair(), pair);
+  cuda::set_w4a8_switch("QSERVE_W4A8_CLUSTER_PAIR=0");
+  cuda::set_w4a8_switch("QSERVE_W4A8_UNSPLIT_TWINS=0");
+  EXPECT_FALSE(wg::cluster_pair());
+  EXPECT_FALSE(wg::unsplit_twins());
+  for (const char* bad : {"QSERVE_W4A8_CLUSTER_PUSH", "QSERVE_W4A8_CLUSTER_PUSH=", "QSERVE_W4A8_CLUSTER_PUSH=2",
+                          "QSERVE_W4A8_CLUSTER_PUSH=on", "QSERVE_W4A8_PLANS=1", "cluster_push=1", ""}) {
+    EXPECT_THROW(cuda::set_w4a8_switch(bad), Error) << bad;
+    EXPECT_THROW(cuda::check_w4a8_switch(bad), Error) << bad;
+  }
+  EXPECT_FALSE(wg::cluster_pair());  // unchanged by the bad ones
+  EXPECT_NO_THROW(cuda::check_w4a8_switch("QSERVE_W4A8_CLUSTER_PAIR=1"));
+  EXPECT_FALSE(wg::cluster_pair());  // a check sets nothing
+  cuda::reset_w4a8_switches();
+  EXPECT_EQ(wg::cluster_push(), push);
+  EXPECT_EQ(wg::cluster_pair(), pair);
+  EXPECT_EQ(wg::unsplit_twins(), twins);
+}
+
 TEST(GemmW4A8Planner, PlanOverridesSetAtRunTime) {
   ASSERT_TRUE(cuda::w4a8_plan_overrides().empty()) << "run without QSERVE_W4A8_PLANS";
   const auto table = cuda::measured_w4a8_plan(64, 4096, 4096, true);

@@ -37,13 +37,18 @@ BenchRun run_bench(std::vector<std::string> args) {
   return r;
 }
 
-// --ab-plans switches the CUDA W4A8 GEMM's plans: refused elsewhere, before
-// any model is loaded (the A/B itself runs on the GPU machine).
+// --ab-plans and --ab-switch switch the CUDA W4A8 GEMM's plans and kernel
+// forms: refused elsewhere, before any model is loaded (the A/B itself runs
+// on the GPU machine).
 TEST(BenchDummy, AbPlansAreForTheCudaBackend) {
   const BenchRun r = run_bench({"--arch", "tiny", "--device", "cpu", "--ab-plans", "4096x4096@64:g128=wg128x32c-k256/2",
                                 "--input-len", "8", "--output-len", "2", "--num-prompts", "1"});
   EXPECT_EQ(r.rc, 1);
   EXPECT_TRUE(r.lines.empty());
+  const BenchRun s = run_bench({"--arch", "tiny", "--device", "cpu", "--ab-switch", "QSERVE_W4A8_CLUSTER_PUSH=1",
+                                "--input-len", "8", "--output-len", "2", "--num-prompts", "1"});
+  EXPECT_EQ(s.rc, 1);
+  EXPECT_TRUE(s.lines.empty());
 }
 
 TEST(BenchDummy, EveryPrecisionOnTheTinyArch) {

@@ -3,8 +3,6 @@
 // (nvcc's host pass does not compile fmt's consteval code).
 #include "backend/cuda/gemm_w4a8_wgmma_launch.h"
 
-#include <cstdlib>
-#include <string>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/tensor_map.h"
@@ -84,29 +82,7 @@ void launch_w4(int tile, const CUtensorMap& x_map, const CUtensorMap& y_map, con
   launch_kind<kG128>(tile, x_map, y_map, p, ctas, stream, pdl);
 }
 
-// The switches below: `name` in the environment; default_on: on unless it is
-// "0", else off unless it is "1".
-bool env_switch(const char* name, bool default_on) {
-  const char* v = std::getenv(name);
-  return default_on ? v == nullptr || std::string(v) != "0" : v != nullptr && std::string(v) == "1";
-}
-
 }  // namespace
-
-bool unsplit_twins() {
-  static const bool on = env_switch("QSERVE_W4A8_UNSPLIT_TWINS", true);
-  return on;
-}
-
-bool cluster_pair() {
-  static const bool on = env_switch("QSERVE_W4A8_CLUSTER_PAIR", true);
-  return on;
-}
-
-bool cluster_push() {
-  static const bool on = env_switch("QSERVE_W4A8_CLUSTER_PUSH", false);
-  return on;
-}
 
 void launch_kernel(int tile, bool g128, const Params& p_in, int ctas, cudaStream_t stream, bool pdl) {
   if (tile < 0 || tile >= kTileCount || (tile >= kFirstS8Tile && tile < kFirstPdTile) ||

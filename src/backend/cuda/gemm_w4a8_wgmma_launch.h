@@ -356,21 +356,16 @@ static_assert([] {
   return true;
 }());
 
-// Whether a cluster tile launched with p.splits == 1 runs its unsplit twin
-// (the default) or, with QSERVE_W4A8_UNSPLIT_TWINS=0 in the environment, the
-// cluster kernel as a cluster of one (the form before 2026-12-04, kept for
-// A/B measurements): read once.
+// The kernel-form switches (gemm_w4a8_switches.h: their defaults, the
+// environment variables and the run-time setting; defined there):
+// unsplit_twins: a cluster tile launched with p.splits == 1 runs its unsplit
+// twin, not the cluster kernel as a cluster of one.
 bool unsplit_twins();
-// Whether a cluster plan of two splits on a tile with a pair form runs it
-// (the default since round 32: 0.88-0.96x the time of the cluster reduction
-// on the H200, docs/gemm-hopper.md "The pair form") or, with
-// QSERVE_W4A8_CLUSTER_PAIR=0 in the environment, the cluster reduction (kept
-// for A/B measurements). Read once.
+// cluster_pair: a cluster plan of two splits on a tile with a pair form runs
+// it (docs/gemm-hopper.md "The pair form"), not the cluster reduction.
 bool cluster_pair();
-// Whether a cluster plan of 3, 4 or 6 splits on a tile with a push form runs
-// it (QSERVE_W4A8_CLUSTER_PUSH=1 in the environment) instead of the cluster
-// reduction: off by default until measured on the H200 (docs/gemm-hopper.md,
-// "The pair form"). Read once.
+// cluster_push: a cluster plan of 3, 4 or 6 splits on a tile with a push form
+// runs it, not the cluster reduction.
 bool cluster_push();
 
 // Launches tile `tile` (index into kTiles: a W4, pd or cluster tile) on `ctas` persistent CTAs; builds

@@ -1,0 +1,78 @@
+#include "backend/cuda/gemm_w4a8_switches.h"
+
+#include <array>
+#include <atomic>
+#include <cstdlib>
+#include <string>
+
+#include "backend/cuda/gemm_w4a8_wgmma_launch.h"
+#include "core/error.h"
+
+namespace qserve::cuda {
+namespace {
+
+struct Switch {
+  const char* name;
+  bool default_on;
+  std::atomic<int> set{-1};  // -1: the environment's value; else 0 / 1
+};
+
+std::array<Switch, 3>& switches() {
+  static std::array<Switch, 3> s{{{"QSERVE_W4A8_UNSPLIT_TWINS", true},
+                                  {"QSERVE_W4A8_CLUSTER_PAIR", true},
+                                  {"QSERVE_W4A8_CLUSTER_PUSH", false}}};
+  return s;
+}
+
+// The environment's value: default_on: on unless "0"; else off unless "1".
+bool from_environment(const Switch& s) {
+  const char* v = std::getenv(s.name);
+  return s.default_on ? v == nullptr || std::string(v) != "0" : v != nullptr && std::string(v) == "1";
+}
+
+bool on(int index) {
+  Switch& s = switches()[index];
+  const int v = s.set.load(std::memory_order_relaxed);
+  if (v >= 0) return v == 1;
+  static const std::array<bool, 3> env{from_environment(switches()[0]), from_environment(switches()[1]),
+                                       from_environment(switches()[2])};
+  return env[index];
+}
+
+// The switch and value of "NAME=0|1"; throws for anything else.
+std::pair<Switch*, int> parse(std::string_view assignment) {
+  const size_t eq = assignment.find('=');
+  const std::string_view name = assignment.substr(0, eq);
+  const std::string_view value = eq == assignment.npos ? std::string_view() : assignment.substr(eq + 1);
+  for (Switch& s : switches())
+    if (name == s.name) {
+      if (value != "0" && value != "1")
+        fail(ErrorCode::kInvalidArgument, "W4A8 switch '{}': the value must be 0 or 1", std::string(assignment));
+      return {&s, value == "1" ? 1 : 0};
+    }
+  fail(ErrorCode::kInvalidArgument,
+       "W4A8 switch '{}': expected NAME=0 or NAME=1, NAME one of QSERVE_W4A8_UNSPLIT_TWINS, QSERVE_W4A8_CLUSTER_PAIR, "
+       "QSERVE_W4A8_CLUSTER_PUSH",
+       std::string(assignment));
+}
+
+}  // namespace
+
+void set_w4a8_switch(std::string_view assignment) {
+  const auto [s, v] = parse(assignment);
+  s->set.store(v, std::memory_order_relaxed);
+}
+
+void check_w4a8_switch(std::string_view assignment) { (void)parse(assignment); }
+
+void reset_w4a8_switches() {
+  for (Switch& s : switches()) s.set.store(-1, std::memory_order_relaxed);
+}
+
+namespace w4a8::wgmma {
+bool unsplit_twins() { return on(0); }
+bool cluster_pair() { return on(1); }
+bool cluster_push() { return on(2); }
+}  // namespace w4a8::wgmma
+
+}  // namespace qserve::cuda

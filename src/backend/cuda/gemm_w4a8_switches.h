@@ -1,0 +1,29 @@
+// The W4A8 kernel-form switches: which form a plan runs where its tile has
+// more than one, kept so that a new form can be measured against the old one
+// before it becomes the default (docs/gemm-hopper.md).
+//
+//   QSERVE_W4A8_UNSPLIT_TWINS  (default 1)  a cluster plan of one split runs its
+//                                          persistent twin
+//   QSERVE_W4A8_CLUSTER_PAIR   (default 1)  split-2 cluster plans run the pair form
+//   QSERVE_W4A8_CLUSTER_PUSH   (default 0)  split-3 / 4 / 6 cluster plans run the
+//                                          push forms
+//
+// Each starts from its environment variable ("0" or "1"; read on first use)
+// and can be set at run time for an A/B on one loaded model (qserve bench
+// throughput --ab-switch). Set only while no W4A8 GEMM is being launched or
+// captured: captured CUDA graphs keep the forms they captured.
+#pragma once
+
+#include <string_view>
+
+namespace qserve::cuda {
+
+// "NAME=0" or "NAME=1", NAME one of the switches above: sets it. Anything else
+// throws qserve::Error (kInvalidArgument) and changes nothing.
+void set_w4a8_switch(std::string_view assignment);
+// The same errors as set_w4a8_switch, nothing set.
+void check_w4a8_switch(std::string_view assignment);
+// Every switch back to its environment's value.
+void reset_w4a8_switches();
+
+}  // namespace qserve::cuda
