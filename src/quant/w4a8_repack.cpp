@@ -5,23 +5,34 @@
 
 namespace qserve::quant {
 
+namespace {
+
+// The four nibbles of the 16 bits x, one in the low half of each byte.
+inline uint32_t spread_nibbles(uint32_t x) { return (x & 0xf) | (x & 0xf0) << 4 | (x & 0xf00) << 8 | (x & 0xf000) << 12; }
+
+}  // namespace
+
 std::vector<uint8_t> repack_w4_mma(const uint8_t* qweight, int64_t n, int64_t k) {
   QS_CHECK(k % kMmaTileK == 0) << "k = " << k << " is not a multiple of " << kMmaTileK;
   const int64_t blocks = (n + kMmaTileRows * kMmaBlockTiles - 1) / (kMmaTileRows * kMmaBlockTiles);
-  const int64_t n16 = blocks * kMmaBlockTiles, kt_count = k / kMmaTileK;
+  const int64_t n16 = blocks * kMmaBlockTiles, kt_count = k / kMmaTileK, row_bytes = k / 2;
   std::vector<uint8_t> out(n16 * kt_count * 32 * 16, 0);
-  auto w4 = [&](int64_t o, int64_t i) -> uint8_t { return o < n ? int4_at(qweight, k, o, i) : 0; };
+  // Word w of a lane's 16 bytes: the nibbles k = 64 kt + 16 w + 4 q .. + 3 (two
+  // canonical bytes, low nibble first) of rows g (low nibbles) and g + 8 (high).
   ThreadPool::global().parallel_for(n16, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t)
       for (int64_t kt = 0; kt < kt_count; ++kt)
         for (int lane = 0; lane < 32; ++lane) {
-          uint8_t* dst = out.data() + repacked_offset(t, kt, lane, k);
           const int64_t row = t * kMmaTileRows + lane / 4;
-          for (int w = 0; w < 4; ++w)
-            for (int b = 0; b < 4; ++b) {
-              const int64_t i = kt * kMmaTileK + 16 * w + 4 * (lane % 4) + b;
-              dst[4 * w + b] = static_cast<uint8_t>(w4(row, i) | (w4(row + 8, i) << 4));
-            }
+          const uint8_t* lo = row < n ? qweight + row * row_bytes : nullptr;
+          const uint8_t* hi = row + 8 < n ? qweight + (row + 8) * row_bytes : nullptr;
+          uint8_t* dst = out.data() + repacked_offset(t, kt, lane, k);
+          for (int w = 0; w < 4; ++w) {
+            const int64_t at = (kt * kMmaTileK + 16 * w + 4 * (lane % 4)) / 2;
+            const uint32_t x = lo ? lo[at] | lo[at + 1] << 8 : 0, y = hi ? hi[at] | hi[at + 1] << 8 : 0;
+            const uint32_t word = spread_nibbles(x) | spread_nibbles(y) << 4;
+            for (int b = 0; b < 4; ++b) dst[4 * w + b] = static_cast<uint8_t>(word >> (8 * b));
+          }
         }
   });
   return out;

@@ -20,7 +20,7 @@ struct Switch {
 std::array<Switch, 3>& switches() {
   static std::array<Switch, 3> s{{{"QSERVE_W4A8_UNSPLIT_TWINS", true},
                                   {"QSERVE_W4A8_CLUSTER_PAIR", true},
-                                  {"QSERVE_W4A8_CLUSTER_PUSH", false}}};
+                                  {"QSERVE_W4A8_CLUSTER_PUSH", true}}};
   return s;
 }
 

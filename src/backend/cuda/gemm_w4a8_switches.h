@@ -5,7 +5,7 @@
 //   QSERVE_W4A8_UNSPLIT_TWINS  (default 1)  a cluster plan of one split runs its
 //                                          persistent twin
 //   QSERVE_W4A8_CLUSTER_PAIR   (default 1)  split-2 cluster plans run the pair form
-//   QSERVE_W4A8_CLUSTER_PUSH   (default 0)  split-3 / 4 / 6 cluster plans run the
+//   QSERVE_W4A8_CLUSTER_PUSH   (default 1)  split-3 / 4 / 6 cluster plans run the
 //                                          push forms
 //
 // Each starts from its environment variable ("0" or "1"; read on first use)

@@ -42,9 +42,8 @@
 // p.splits == 1): no partial tile to share, so the staged epilogue of the
 // other tiles runs instead of the cluster's (its buffers in the stages, free
 // by then); its own instantiation, so that the split kernels keep their code.
-// kPR (a cluster tile's push form of kPR splits, BM >= 16; 2: the pair form,
-// launched unless QSERVE_W4A8_CLUSTER_PAIR=0; 3, 4, 6 with
-// QSERVE_W4A8_CLUSTER_PUSH=1): the CTAs exchange parts of the tile instead
+// kPR (a cluster tile's push form of kPR splits, BM >= 16; 2: the pair form;
+// launched unless switched off, gemm_w4a8_switches.h): the CTAs exchange parts of the tile instead
 // of summing slices by distributed shared-memory loads. The tile's BM / 8
 // token groups are owned by the first ranks, kOwn each (push_own_groups:
 // a half for the pair). After a cluster barrier (all done with their
