@@ -47,6 +47,10 @@ void add_bench_command(CLI::App& app) {
   tp->add_flag("--json", o->json, "One JSON line on stdout (per sweep point)");
   tp->add_flag("--sweep", o->sweep,
                "Run max_num_seqs = 1, 2, 4, ... up to --max-num-seqs (0: what the KV cache holds); report the best");
+  tp->add_option("--sweep-seqs", o->sweep_seqs,
+                 "A sweep over these max_num_seqs values instead of 1, 2, 4, ... (each at most the cap that "
+                 "--max-num-seqs and the KV cache give): 128,256")
+      ->delimiter(',');
   tp->add_option("--ab-plans", o->ab_plans,
                  "A/B of W4A8 GEMM plans on one loaded model (--device cuda): every run once per letter of "
                  "--ab-order, A with the measured table, B with these overrides (QSERVE_W4A8_PLANS syntax); "

@@ -16,6 +16,9 @@ struct ThroughputOptions {
   uint64_t seed = 0;     // of the random prompts
   bool json = false;
   bool sweep = false;
+  // A sweep over these max_num_seqs values (each at most the cap that
+  // --max-num-seqs and the KV cache give) instead of 1, 2, 4, ...; implies sweep.
+  std::vector<int> sweep_seqs;
   // > 1 entry: one run (or sweep) per memory budget on one loaded model, the
   // largest first (0: the device's memory); replaces engine.memory_budget.
   std::vector<int64_t> memory_budgets;

@@ -213,8 +213,9 @@ void print_throughput(const nlohmann::json& j, bool json) {
 // whole input + output (no preemption), at most the number of prompts.
 // num_prompts 0: one full batch (as many prompts as that cap), i.e. one wave
 // at the largest batch the budget holds: the max throughput in the least time.
-// Sweep: max_num_seqs = 1, 2, 4, ... up to that cap (and the cap itself); with
-// num_prompts 0 each point runs one batch of its own size.
+// Sweep: max_num_seqs = 1, 2, 4, ... up to that cap (and the cap itself), or
+// the --sweep-seqs values (capped); with num_prompts 0 each point runs one
+// batch of its own size.
 // Runs already made, by (KV pages, batch, prompts): a budget that gives the
 // same engine as a larger one (the batch capped by --max-num-seqs, not by
 // memory) is the same computation, so its line repeats that measurement with
@@ -233,7 +234,7 @@ void run_budget(const ThroughputOptions& o, LoadedModel& m, const KvCachePlan& p
   }
   if (o.num_prompts > 0) cap = std::min<int64_t>(cap, o.num_prompts);
   const int prompts = o.num_prompts > 0 ? o.num_prompts : static_cast<int>(cap);  // 0: one full batch
-  if (!o.sweep) {
+  if (!o.sweep && o.sweep_seqs.empty()) {
     const auto key = std::make_tuple(plan.num_pages, cap, static_cast<int64_t>(prompts));
     auto it = done.find(key);
     if (it == done.end()) {
@@ -249,12 +250,24 @@ void run_budget(const ThroughputOptions& o, LoadedModel& m, const KvCachePlan& p
     print_throughput(j, o.json);
     return;
   }
+  // The points: --sweep-seqs (capped, each once, in the given order) or 1, 2, 4, ... up to the cap.
+  std::vector<int> points;
+  if (o.sweep_seqs.empty()) {
+    for (int seqs = 1;; seqs = std::min<int>(seqs * 2, static_cast<int>(cap))) {
+      points.push_back(seqs);
+      if (seqs == cap) break;
+    }
+  } else {
+    for (int s : o.sweep_seqs) {
+      const int seqs = static_cast<int>(std::min<int64_t>(s, cap));
+      if (std::find(points.begin(), points.end(), seqs) == points.end()) points.push_back(seqs);
+    }
+  }
   nlohmann::json best;
-  for (int seqs = 1;; seqs = std::min<int>(seqs * 2, static_cast<int>(cap))) {
+  for (int seqs : points) {
     const nlohmann::json j = measure(o, m, plan, seqs, o.num_prompts > 0 ? prompts : seqs, fits);
     print_throughput(j, o.json);
     if (best.is_null() || j["output_tokens_per_s"].get<double>() > best["output_tokens_per_s"].get<double>()) best = j;
-    if (seqs == cap) break;
   }
   nlohmann::json summary = {{"bench", "throughput_sweep"},
                             {"arch", best["arch"]},
@@ -280,6 +293,8 @@ int run_throughput(const ThroughputOptions& o) {
   if (o.input_len < 1 || o.output_len < 1 || o.num_prompts < 0)
     fail(ErrorCode::kInvalidArgument, "--input-len and --output-len must be >= 1, --num-prompts >= 0");
   if (o.engine.max_num_seqs < 0) fail(ErrorCode::kInvalidArgument, "--max-num-seqs must be >= 0");
+  for (int s : o.sweep_seqs)
+    if (s < 1) fail(ErrorCode::kInvalidArgument, "--sweep-seqs takes sequence counts >= 1, got {}", s);
   if (o.engine.page_size < 1) fail(ErrorCode::kInvalidArgument, "--page-size must be >= 1");
   if (o.ab()) {
     if (o.engine.device != "cuda")

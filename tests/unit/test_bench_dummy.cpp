@@ -149,6 +149,19 @@ TEST(BenchDummy, MemoryBudgetBoundsTheBatchAndTheSweepFindsTheBest) {
   }
   EXPECT_EQ(sweep.lines[3]["bench"], "throughput_sweep");
   EXPECT_EQ(sweep.lines[3]["output_tokens_per_s"].get<double>(), best);
+
+  // --sweep-seqs: the given points in their order, capped (9 -> 4 prompts), each once.
+  const BenchRun listed = run_bench({"--arch", "tiny", "--precision", "w4a8kv4", "--input-len", "8", "--output-len",
+                                     "4", "--num-prompts", "4", "--max-num-seqs", "0", "--sweep-seqs", "3,9,4,1"});
+  ASSERT_EQ(listed.rc, 0);
+  ASSERT_EQ(listed.lines.size(), 4u);  // 3, 4, 1, summary
+  EXPECT_EQ(listed.lines[0]["max_num_seqs"].get<int>(), 3);
+  EXPECT_EQ(listed.lines[1]["max_num_seqs"].get<int>(), 4);
+  EXPECT_EQ(listed.lines[2]["max_num_seqs"].get<int>(), 1);
+  EXPECT_EQ(listed.lines[3]["bench"], "throughput_sweep");
+  const BenchRun zero = run_bench({"--arch", "tiny", "--input-len", "8", "--output-len", "4", "--sweep-seqs", "2,0"});
+  EXPECT_EQ(zero.rc, 1);
+  EXPECT_TRUE(zero.lines.empty());
 }
 
 TEST(BenchDummy, WeightsThatDoNotFitAreAnError) {
