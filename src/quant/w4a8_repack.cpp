@@ -1,5 +1,7 @@
 #include "quant/w4a8_repack.h"
 
+#include <cstring>
+
 #include "core/error.h"
 #include "core/thread_pool.h"
 
@@ -31,7 +33,7 @@ std::vector<uint8_t> repack_w4_mma(const uint8_t* qweight, int64_t n, int64_t k)
             const int64_t at = (kt * kMmaTileK + 16 * w + 4 * (lane % 4)) / 2;
             const uint32_t x = lo ? lo[at] | lo[at + 1] << 8 : 0, y = hi ? hi[at] | hi[at + 1] << 8 : 0;
             const uint32_t word = spread_nibbles(x) | spread_nibbles(y) << 4;
-            for (int b = 0; b < 4; ++b) dst[4 * w + b] = static_cast<uint8_t>(word >> (8 * b));
+            std::memcpy(dst + 4 * w, &word, 4);  // little-endian: byte b = k + b
           }
         }
   });
