@@ -8,6 +8,7 @@
 //   repack    the compute-order weights (quant/w4a8_repack.h)
 //   level2    the g128 level-2 words
 //   alloc     cudaMalloc of the repacked weights
+// (and first the CUDA context's creation, which a model load also pays)
 //   copy      their host-to-device copy from the repacked (pageable) vectors
 // then the same layers through upload_w4a8 whole (repack + allocation + copy +
 // scales, the backend's path), and the copy ceiling: the largest layer's bytes
@@ -17,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -61,7 +63,9 @@ int run(int argc, char** argv) {
   const ModelConfig c = dummy_arch_config(arch);
   if (layers < 0 || layers > c.num_layers) layers = c.num_layers;
   const quant::WeightFormat format = kind == "g128" ? quant::WeightFormat::kW4G128 : quant::WeightFormat::kW4PerChannel;
-  QS_CUDA_CHECK(cudaFree(nullptr));  // the context, outside the timings
+  Clock::time_point context_start = Clock::now();
+  QS_CUDA_CHECK(cudaFree(nullptr));  // the context (and, unless loading lazily, every kernel's module)
+  const double context_s = since(context_start);
 
   // [out, in] of each part, fused groups together: q/k/v, o, gate/up, down.
   const std::vector<std::vector<std::pair<int64_t, int64_t>>> groups = {
@@ -122,6 +126,8 @@ int run(int argc, char** argv) {
               static_cast<long long>(layers), static_cast<long long>(c.num_layers), ThreadPool::global().num_threads(),
               std::thread::hardware_concurrency());
   std::printf("| phase | s |\n|---|---|\n");
+  std::printf("| CUDA context (CUDA_MODULE_LOADING=%s) | %.3f |\n",
+              std::getenv("CUDA_MODULE_LOADING") ? std::getenv("CUDA_MODULE_LOADING") : "unset", context_s);
   std::printf("| generate | %.3f |\n| stack (q/k/v, gate/up) | %.3f |\n| repack | %.3f |\n| level2 | %.3f |\n", t.generate,
               t.stack, t.repack, t.level2);
   std::printf("| alloc | %.3f |\n| copy (pageable, %.2f GB: %.1f GB/s) | %.3f |\n", t.alloc, t.bytes / 1e9,
