@@ -11,13 +11,19 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
+#include <vector>
 
 #include "backend/backend.h"
 #include "backend/cpu/kv_quant_backend.h"
 #include "engine/backend_factory.h"
 #include "quant/quant_linear.h"
 #include "test_cuda_model_util.h"
+#ifdef QSERVE_HAVE_CUDA
+#include "backend/cuda/cuda_backend_state.h"
+#include "core/half.h"
+#endif
 
 namespace qserve {
 namespace {
@@ -29,6 +35,31 @@ TEST(CudaBackendOps, Skipped) { GTEST_SKIP() << "skipped: no CUDA device (built 
 using test::compare_floats;
 using test::describe;
 using test::random_f16_exact;
+
+// The host side of every float upload (embedding, lm_head, norms): values
+// converted to fp16 bits in chunks across the host's threads, each as the
+// scalar conversion gives it (no device needed). 300,001 values: several
+// chunks and a ragged last one.
+TEST(CudaBackendHost, HalfBitsOfEveryFloatType) {
+  std::mt19937 rng(7);
+  const int64_t n = 300001;
+  std::vector<float> f(n);
+  std::vector<uint16_t> raw(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t bits = rng();
+    std::memcpy(&f[i], &bits, 4);  // every class: normals, subnormals, inf, NaN
+    raw[i] = static_cast<uint16_t>(bits);
+  }
+  const std::vector<uint16_t> from_f32 = cuda::to_half_bits(Tensor(DType::kF32, {n}, f.data()));
+  const std::vector<uint16_t> from_bf16 = cuda::to_half_bits(Tensor(DType::kBF16, {n}, raw.data()));
+  const std::vector<uint16_t> from_f16 = cuda::to_half_bits(Tensor(DType::kF16, {n}, raw.data()));
+  ASSERT_EQ(from_f32.size(), static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(from_f32[i], float_to_half(f[i])) << i;
+    ASSERT_EQ(from_bf16[i], float_to_half(bf16_to_float(raw[i]))) << i;
+    ASSERT_EQ(from_f16[i], raw[i]) << i;
+  }
+}
 
 class CudaBackendOps : public ::testing::Test {
  protected:
@@ -212,9 +243,12 @@ TEST_F(CudaBackendOps, SiluMulFusedReadsGateAndUpHalves) {
       if (f == ActFormat::kFloat) expect_close(got.values, ref.values, 1e-3, 2e-3, "silu_mul_fused " + what);
       else expect_int8_close(got, ref, "silu_mul_fused " + what);
       EXPECT_EQ(host(got.values), host(split.values)) << what;
-      if (f != ActFormat::kFloat) EXPECT_EQ(host(got.scales), host(split.scales)) << what;
-      if (f == ActFormat::kInt8PerTokenSum || f == ActFormat::kInt8PerTokenCodeSum)
+      if (f != ActFormat::kFloat) {
+        EXPECT_EQ(host(got.scales), host(split.scales)) << what;
+      }
+      if (f == ActFormat::kInt8PerTokenSum || f == ActFormat::kInt8PerTokenCodeSum) {
         EXPECT_EQ(host(got.sums), host(split.sums)) << what;
+      }
     }
 }
 

@@ -121,10 +121,7 @@ class CudaBackend final : public Backend {
     switch (host.dtype()) {
       case DType::kF32:
       case DType::kF16:
-      case DType::kBF16: {
-        std::vector<uint16_t> bits = cuda::to_half_bits(host);
-        return cuda::device_copy(state_, Tensor(DType::kF16, host.shape(), bits.data()));
-      }
+      case DType::kBF16: return cuda::device_f16_copy(state_, host);
       default: return cuda::device_copy(state_, host);  // integer tensors keep their dtype
     }
   }

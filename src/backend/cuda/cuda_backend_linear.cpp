@@ -195,11 +195,11 @@ Tensor host_f16(std::vector<uint16_t> bits, std::vector<int64_t> shape) {
 std::unique_ptr<Linear> make_f16_linear(const std::shared_ptr<CudaBackendState>& state, const Tensor& weight,
                                         const Tensor& bias) {
   QS_CHECK(weight.rank() == 2) << "linear weight " << weight.describe();
-  Tensor w = device_copy(state, host_f16(to_half_bits(weight), weight.shape()));
+  Tensor w = device_f16_copy(state, weight);
   Tensor b;
   if (!bias.empty()) {
     QS_CHECK(bias.rank() == 1 && bias.dim(0) == weight.dim(0)) << "bias " << bias.describe() << " for " << weight.describe();
-    b = device_copy(state, host_f16(to_half_bits(bias), bias.shape()));
+    b = device_f16_copy(state, bias);
   }
   return std::make_unique<F16Linear>(state, std::move(w), std::move(b), "fp16");
 }

@@ -6,6 +6,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "core/error.h"
 #include "core/half.h"
+#include "core/thread_pool.h"
 
 namespace qserve::cuda {
 namespace {
@@ -78,17 +79,34 @@ Tensor device_copy(const std::shared_ptr<CudaBackendState>& state, const Tensor&
 std::vector<uint16_t> to_half_bits(const Tensor& host) {
   const int64_t n = host.numel();
   std::vector<uint16_t> out(static_cast<size_t>(n));
-  switch (host.dtype()) {
-    case DType::kF16: std::memcpy(out.data(), host.data(), n * sizeof(uint16_t)); break;
-    case DType::kF32:
-      for (int64_t i = 0; i < n; ++i) out[i] = float_to_half(host.data_as<float>()[i]);
-      break;
-    case DType::kBF16:
-      for (int64_t i = 0; i < n; ++i) out[i] = float_to_half(bf16_to_float(host.data_as<uint16_t>()[i]));
-      break;
-    default: QS_CHECK(false) << "expected F32 / F16 / BF16 values, got " << host.describe();
-  }
+  const DType dtype = host.dtype();
+  QS_CHECK(dtype == DType::kF16 || dtype == DType::kF32 || dtype == DType::kBF16)
+      << "expected F32 / F16 / BF16 values, got " << host.describe();
+  // A large tensor (an embedding, the lm_head: ~0.5-1 G values) in chunks
+  // across the host's threads.
+  ThreadPool::global().parallel_for(
+      n,
+      [&](int64_t begin, int64_t end) {
+        switch (dtype) {
+          case DType::kF16:
+            std::memcpy(out.data() + begin, host.data_as<uint16_t>() + begin, (end - begin) * sizeof(uint16_t));
+            break;
+          case DType::kF32:
+            for (int64_t i = begin; i < end; ++i) out[i] = float_to_half(host.data_as<float>()[i]);
+            break;
+          default:
+            for (int64_t i = begin; i < end; ++i) out[i] = float_to_half(bf16_to_float(host.data_as<uint16_t>()[i]));
+            break;
+        }
+      },
+      int64_t{1} << 16);
   return out;
+}
+
+Tensor device_f16_copy(const std::shared_ptr<CudaBackendState>& state, const Tensor& host) {
+  if (host.dtype() == DType::kF16) return device_copy(state, host);
+  std::vector<uint16_t> bits = to_half_bits(host);
+  return device_copy(state, Tensor(DType::kF16, host.shape(), bits.data()));
 }
 
 PinnedStaging::~PinnedStaging() {

@@ -51,8 +51,12 @@ Tensor device_tensor(const std::shared_ptr<CudaBackendState>& state, DType dtype
                      bool zero = true);
 // A device copy of a host tensor, same dtype; synchronous (load time).
 Tensor device_copy(const std::shared_ptr<CudaBackendState>& state, const Tensor& host);
-// Host values converted to fp16 bits (F32 / F16 / BF16 sources).
+// Host values converted to fp16 bits (F32 / F16 / BF16 sources), on the
+// host's threads.
 std::vector<uint16_t> to_half_bits(const Tensor& host);
+// A device fp16 copy of host F32 / F16 / BF16 values; F16 is copied as it is
+// (no host copy first). Synchronous (load time).
+Tensor device_f16_copy(const std::shared_ptr<CudaBackendState>& state, const Tensor& host);
 
 // Host -> device copies of per-step metadata through a pinned buffer: the
 // copy is asynchronous; the buffer is reused only after the previous copy
