@@ -14,29 +14,38 @@ inline uint32_t spread_nibbles(uint32_t x) { return (x & 0xf) | (x & 0xf0) << 4 
 
 }  // namespace
 
-std::vector<uint8_t> repack_w4_mma(const uint8_t* qweight, int64_t n, int64_t k) {
+void repack_w4_mma_blocks(const uint8_t* qweight, int64_t n, int64_t k, int64_t block_begin, int64_t block_end,
+                          uint8_t* out) {
   QS_CHECK(k % kMmaTileK == 0) << "k = " << k << " is not a multiple of " << kMmaTileK;
-  const int64_t blocks = (n + kMmaTileRows * kMmaBlockTiles - 1) / (kMmaTileRows * kMmaBlockTiles);
-  const int64_t n16 = blocks * kMmaBlockTiles, kt_count = k / kMmaTileK, row_bytes = k / 2;
-  std::vector<uint8_t> out(n16 * kt_count * 32 * 16, 0);
+  QS_CHECK(0 <= block_begin && block_begin <= block_end && block_end <= repacked_blocks(n))
+      << "blocks [" << block_begin << ", " << block_end << ") of " << repacked_blocks(n);
+  const int64_t kt_count = k / kMmaTileK, row_bytes = k / 2;
+  uint8_t* const base = out - block_begin * repacked_block_bytes(k);  // where block 0 would start
   // Word w of a lane's 16 bytes: the nibbles k = 64 kt + 16 w + 4 q .. + 3 (two
   // canonical bytes, low nibble first) of rows g (low nibbles) and g + 8 (high).
-  ThreadPool::global().parallel_for(n16, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t)
-      for (int64_t kt = 0; kt < kt_count; ++kt)
-        for (int lane = 0; lane < 32; ++lane) {
-          const int64_t row = t * kMmaTileRows + lane / 4;
-          const uint8_t* lo = row < n ? qweight + row * row_bytes : nullptr;
-          const uint8_t* hi = row + 8 < n ? qweight + (row + 8) * row_bytes : nullptr;
-          uint8_t* dst = out.data() + repacked_offset(t, kt, lane, k);
-          for (int w = 0; w < 4; ++w) {
-            const int64_t at = (kt * kMmaTileK + 16 * w + 4 * (lane % 4)) / 2;
-            const uint32_t x = lo ? lo[at] | lo[at + 1] << 8 : 0, y = hi ? hi[at] | hi[at + 1] << 8 : 0;
-            const uint32_t word = spread_nibbles(x) | spread_nibbles(y) << 4;
-            std::memcpy(dst + 4 * w, &word, 4);  // little-endian: byte b = k + b
-          }
-        }
-  });
+  ThreadPool::global().parallel_for(
+      (block_end - block_begin) * kMmaBlockTiles, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = block_begin * kMmaBlockTiles + t0; t < block_begin * kMmaBlockTiles + t1; ++t)
+          for (int64_t kt = 0; kt < kt_count; ++kt)
+            for (int lane = 0; lane < 32; ++lane) {
+              const int64_t row = t * kMmaTileRows + lane / 4;
+              const uint8_t* lo = row < n ? qweight + row * row_bytes : nullptr;
+              const uint8_t* hi = row + 8 < n ? qweight + (row + 8) * row_bytes : nullptr;
+              uint8_t* dst = base + repacked_offset(t, kt, lane, k);
+              for (int w = 0; w < 4; ++w) {
+                const int64_t at = (kt * kMmaTileK + 16 * w + 4 * (lane % 4)) / 2;
+                const uint32_t x = lo ? lo[at] | lo[at + 1] << 8 : 0, y = hi ? hi[at] | hi[at + 1] << 8 : 0;
+                const uint32_t word = spread_nibbles(x) | spread_nibbles(y) << 4;
+                std::memcpy(dst + 4 * w, &word, 4);  // little-endian: byte b = k + b
+              }
+            }
+      });
+}
+
+std::vector<uint8_t> repack_w4_mma(const uint8_t* qweight, int64_t n, int64_t k) {
+  QS_CHECK(k % kMmaTileK == 0) << "k = " << k << " is not a multiple of " << kMmaTileK;
+  std::vector<uint8_t> out(repacked_blocks(n) * repacked_block_bytes(k));
+  repack_w4_mma_blocks(qweight, n, k, 0, repacked_blocks(n), out.data());
   return out;
 }
 

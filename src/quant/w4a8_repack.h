@@ -42,6 +42,10 @@ inline constexpr int kMmaBlockTiles = 8;  // tiles per contiguous block (128 cha
 
 inline int64_t padded_rows(int64_t n) { return (n + kMmaTileRows - 1) / kMmaTileRows * kMmaTileRows; }
 
+// 128-channel blocks of the repacked weights, and the bytes of one.
+inline int64_t repacked_blocks(int64_t n) { return (n + kMmaTileRows * kMmaBlockTiles - 1) / (kMmaTileRows * kMmaBlockTiles); }
+inline int64_t repacked_block_bytes(int64_t k) { return k / kMmaTileK * kMmaBlockTiles * 512; }
+
 // Byte offset of (tile t, k tile kt, lane) in the repacked weights.
 inline int64_t repacked_offset(int64_t t, int64_t kt, int lane, int64_t k) {
   return (((t / kMmaBlockTiles) * (k / kMmaTileK) + kt) * kMmaBlockTiles + t % kMmaBlockTiles) * 512 + lane * 16;
@@ -66,6 +70,12 @@ inline constexpr int32_t kLevel2Bias = 128;
 
 // qweight [n, k/2] canonical -> [n/128][k/64][8][32][16] bytes; k % 64 == 0.
 std::vector<uint8_t> repack_w4_mma(const uint8_t* qweight, int64_t n, int64_t k);
+// The same for the 128-channel blocks [block_begin, block_end) only, written
+// to out ((block_end - block_begin) * repacked_block_bytes(k) bytes, every one
+// written): a layer repacked piece by piece into a reused buffer. On the
+// host's threads (not from inside a ThreadPool::parallel_for).
+void repack_w4_mma_blocks(const uint8_t* qweight, int64_t n, int64_t k, int64_t block_begin, int64_t block_end,
+                          uint8_t* out);
 // The inverse (for tests): W4 value of (o, i) read back from the repacked layout.
 uint8_t repacked_w4_at(const std::vector<uint8_t>& packed, int64_t k, int64_t o, int64_t i);
 // s2 / zero [n, groups] -> [ceil(n / 128)][groups][8][8] uint32 as above.

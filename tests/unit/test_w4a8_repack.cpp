@@ -2,9 +2,11 @@
 // CUDA kernels: every value lands where quant/w4a8_repack.h says.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
+#include "core/error.h"
 #include "quant/w4a8_repack.h"
 #include "quant/weight_format.h"
 
@@ -25,6 +27,28 @@ TEST(W4A8Repack, EveryValueFound) {
       for (int64_t i = 0; i < k; ++i)
         ASSERT_EQ(quant::repacked_w4_at(packed, k, o, i), o < n ? v[o * k + i] : 0) << o << " " << i;
   }
+}
+
+// A layer repacked block range by block range into a poisoned buffer: the
+// same bytes as the whole repack, every byte written (n = 300: the last block
+// mostly padding).
+TEST(W4A8Repack, BlockRangesMatchTheWholeRepack) {
+  std::mt19937 rng(5);
+  const int64_t n = 300, k = 192;
+  std::vector<uint8_t> canonical(n * k / 2);
+  for (auto& b : canonical) b = static_cast<uint8_t>(rng());
+  const auto whole = quant::repack_w4_mma(canonical.data(), n, k);
+  const int64_t blocks = quant::repacked_blocks(n), bytes = quant::repacked_block_bytes(k);
+  ASSERT_EQ(blocks, 3);
+  ASSERT_EQ(static_cast<int64_t>(whole.size()), blocks * bytes);
+  std::vector<uint8_t> pieces(whole.size(), 0xa5);
+  quant::repack_w4_mma_blocks(canonical.data(), n, k, 0, 1, pieces.data());
+  quant::repack_w4_mma_blocks(canonical.data(), n, k, 1, 3, pieces.data() + bytes);
+  quant::repack_w4_mma_blocks(canonical.data(), n, k, 2, 2, pieces.data());  // empty: writes nothing
+  EXPECT_EQ(pieces, whole);
+  std::vector<uint8_t> last(bytes, 0xa5);
+  quant::repack_w4_mma_blocks(canonical.data(), n, k, 2, 3, last.data());
+  EXPECT_TRUE(std::equal(last.begin(), last.end(), whole.begin() + 2 * bytes));
 }
 
 TEST(W4A8Repack, FragmentOrderOfOneLane) {
