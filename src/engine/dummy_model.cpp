@@ -70,8 +70,26 @@ std::unique_ptr<LlamaModel> load_dummy_model(const DummyModelOptions& dummy, Lla
     linears_s += seconds_since(t);
     return q;
   };
+  // The fused projections' parts made stacked, as concat_output_channels of the parts would be.
+  auto stacked = [&config, format, group, seed, &linears_s, &seconds_since](int64_t l,
+                                                                          const std::vector<std::string>& modules) {
+    const Clock::time_point t = Clock::now();
+    std::vector<int64_t> ns;
+    std::vector<uint64_t> seeds;
+    int64_t k = 0;
+    for (const std::string& module : modules) {
+      const auto [n, k_part] = linear_shape(config, module);
+      QS_CHECK(k == 0 || k == k_part) << module << " has k " << k_part << ", the first part " << k;
+      k = k_part;
+      ns.push_back(n);
+      seeds.push_back(dummy_tensor_seed(seed, l, module.c_str()));
+    }
+    quant::QuantizedLinear q = random_stacked_linear(format, ns, k, group, seeds);
+    linears_s += seconds_since(t);
+    return q;
+  };
   const Clock::time_point create_start = Clock::now();
-  std::unique_ptr<LlamaModel> model = LlamaModel::create(config, w, std::move(backend), options, source);
+  std::unique_ptr<LlamaModel> model = LlamaModel::create(config, w, std::move(backend), options, source, stacked);
   const double create_s = seconds_since(create_start);
   // Where a dummy load's time goes (it dominates short engine benchmarks).
   spdlog::info("dummy weights: {:.2f} s float tensors, {:.2f} s starting the backend, {:.2f} s quantized linears, "

@@ -45,6 +45,34 @@ struct Rng {
 // A positive fp16 scale around `mean` (x 0.75 .. 1.25).
 uint16_t random_scale(Rng& rng, float mean) { return float_to_half(mean * (0.75f + 0.5f * rng.uniform())); }
 
+// The rows of a stacked layer: part p holds rows [offset_p, offset_p + n_p),
+// each drawn from the stream of (seed_p, its row within the part), so that a
+// stacked layer is, row for row, its parts made one by one.
+class RowStreams {
+ public:
+  RowStreams(const std::vector<int64_t>& ns, const std::vector<uint64_t>& seeds) : seeds_(seeds) {
+    QS_CHECK(!ns.empty() && ns.size() == seeds.size()) << ns.size() << " parts, " << seeds.size() << " seeds";
+    int64_t at = 0;
+    for (int64_t n : ns) {
+      QS_CHECK(n > 0) << "empty part";
+      offsets_.push_back(at);
+      at += n;
+    }
+    rows_ = at;
+  }
+  int64_t rows() const { return rows_; }
+  Rng at(int64_t row) const {
+    size_t p = offsets_.size() - 1;
+    while (offsets_[p] > row) --p;
+    return Rng(seeds_[p], row - offsets_[p]);
+  }
+
+ private:
+  std::vector<int64_t> offsets_;
+  std::vector<uint64_t> seeds_;
+  int64_t rows_ = 0;
+};
+
 void parallel_rows(int64_t n, const std::function<void(int64_t)>& row) {
   ThreadPool::global().parallel_for(
       n, [&](int64_t begin, int64_t end) {
@@ -72,7 +100,14 @@ uint64_t dummy_tensor_seed(uint64_t seed, int64_t layer, const char* name) {
 }
 
 quant::QuantizedLinear random_quantized_linear(WeightFormat format, int64_t n, int64_t k, int64_t group, uint64_t seed) {
-  QS_CHECK(n > 0 && k > 0) << "empty layer " << n << "x" << k;
+  return random_stacked_linear(format, {n}, k, group, {seed});
+}
+
+quant::QuantizedLinear random_stacked_linear(WeightFormat format, const std::vector<int64_t>& ns, int64_t k,
+                                             int64_t group, const std::vector<uint64_t>& seeds) {
+  const RowStreams streams(ns, seeds);
+  const int64_t n = streams.rows();
+  QS_CHECK(k > 0) << "empty layer " << n << "x" << k;
   quant::QuantizedLinear q;
   q.format = format;
   q.n = n;
@@ -84,7 +119,7 @@ quant::QuantizedLinear random_quantized_linear(WeightFormat format, int64_t n, i
       const float a = kOutputGain * std::sqrt(3.0f) * inv_sqrt_k;  // uniform [-a, a] has std a / sqrt(3)
       q.f16.resize(static_cast<size_t>(n * k));
       parallel_rows(n, [&](int64_t o) {
-        Rng rng(seed, o);
+        Rng rng = streams.at(o);
         uint16_t* row = q.f16.data() + o * k;
         for (int64_t i = 0; i < k; ++i) row[i] = float_to_half(a * (2.0f * rng.uniform() - 1.0f));
       });
@@ -96,7 +131,7 @@ quant::QuantizedLinear random_quantized_linear(WeightFormat format, int64_t n, i
       q.w8.q.resize(static_cast<size_t>(n * k));
       q.w8.scale.resize(n);
       parallel_rows(n, [&](int64_t o) {
-        Rng rng(seed, o);
+        Rng rng = streams.at(o);
         int8_t* row = q.w8.q.data() + o * k;
         rng.bytes(reinterpret_cast<uint8_t*>(row), k);
         for (int64_t i = 0; i < k; ++i)
@@ -114,7 +149,7 @@ quant::QuantizedLinear random_quantized_linear(WeightFormat format, int64_t n, i
       w.scale.resize(n);
       w.zero.resize(n);
       parallel_rows(n, [&](int64_t o) {
-        Rng rng(seed, o);
+        Rng rng = streams.at(o);
         rng.bytes(w.qweight.data() + o * (k / 2), k / 2);
         w.scale[o] = random_scale(rng, kOutputGain * inv_sqrt_k / kCodeStd);
         w.zero[o] = static_cast<uint8_t>(6 + rng.below(4));
@@ -135,7 +170,7 @@ quant::QuantizedLinear random_quantized_linear(WeightFormat format, int64_t n, i
       w.zero.resize(static_cast<size_t>(n * groups));
       constexpr float kMeanS2 = 9.5f;
       parallel_rows(n, [&](int64_t o) {
-        Rng rng(seed, o);
+        Rng rng = streams.at(o);
         rng.bytes(w.qweight.data() + o * (k / 2), k / 2);
         w.s1[o] = random_scale(rng, kOutputGain * inv_sqrt_k / (kCodeStd * kMeanS2));
         for (int64_t g = 0; g < groups; ++g) random_level2(rng, w.s2[o * groups + g], w.zero[o * groups + g]);
@@ -154,7 +189,7 @@ quant::QuantizedLinear random_quantized_linear(WeightFormat format, int64_t n, i
       w.scale.resize(static_cast<size_t>(n * groups));
       w.zero.resize(static_cast<size_t>(n * groups));
       parallel_rows(n, [&](int64_t o) {
-        Rng rng(seed, o);
+        Rng rng = streams.at(o);
         rng.bytes(w.qweight.data() + o * (k / 2), k / 2);
         for (int64_t g = 0; g < groups; ++g) {
           w.scale[o * groups + g] = random_scale(rng, kOutputGain * inv_sqrt_k / kCodeStd);

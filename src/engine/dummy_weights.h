@@ -27,6 +27,13 @@ namespace qserve {
 // formats). k must be even for the 4-bit formats.
 quant::QuantizedLinear random_quantized_linear(quant::WeightFormat format, int64_t n, int64_t k, int64_t group,
                                                uint64_t seed);
+// Parts of ns[p] rows each (k, group and format shared) stacked along the
+// output channels, part p from seeds[p]: the same layer, bit for bit, as
+// quant::concat_output_channels of the parts made by random_quantized_linear,
+// without making the parts and copying them (q|k|v and gate|up of a dummy
+// model with fused projections).
+quant::QuantizedLinear random_stacked_linear(quant::WeightFormat format, const std::vector<int64_t>& ns, int64_t k,
+                                             int64_t group, const std::vector<uint64_t>& seeds);
 // A host F16 tensor of `shape` (rows = shape[0]), uniform in [center - spread, center + spread].
 Tensor random_f16_tensor(std::vector<int64_t> shape, float center, float spread, uint64_t seed);
 // A seed for one tensor: (base seed, layer, name) mixed.

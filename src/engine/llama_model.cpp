@@ -101,9 +101,17 @@ struct LinearPart {
 // The parts made into one linear stacked along the output channels (*fused)
 // when `fuse` holds and they agree (quantized: format, k and group; float:
 // dtype, k and bias presence), else one by one into their `separate` slots.
-void make_linears(Backend& b, const LlamaModel::QuantizedLinearSource& linears, int64_t layer, bool fuse,
-                  std::unique_ptr<Linear>* fused, const std::vector<LinearPart>& parts) {
+// A `stacked` source makes the fused layer itself (its parts agree by contract).
+void make_linears(Backend& b, const LlamaModel::QuantizedLinearSource& linears,
+                  const LlamaModel::StackedLinearSource& stacked, int64_t layer, bool fuse, std::unique_ptr<Linear>* fused,
+                  const std::vector<LinearPart>& parts) {
   fuse = fuse && fused != nullptr && parts.size() > 1;
+  if (linears && fuse && stacked) {
+    std::vector<std::string> modules;
+    for (const LinearPart& p : parts) modules.emplace_back(p.module);
+    *fused = b.make_quantized_linear(stacked(layer, modules));
+    return;
+  }
   if (linears) {
     std::vector<quant::QuantizedLinear> q;
     for (const LinearPart& p : parts) q.push_back(linears(layer, p.module));
@@ -159,7 +167,8 @@ std::unique_ptr<LlamaModel> LlamaModel::create(const ModelConfig& config, const 
 }
 
 std::unique_ptr<LlamaModel> LlamaModel::create(const ModelConfig& config, const LlamaWeights& w, std::unique_ptr<Backend> backend,
-                                               LlamaModelOptions options, const QuantizedLinearSource& linears) {
+                                               LlamaModelOptions options, const QuantizedLinearSource& linears,
+                                               const StackedLinearSource& stacked) {
   config.validate();
   QS_CHECK(static_cast<int64_t>(w.layers.size()) == config.num_layers) << w.layers.size() << " layers of weights";
   if (options.page_size <= 0) fail(ErrorCode::kInvalidArgument, "KV page size must be positive, got {}", options.page_size);
@@ -182,14 +191,14 @@ std::unique_ptr<LlamaModel> LlamaModel::create(const ModelConfig& config, const 
     auto L = std::make_unique<Layer>();
     L->input_norm = b.upload(lw.input_norm);
     L->post_norm = b.upload(lw.post_norm);
-    make_linears(b, linears, layer, fuse, &L->qkv,
+    make_linears(b, linears, stacked, layer, fuse, &L->qkv,
                  {{"q_proj", &lw.q_proj, &lw.q_bias, &L->q},
                   {"k_proj", &lw.k_proj, &lw.k_bias, &L->k},
                   {"v_proj", &lw.v_proj, &lw.v_bias, &L->v}});
-    make_linears(b, linears, layer, fuse, nullptr, {{"o_proj", &lw.o_proj, &lw.o_bias, &L->o}});
-    make_linears(b, linears, layer, fuse, &L->gate_up,
+    make_linears(b, linears, stacked, layer, fuse, nullptr, {{"o_proj", &lw.o_proj, &lw.o_bias, &L->o}});
+    make_linears(b, linears, stacked, layer, fuse, &L->gate_up,
                  {{"gate_proj", &lw.gate_proj, &lw.gate_bias, &L->gate}, {"up_proj", &lw.up_proj, &lw.up_bias, &L->up}});
-    make_linears(b, linears, layer, fuse, nullptr, {{"down_proj", &lw.down_proj, &lw.down_bias, &L->down}});
+    make_linears(b, linears, stacked, layer, fuse, nullptr, {{"down_proj", &lw.down_proj, &lw.down_bias, &L->down}});
     // Linears that share an input must agree on its format (one producer writes it).
     if (!L->qkv) QS_CHECK(L->q->input_format() == L->k->input_format() && L->q->input_format() == L->v->input_format());
     if (!L->gate_up) QS_CHECK(L->gate->input_format() == L->up->input_format());

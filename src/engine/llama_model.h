@@ -107,10 +107,17 @@ class LlamaModel {
   // weights bring their own layers. With fused projections, q / k / v and
   // gate / up are stacked (quant::concat_output_channels) before the backend
   // sees them.
+  // `stacked` (optional): a source that makes the stacked layer of several
+  // modules itself (layer, the modules in stacking order), the same layer as
+  // the concatenation of their parts, without the copy; then it is asked
+  // instead of `linears` for the fused projections, and must give parts of
+  // one format, k and group.
   using QuantizedLinearSource = std::function<quant::QuantizedLinear(int64_t, const std::string&)>;
+  using StackedLinearSource = std::function<quant::QuantizedLinear(int64_t, const std::vector<std::string>&)>;
   static std::unique_ptr<LlamaModel> create(const ModelConfig& config, const LlamaWeights& weights,
                                             std::unique_ptr<Backend> backend, LlamaModelOptions options,
-                                            const QuantizedLinearSource& linears);
+                                            const QuantizedLinearSource& linears,
+                                            const StackedLinearSource& stacked = nullptr);
   ~LlamaModel();
 
   const ModelConfig& config() const { return config_; }

@@ -115,6 +115,43 @@ TEST(DummyWeights, SeededAndOfTheIntendedMagnitude) {
   }
 }
 
+// A stacked layer made directly (the dummy model's q|k|v and gate|up) is,
+// byte for byte, the concatenation of its parts made one by one.
+TEST(DummyWeights, StackedLayersAreTheirPartsConcatenated) {
+  for (WeightFormat f : kFormats) {
+    SCOPED_TRACE(quant::weight_format_name(f));
+    const std::vector<int64_t> ns = {200, 40, 24};
+    const std::vector<uint64_t> seeds = {11, 12, 13};
+    std::vector<quant::QuantizedLinear> parts;
+    for (size_t p = 0; p < ns.size(); ++p) parts.push_back(random_quantized_linear(f, ns[p], 384, 128, seeds[p]));
+    const quant::QuantizedLinear want = quant::concat_output_channels(std::move(parts));
+    const quant::QuantizedLinear got = random_stacked_linear(f, ns, 384, 128, seeds);
+    EXPECT_EQ(got.n, 264);
+    EXPECT_EQ(got.n, want.n);
+    EXPECT_EQ(got.k, want.k);
+    EXPECT_EQ(got.group, want.group);
+    EXPECT_EQ(got.f16, want.f16);
+    EXPECT_EQ(got.w8.q, want.w8.q);
+    EXPECT_EQ(got.w8.scale, want.w8.scale);
+    EXPECT_EQ(got.w8.n, want.w8.n);
+    EXPECT_EQ(got.w4pc.qweight, want.w4pc.qweight);
+    EXPECT_EQ(got.w4pc.scale, want.w4pc.scale);
+    EXPECT_EQ(got.w4pc.zero, want.w4pc.zero);
+    EXPECT_EQ(got.w4pc.n, want.w4pc.n);
+    EXPECT_EQ(got.g128.qweight, want.g128.qweight);
+    EXPECT_EQ(got.g128.s1, want.g128.s1);
+    EXPECT_EQ(got.g128.s2, want.g128.s2);
+    EXPECT_EQ(got.g128.zero, want.g128.zero);
+    EXPECT_EQ(got.g128.n, want.g128.n);
+    EXPECT_EQ(got.w4a16.qweight, want.w4a16.qweight);
+    EXPECT_EQ(got.w4a16.scale, want.w4a16.scale);
+    EXPECT_EQ(got.w4a16.zero, want.w4a16.zero);
+    EXPECT_EQ(got.w4a16.n, want.w4a16.n);
+    EXPECT_EQ(stored_bytes(got), stored_bytes(want));
+    EXPECT_GT(stored_bytes(got), 0);
+  }
+}
+
 TEST(DummyWeights, TheWeightEstimateIsTheLayersRealSize) {
   for (const char* arch : {"tiny", "tiny-odd"}) {
     const ModelConfig c = dummy_arch_config(arch);
@@ -193,8 +230,8 @@ TEST(DummyModel, EveryPrecisionRunsWithFiniteSeededLogits) {
   }
 }
 
-// Quantized layers stacked (quant::concat_output_channels) into one q|k|v and
-// one gate|up GEMM give the separate layers' logits bit for bit in every
+// Quantized layers stacked into one q|k|v and one gate|up GEMM (made stacked:
+// random_stacked_linear) give the separate layers' logits bit for bit in every
 // precision, the KV-quantizing backend included.
 TEST(DummyModel, FusedProjectionsEqualSeparateOnes) {
   const std::vector<int32_t> prompt = {1, 500, 7, 998, 33, 2, 64, 12, 400};
