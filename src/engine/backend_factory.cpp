@@ -42,42 +42,23 @@ std::unique_ptr<Backend> make_backend(const std::string& device, std::optional<K
   fail(ErrorCode::kUnsupported, "unknown device '{}' (expected cpu, cpu-fp16, cpu-fp16:POINTS or cuda)", device);
 }
 
-void set_w4a8_plan_overrides(const std::string& spec) {
 #ifdef QSERVE_HAVE_CUDA
-  cuda::set_w4a8_plan_overrides(spec);
+void set_w4a8_plan_overrides(const std::string& spec) { cuda::set_w4a8_plan_overrides(spec); }
+void check_w4a8_plan_overrides(const std::string& spec) { (void)cuda::parse_w4a8_plan_overrides(spec); }
+void set_w4a8_switch(const std::string& assignment) { cuda::set_w4a8_switch(assignment); }
+void check_w4a8_switch(const std::string& assignment) { cuda::check_w4a8_switch(assignment); }
+void reset_w4a8_switches() { cuda::reset_w4a8_switches(); }
 #else
-  check_w4a8_plan_overrides(spec);
-#endif
-}
-
+// Without CUDA there is nothing to set: a request for a plan or a form fails.
+void set_w4a8_plan_overrides(const std::string& spec) { check_w4a8_plan_overrides(spec); }
 void check_w4a8_plan_overrides(const std::string& spec) {
-#ifdef QSERVE_HAVE_CUDA
-  (void)cuda::parse_w4a8_plan_overrides(spec);
-#else
   if (!spec.empty()) fail(ErrorCode::kUnsupported, "W4A8 plan overrides: this build has no CUDA backend");
-#endif
 }
-
-void set_w4a8_switch(const std::string& assignment) {
-#ifdef QSERVE_HAVE_CUDA
-  cuda::set_w4a8_switch(assignment);
-#else
-  check_w4a8_switch(assignment);
-#endif
-}
-
+void set_w4a8_switch(const std::string& assignment) { check_w4a8_switch(assignment); }
 void check_w4a8_switch(const std::string& assignment) {
-#ifdef QSERVE_HAVE_CUDA
-  cuda::check_w4a8_switch(assignment);
-#else
   fail(ErrorCode::kUnsupported, "W4A8 switch '{}': this build has no CUDA backend", assignment);
-#endif
 }
-
-void reset_w4a8_switches() {
-#ifdef QSERVE_HAVE_CUDA
-  cuda::reset_w4a8_switches();
+void reset_w4a8_switches() {}
 #endif
-}
 
 }  // namespace qserve

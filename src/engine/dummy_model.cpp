@@ -63,14 +63,8 @@ std::unique_ptr<LlamaModel> load_dummy_model(const DummyModelOptions& dummy, Lla
   const uint64_t seed = dummy.seed;
   const int64_t group = p.group > 0 ? p.group : 0;
   double linears_s = 0;  // generating the quantized linears (the rest of create: the backend's repack and upload)
-  auto source = [&config, format, group, seed, &linears_s, &seconds_since](int64_t l, const std::string& module) {
-    const Clock::time_point t = Clock::now();
-    const auto [n, k] = linear_shape(config, module);
-    quant::QuantizedLinear q = random_quantized_linear(format, n, k, group, dummy_tensor_seed(seed, l, module.c_str()));
-    linears_s += seconds_since(t);
-    return q;
-  };
-  // The fused projections' parts made stacked, as concat_output_channels of the parts would be.
+  // One module's layer, or the fused projections' parts made stacked (as
+  // concat_output_channels of the parts would be).
   auto stacked = [&config, format, group, seed, &linears_s, &seconds_since](int64_t l,
                                                                           const std::vector<std::string>& modules) {
     const Clock::time_point t = Clock::now();
@@ -88,6 +82,7 @@ std::unique_ptr<LlamaModel> load_dummy_model(const DummyModelOptions& dummy, Lla
     linears_s += seconds_since(t);
     return q;
   };
+  auto source = [&stacked](int64_t l, const std::string& module) { return stacked(l, {module}); };
   const Clock::time_point create_start = Clock::now();
   std::unique_ptr<LlamaModel> model = LlamaModel::create(config, w, std::move(backend), options, source, stacked);
   const double create_s = seconds_since(create_start);

@@ -13,6 +13,7 @@
 #include "engine/dummy_weights.h"
 #include "engine/kv_memory_plan.h"
 #include "quant/weight_format.h"
+#include "same_quantized_linear.h"
 
 namespace qserve {
 namespace {
@@ -127,26 +128,7 @@ TEST(DummyWeights, StackedLayersAreTheirPartsConcatenated) {
     const quant::QuantizedLinear want = quant::concat_output_channels(std::move(parts));
     const quant::QuantizedLinear got = random_stacked_linear(f, ns, 384, 128, seeds);
     EXPECT_EQ(got.n, 264);
-    EXPECT_EQ(got.n, want.n);
-    EXPECT_EQ(got.k, want.k);
-    EXPECT_EQ(got.group, want.group);
-    EXPECT_EQ(got.f16, want.f16);
-    EXPECT_EQ(got.w8.q, want.w8.q);
-    EXPECT_EQ(got.w8.scale, want.w8.scale);
-    EXPECT_EQ(got.w8.n, want.w8.n);
-    EXPECT_EQ(got.w4pc.qweight, want.w4pc.qweight);
-    EXPECT_EQ(got.w4pc.scale, want.w4pc.scale);
-    EXPECT_EQ(got.w4pc.zero, want.w4pc.zero);
-    EXPECT_EQ(got.w4pc.n, want.w4pc.n);
-    EXPECT_EQ(got.g128.qweight, want.g128.qweight);
-    EXPECT_EQ(got.g128.s1, want.g128.s1);
-    EXPECT_EQ(got.g128.s2, want.g128.s2);
-    EXPECT_EQ(got.g128.zero, want.g128.zero);
-    EXPECT_EQ(got.g128.n, want.g128.n);
-    EXPECT_EQ(got.w4a16.qweight, want.w4a16.qweight);
-    EXPECT_EQ(got.w4a16.scale, want.w4a16.scale);
-    EXPECT_EQ(got.w4a16.zero, want.w4a16.zero);
-    EXPECT_EQ(got.w4a16.n, want.w4a16.n);
+    test::expect_same_linear(got, want);
     EXPECT_EQ(stored_bytes(got), stored_bytes(want));
     EXPECT_GT(stored_bytes(got), 0);
   }

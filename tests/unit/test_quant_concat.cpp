@@ -9,6 +9,7 @@
 #include "quant/quant_linear.h"
 
 #include "random_matrix.h"
+#include "same_quantized_linear.h"
 
 namespace qserve {
 namespace {
@@ -17,29 +18,7 @@ using quant::Matrix;
 using quant::QuantizedLinear;
 using quant::WeightFormat;
 
-void expect_same(const QuantizedLinear& a, const QuantizedLinear& b) {
-  EXPECT_EQ(a.format, b.format);
-  EXPECT_EQ(a.n, b.n);
-  EXPECT_EQ(a.k, b.k);
-  EXPECT_EQ(a.group, b.group);
-  EXPECT_EQ(a.f16, b.f16);
-  EXPECT_EQ(a.g128.n, b.g128.n);
-  EXPECT_EQ(a.g128.qweight, b.g128.qweight);
-  EXPECT_EQ(a.g128.s1, b.g128.s1);
-  EXPECT_EQ(a.g128.s2, b.g128.s2);
-  EXPECT_EQ(a.g128.zero, b.g128.zero);
-  EXPECT_EQ(a.w4pc.n, b.w4pc.n);
-  EXPECT_EQ(a.w4pc.qweight, b.w4pc.qweight);
-  EXPECT_EQ(a.w4pc.scale, b.w4pc.scale);
-  EXPECT_EQ(a.w4pc.zero, b.w4pc.zero);
-  EXPECT_EQ(a.w8.n, b.w8.n);
-  EXPECT_EQ(a.w8.q, b.w8.q);
-  EXPECT_EQ(a.w8.scale, b.w8.scale);
-  EXPECT_EQ(a.w4a16.n, b.w4a16.n);
-  EXPECT_EQ(a.w4a16.qweight, b.w4a16.qweight);
-  EXPECT_EQ(a.w4a16.scale, b.w4a16.scale);
-  EXPECT_EQ(a.w4a16.zero, b.w4a16.zero);
-}
+using test::expect_same_linear;
 
 class QuantConcat : public ::testing::TestWithParam<WeightFormat> {};
 
@@ -63,7 +42,7 @@ TEST_P(QuantConcat, EqualsTheQuantizationOfTheStackedMatrix) {
   }
   const QuantizedLinear want = quant::quantize_linear(GetParam(), stacked, group);
   const QuantizedLinear got = quant::concat_output_channels(std::move(parts));
-  expect_same(got, want);
+  expect_same_linear(got, want);
   EXPECT_EQ(quant::dequantize_linear(got), quant::dequantize_linear(want));
 }
 
