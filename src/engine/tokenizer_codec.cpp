@@ -2,11 +2,10 @@
 
 #include "model/gguf.h"
 #include "model/gguf_tokenizer.h"
+#include "tokenizer/chat_template.h"
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 namespace qserve {
 
@@ -23,30 +22,6 @@ class DecoderStream : public TextStream {
   IncrementalDecoder decoder_;
 };
 
-std::string read_chat_template(const std::filesystem::path& dir) {
-  const auto cfg_path = dir / "tokenizer_config.json";
-  if (std::filesystem::exists(cfg_path)) {
-    std::ifstream f(cfg_path);
-    const auto cfg = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
-    if (cfg.is_object() && cfg.contains("chat_template")) {
-      const auto& t = cfg.at("chat_template");
-      if (t.is_string()) return t.get<std::string>();
-      if (t.is_array()) {  // [{"name": "default", "template": "..."}, ...]
-        for (const auto& e : t)
-          if (e.value("name", "") == "default" && e.contains("template")) return e.at("template").get<std::string>();
-      }
-    }
-  }
-  const auto jinja = dir / "chat_template.jinja";
-  if (std::filesystem::exists(jinja)) {
-    std::ifstream f(jinja);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-  }
-  return {};
-}
-
 }  // namespace
 
 TokenizerCodec::TokenizerCodec(std::shared_ptr<const Tokenizer> tokenizer, std::string chat_template)
@@ -60,7 +35,7 @@ std::shared_ptr<TokenizerCodec> TokenizerCodec::load(const std::string& model_di
     return std::make_shared<TokenizerCodec>(std::move(tok), cfg.value("chat_template", std::string()));
   }
   if (std::filesystem::is_regular_file(dir)) dir = dir.parent_path();
-  return std::make_shared<TokenizerCodec>(std::move(tok), read_chat_template(dir));
+  return std::make_shared<TokenizerCodec>(std::move(tok), ChatTemplate::source_from_model_dir(dir).value_or(""));
 }
 
 std::vector<int32_t> TokenizerCodec::encode(const std::string& text, bool add_special) const {

@@ -57,11 +57,12 @@ std::optional<std::string> hf_name(const std::string& name) {
 // i * (hd/2) + j (i in {0,1}: the rotate-half halves) sits at GGUF row 2j + i
 // (interleaved pairs). Undo it: hf[h, i, j, :] = gguf[h, j, i, :].
 Tensor unpermute_rows(const Tensor& t, int64_t n_heads, const std::string& what) {
-  const int64_t rows = t.dim(0);
-  const int64_t cols = t.rank() > 1 ? t.numel() / rows : 1;
-  if (n_heads <= 0 || rows % (2 * n_heads) != 0) {
-    fail(ErrorCode::kCorruptData, "{}: {} rows are not a multiple of 2 x {} heads", what, rows, n_heads);
+  const int64_t rows = t.rank() > 0 ? t.dim(0) : 0;
+  // (n_heads from the metadata: compared before 2 n_heads is formed)
+  if (rows <= 0 || n_heads <= 0 || n_heads > rows / 2 || rows % (2 * n_heads) != 0) {
+    fail(ErrorCode::kCorruptData, "{}: {} rows are not a positive multiple of 2 x {} heads", what, rows, n_heads);
   }
+  const int64_t cols = t.rank() > 1 ? t.numel() / rows : 1;
   const int64_t half = rows / n_heads / 2;
   Tensor out = Tensor::zeros(DType::kF32, t.shape());
   const float* src = t.data_as<float>();

@@ -121,11 +121,16 @@ nlohmann::json qoq_config_to_json(const QoqConfig& c) {
 }
 
 bool is_qoq_checkpoint(const nlohmann::json& config) {
-  return config.is_object() && config.contains("quantization_config") && config["quantization_config"].is_object() &&
-         config["quantization_config"].value("method", "") == "qoq";
+  if (!config.is_object() || !config.contains("quantization_config")) return false;
+  const auto& q = config["quantization_config"];
+  return q.is_object() && q.contains("method") && q["method"] == "qoq";
 }
 
-QoqConfig qoq_config_from_json(const nlohmann::json& j) {
+namespace {
+
+// qoq_config_from_json without the conversion of JSON type errors (a field of
+// the wrong type: json::value() and get() throw nlohmann's exceptions).
+QoqConfig parse_qoq_config(const nlohmann::json& j) {
   auto bad = [](const std::string& what) -> void {
     fail(ErrorCode::kCorruptData, "config.json quantization_config: {}", what);
   };
@@ -180,6 +185,16 @@ QoqConfig qoq_config_from_json(const nlohmann::json& j) {
     c.calibration_seqlen = j["calibration"].value("seqlen", 0);
   }
   return c;
+}
+
+}  // namespace
+
+QoqConfig qoq_config_from_json(const nlohmann::json& j) {
+  try {
+    return parse_qoq_config(j);
+  } catch (const nlohmann::json::exception& e) {
+    fail(ErrorCode::kCorruptData, "config.json quantization_config: a field has the wrong type ({})", e.what());
+  }
 }
 
 std::vector<std::string> linear_tensor_names(WeightFormat f) {

@@ -65,7 +65,7 @@ std::optional<std::string> template_text(const nlohmann::json& value, const std:
   if (value.is_string()) return value.get<std::string>();
   if (value.is_array()) {  // [{"name": "default", "template": "..."}, {"name": "tool_use", ...}]
     for (const auto& t : value)
-      if (t.is_object() && t.value("name", "") == name && t.contains("template") && t["template"].is_string())
+      if (t.is_object() && t.contains("name") && t["name"] == name && t.contains("template") && t["template"].is_string())
         return t["template"].get<std::string>();
   }
   return std::nullopt;
@@ -90,17 +90,16 @@ std::optional<ChatTemplate> ChatTemplate::from_tokenizer_config(const nlohmann::
   return ChatTemplate(*text, special_tokens_of(config));
 }
 
-std::optional<ChatTemplate> ChatTemplate::from_model_dir(const std::filesystem::path& dir) {
-  nlohmann::json config = read_json(dir / "tokenizer_config.json").value_or(nlohmann::json::object());
-  auto tokens = special_tokens_of(config);
+std::optional<std::string> ChatTemplate::source_from_model_dir(const std::filesystem::path& dir) {
   if (std::ifstream in(dir / "chat_template.jinja"); in) {
     std::stringstream ss;
     ss << in.rdbuf();
-    return ChatTemplate(ss.str(), tokens);
+    return ss.str();
   }
-  if (auto j = read_json(dir / "chat_template.json"); j && j->contains("chat_template"))
-    if (auto text = template_text((*j)["chat_template"], "default")) return ChatTemplate(*text, tokens);
-  return from_tokenizer_config(config);
+  for (const char* file : {"chat_template.json", "tokenizer_config.json"})
+    if (auto j = read_json(dir / file); j && j->is_object() && j->contains("chat_template"))
+      if (auto text = template_text((*j)["chat_template"], "default")) return text;
+  return std::nullopt;
 }
 
 }  // namespace qserve

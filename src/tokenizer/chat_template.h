@@ -43,9 +43,12 @@ class ChatTemplate {
   // parsed tokenizer_config.json, with its special tokens; nullopt if none.
   static std::optional<ChatTemplate> from_tokenizer_config(const nlohmann::json& config,
                                                            const std::string& name = "default");
-  // From a Hugging Face model directory: chat_template.jinja, then
-  // chat_template.json, then tokenizer_config.json. nullopt if none.
-  static std::optional<ChatTemplate> from_model_dir(const std::filesystem::path& dir);
+  // The template source of a Hugging Face model directory, where transformers
+  // looks: chat_template.jinja, then chat_template.json, then
+  // tokenizer_config.json ("chat_template": a string, or a list of
+  // {"name", "template"} from which "default" is taken). nullopt if none;
+  // Error(kCorruptData) naming a side file that is not valid JSON.
+  static std::optional<std::string> source_from_model_dir(const std::filesystem::path& dir);
 
  private:
   struct Parsed;

@@ -1,5 +1,8 @@
 #include "tokenizer/tokenizer.h"
 
+#include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -99,14 +102,21 @@ std::optional<std::string> token_string(const json& cfg, const char* key) {
   return std::nullopt;
 }
 
-// "eos_token_id": 2 or [128001, 128009].
+// "eos_token_id": 2 or [128001, 128009]. Values outside int32 are dropped (not
+// wrapped into a small id); the caller checks them against the vocabulary.
 void append_ids(const json& cfg, const char* key, std::vector<int32_t>& out) {
   if (!cfg.is_object() || !cfg.contains(key)) return;
+  auto add = [&](const json& x) {
+    if (x.is_number_unsigned() ? x.get<uint64_t>() <= static_cast<uint64_t>(INT32_MAX)
+                               : x.is_number_integer() && x.get<int64_t>() >= INT32_MIN && x.get<int64_t>() <= INT32_MAX)
+      out.push_back(static_cast<int32_t>(x.get<int64_t>()));
+  };
   const json& v = cfg.at(key);
-  if (v.is_number_integer()) out.push_back(v.get<int32_t>());
-  if (v.is_array())
-    for (const json& x : v)
-      if (x.is_number_integer()) out.push_back(x.get<int32_t>());
+  if (v.is_array()) {
+    for (const json& x : v) add(x);
+  } else {
+    add(v);
+  }
 }
 
 }  // namespace
@@ -153,7 +163,10 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& model_dir) {
     fail(ErrorCode::kNotFound, "{}: no tokenizer.json or tokenizer.model", model_dir);
   }
 
-  // BOS: tokenizer_config's token string, else the configs' ids, else the model's own.
+  // BOS: tokenizer_config's token string, else the configs' first id inside
+  // the vocabulary (as for EOS below, ids past it are ignored: encode would
+  // put them in every prompt), else the model's own.
+  const auto in_vocab = [&](int32_t id) { return id >= 0 && id < tok->vocab_size(); };
   int32_t bos = tok->bos_id();
   if (auto s = token_string(tok_cfg, "bos_token"); s && tok->token_id(*s)) {
     bos = *tok->token_id(*s);
@@ -161,7 +174,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& model_dir) {
     std::vector<int32_t> ids;
     append_ids(gen_cfg, "bos_token_id", ids);
     append_ids(model_cfg, "bos_token_id", ids);
-    if (!ids.empty()) bos = ids.front();
+    if (auto it = std::find_if(ids.begin(), ids.end(), in_vocab); it != ids.end()) bos = *it;
   }
   tok->set_bos_id(bos);
 
@@ -173,7 +186,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& model_dir) {
   for (int32_t id : tok->eos_ids()) eos.push_back(id);
   std::vector<int32_t> unique;
   for (int32_t id : eos)
-    if (id >= 0 && id < tok->vocab_size() && std::find(unique.begin(), unique.end(), id) == unique.end())
+    if (in_vocab(id) && std::find(unique.begin(), unique.end(), id) == unique.end())
       unique.push_back(id);
   tok->set_eos_ids(std::move(unique));
 

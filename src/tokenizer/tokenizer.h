@@ -82,7 +82,11 @@ std::string utf8_make_valid(std::string_view bytes);
 // new token in the context of the previous ones, so SentencePiece's leading
 // space and similar context rules come out as in a full decode().
 // The concatenation of everything returned equals decode(all ids) once
-// flush() is called.
+// flush() is called, with one exception: a run of byte-fallback tokens
+// (<0xXX>) that is not valid UTF-8 decodes, as in Hugging Face, to one U+FFFD
+// per token of the whole run, which a stream cannot know before the run ends,
+// so it may have sent the run's valid characters already (each invalid byte
+// still comes out as U+FFFD; the stream is valid UTF-8 either way).
 class IncrementalDecoder {
  public:
   explicit IncrementalDecoder(const Tokenizer& tokenizer, bool skip_special = false);

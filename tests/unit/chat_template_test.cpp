@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "test_files.h"
 #include "tokenizer/chat_template.h"
 
 namespace qserve {
@@ -92,6 +93,32 @@ TEST(ChatTemplate, FromTokenizerConfigPicksTheDefaultOfAList) {
   ASSERT_TRUE(t.has_value());
   EXPECT_EQ(t->render(nlohmann::ordered_json::parse(R"([{"role":"user","content":"hi"}])"), false), "<s>hi</s>");
   EXPECT_FALSE(ChatTemplate::from_tokenizer_config(nlohmann::json::object()).has_value());
+}
+
+// Where a model directory keeps its template, in transformers' order; entries
+// of a template list that are not {"name": string, "template": string} are
+// skipped (a list entry with a numeric name threw a JSON type error before,
+// found by fuzz_tokenizer_config).
+TEST(ChatTemplate, SourceFromModelDirInTransformersOrder) {
+  testing_files::TempDir dir;
+  const std::filesystem::path d = dir.path();
+  EXPECT_FALSE(ChatTemplate::source_from_model_dir(d).has_value());
+  testing_files::write_bytes(dir.file("tokenizer_config.json"),
+                    R"({"chat_template": [{"name": 1, "template": "N"}, "x", {"name": "default", "template": "C"}]})");
+  EXPECT_EQ(ChatTemplate::source_from_model_dir(d), "C");
+  testing_files::write_bytes(dir.file("chat_template.json"), R"({"chat_template": "J"})");
+  EXPECT_EQ(ChatTemplate::source_from_model_dir(d), "J");
+  testing_files::write_bytes(dir.file("chat_template.jinja"), "T");
+  EXPECT_EQ(ChatTemplate::source_from_model_dir(d), "T");
+  std::filesystem::remove(dir.file("chat_template.jinja"));
+  testing_files::write_bytes(dir.file("chat_template.json"), "{not json");
+  try {
+    ChatTemplate::source_from_model_dir(d);
+    ADD_FAILURE() << "no error for an invalid chat_template.json";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kCorruptData);
+    EXPECT_NE(std::string(e.what()).find("chat_template.json"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ChatTemplate, UserContentIsDataNotCode) {

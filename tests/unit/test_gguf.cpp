@@ -316,6 +316,39 @@ TEST(Gguf, UnsupportedArchitectureIsClear) {
   expect_error([&] { open_checkpoint(path); }, ErrorCode::kUnsupported, {"mamba", path});
 }
 
+// q_proj / k_proj rows are un-permuted per head on load: a row count that is
+// zero or not a multiple of 2 x heads (heads from the metadata, possibly
+// absurd) is an error naming the tensor, not a crash (found by fuzz_gguf: a
+// zero-row q_proj divided by zero).
+TEST(Gguf, QkRowsThatDoNotFitTheHeadsAreAnError) {
+  struct Case {
+    const char* label;
+    std::vector<uint64_t> ne;  // blk.0.attn_q.weight, F32
+    uint64_t heads;
+  };
+  const std::vector<Case> cases = {
+      {"zero rows", {4, 0}, 2},
+      {"rows not a multiple of 2 x heads", {4, 6}, 2},
+      {"more heads than row pairs", {4, 4}, 4},
+      {"heads past int64", {4, 4}, ~0ull},
+      {"heads zero", {4, 4}, 0},
+  };
+  TempDir dir;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.label);
+    GgufBuilder b;
+    b.kv_string("general.architecture", "llama");
+    std::string heads;
+    append_le<uint64_t>(&heads, c.heads);
+    b.kv_raw("llama.attention.head_count", 10, heads);
+    b.tensor("blk.0.attn_q.weight", c.ne, 0, 0);
+    b.data = std::string(c.ne[0] * c.ne[1] * 4, '\0');
+    const std::string path = dir.file("qk.gguf");
+    write_bytes(path, b.build());
+    expect_error([&] { open_checkpoint(path); }, ErrorCode::kCorruptData, {"blk.0.attn_q.weight", "heads"});
+  }
+}
+
 // The default model's GGUF: QSERVE_MODEL_GGUF, or the source.txt that
 // scripts/install_model.sh leaves in the converted model directory.
 std::string default_model_gguf() {

@@ -157,6 +157,31 @@ TEST(QoqCheckpoint, CorruptedCheckpointsGiveClearErrors) {
   }
 }
 
+// A quantization_config whose fields have the wrong JSON types is a
+// kCorruptData error, not a JSON library exception (found by
+// fuzz_model_config); is_qoq_checkpoint only says no.
+TEST(QoqCheckpoint, WronglyTypedQuantizationConfigIsAClearError) {
+  const nlohmann::json good = qoq_config_to_json(QoqConfig{});
+  ASSERT_NO_THROW(qoq_config_from_json(good));
+  for (const char* edit : {R"({"method": 1})", R"({"format_version": "1"})", R"({"weight_bits": "4"})",
+                           R"({"transforms": {"fold_norms": "yes"}})", R"({"transforms": {"gptq_clip_ratios": ["a"]}})",
+                           R"({"transforms": {"smooth_attention": {"alpha": 0.5, "statistic": 3}}})",
+                           R"({"calibration": {"samples": "8"}})"}) {
+    SCOPED_TRACE(edit);
+    nlohmann::json j = good;
+    j.merge_patch(nlohmann::json::parse(edit));
+    try {
+      qoq_config_from_json(j);
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kCorruptData);
+      EXPECT_NE(std::string(e.what()).find("quantization_config"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_FALSE(is_qoq_checkpoint(nlohmann::json::parse(R"({"quantization_config": {"method": 1}})")));
+  EXPECT_TRUE(is_qoq_checkpoint(nlohmann::json{{"quantization_config", good}}));
+}
+
 TEST(QoqCheckpoint, QuantizerRejectsBadInput) {
   TempDir tmp;
   write_tiny_model(tmp.path() / "in");

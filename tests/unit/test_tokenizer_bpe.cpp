@@ -110,6 +110,27 @@ TEST(TokenizerLoad, BosEosFromConfigs) {
   fs::remove_all(tmp);
 }
 
+// BOS / EOS ids a config names outside the vocabulary (or outside int32,
+// which used to wrap into a small id) are ignored, BOS falls back to the next
+// candidate: encode would otherwise put an id the model cannot embed into
+// every prompt (found by fuzz_tokenizer_config).
+TEST(TokenizerLoad, ConfigIdsOutsideTheVocabularyAreIgnored) {
+  const fs::path tmp = fs::temp_directory_path() / "qserve_tokenizer_cfg_range_test";
+  fs::create_directories(tmp);
+  fs::copy_file(test::tokenizer_data_dir() + "/bpe_llama3/tokenizer.json", tmp / "tokenizer.json",
+                fs::copy_options::overwrite_existing);
+  std::ofstream(tmp / "generation_config.json") << R"({"bos_token_id": 4294967298, "eos_token_id": [-1, 2, 99999999]})";
+  std::ofstream(tmp / "config.json") << R"({"bos_token_id": 3, "eos_token_id": 4294967297})";
+  auto tok = load_tokenizer(tmp.string());
+  EXPECT_EQ(tok->bos_id(), 3);
+  EXPECT_EQ(tok->eos_ids(), (std::vector<int32_t>{2}));
+  std::ofstream(tmp / "config.json") << R"({"bos_token_id": 99999999})";
+  tok = load_tokenizer(tmp.string());
+  EXPECT_TRUE(tok->bos_id() == -1 || (tok->bos_id() >= 0 && tok->bos_id() < tok->vocab_size())) << tok->bos_id();
+  for (int32_t id : tok->encode("x", true)) EXPECT_LT(id, tok->vocab_size());
+  fs::remove_all(tmp);
+}
+
 }  // namespace
 }  // namespace qserve
 
