@@ -1,5 +1,6 @@
 #include "backend/cpu/gemm_w4a8.h"
 
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include <algorithm>
@@ -131,12 +132,19 @@ __attribute__((target("avx2,avxvnni"))) void tile_avx_vnni(const uint8_t* xu, co
   }
 }
 
+// AVX-VNNI: CPUID leaf 7, sub-leaf 1, EAX bit 4 (asked directly: clang before
+// 16 does not know "avxvnni" in __builtin_cpu_supports).
+bool cpu_has_avx_vnni() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && ((a >> 4) & 1u);
+}
+
 }  // namespace
 
 bool s8_gemm_path_supported(S8GemmPath path) {
   switch (path) {
     case S8GemmPath::kScalar: return true;
-    case S8GemmPath::kAvxVnni: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avxvnni");
+    case S8GemmPath::kAvxVnni: return __builtin_cpu_supports("avx2") && cpu_has_avx_vnni();
     case S8GemmPath::kAvx512Vnni:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vnni");
