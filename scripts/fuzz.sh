@@ -47,8 +47,7 @@ trap 'rm -rf "$work"' EXIT
 status=0
 for t in "${targets[@]}"; do
   mkdir -p "$work/$t" "build-fuzz/crashes/$t"
-  # shellcheck disable=SC2046
-  cp $(seeds "$t") "$work/$t"/
+  for f in $(seeds "$t"); do cp "$f" "$work/$t/${f//\//_}"; done  # (several seeds are model.safetensors)
   echo "== fuzz_$t: ${secs} s"
   if ! build-fuzz/tests/fuzz/fuzz_"$t" "$work/$t" -max_total_time="$secs" -max_len="$(max_len "$t")" \
       -timeout=10 -rss_limit_mb=2048 -artifact_prefix="build-fuzz/crashes/$t/" -print_final_stats=1 \

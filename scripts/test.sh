@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test suite, from a fresh machine: installs the dependencies, builds the
 # cpu and asan presets, runs ctest on both (asan: the reader and tokenizer
-# tests), a short libFuzzer run of the request parser, then the Python
-# end-to-end tests. .ci/run calls this.
+# tests), a short libFuzzer run of each target (QSERVE_FUZZ_SECONDS each: the
+# request parser, tokenizers, chat templates, model files; scripts/fuzz.sh),
+# then the Python end-to-end tests. .ci/run calls this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh --test

@@ -47,7 +47,16 @@ struct Expr {
   std::vector<ExprPtr> args;  // kCall / kFilter / kTest
   std::vector<std::pair<std::string, ExprPtr>> kwargs;
   std::vector<std::string> ops;  // kCompare
+  // Nodes on the longest path from here to a leaf. The parser keeps it at most
+  // kMaxExprHeight, so that evaluating or destroying a tree (both recursive)
+  // never nests deeper than that, whatever the template.
+  int height = 1;
 };
+
+constexpr int kMaxExprHeight = 100;
+// Nested expressions being parsed ((, [, {, arguments, unary operators) and
+// nested blocks ({% if %} in {% for %} ...): the parser's own recursion.
+constexpr int kMaxParseNesting = 100;
 
 struct Stmt {
   enum class Type {

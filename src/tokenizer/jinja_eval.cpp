@@ -76,7 +76,19 @@ class Renderer {
     for (size_t i = 0; i < names.size(); ++i) (*frames_.back())[names[i]] = items[i];
   }
 
+  // One level of eval() / exec() recursion, at most limits_.max_nesting deep.
+  struct Nest {
+    explicit Nest(Renderer& r) : r_(r) {
+      if (++r_.nesting_ > r_.limits_.max_nesting)
+        fail(ErrorCode::kInvalidArgument, "chat template: evaluation nested more than {} levels deep",
+             r_.limits_.max_nesting);
+    }
+    ~Nest() { --r_.nesting_; }
+    Renderer& r_;
+  };
+
   Flow exec(const Body& body, std::string& out) {
+    Nest nest(*this);
     for (const auto& s : body) {
       step();
       Flow f = exec_one(*s, out);
@@ -330,6 +342,7 @@ class Renderer {
   }
 
   Value eval(const Expr& e) {
+    Nest nest(*this);
     switch (e.type) {
       case Expr::Type::kLiteral: return e.literal;
       case Expr::Type::kName: return lookup(e.name);
@@ -408,6 +421,7 @@ class Renderer {
   Frames frames_;
   size_t steps_ = 0;
   int depth_ = 0;
+  int nesting_ = 0;  // Nest
 };
 
 }  // namespace

@@ -14,6 +14,10 @@ struct RenderLimits {
   size_t max_output_bytes = 64u << 20;  // a runaway template stops here
   size_t max_steps = 50'000'000;        // statements + loop iterations
   int max_call_depth = 64;              // macro recursion
+  // Expressions and blocks being evaluated inside one another, macro calls
+  // included: a template stops here with an error, well before the stack
+  // (8 MB on a server thread) runs out.
+  int max_nesting = 1000;
 };
 
 // `variables` is a dict (Value::make_dict); the globals of jinja_builtins are

@@ -1,5 +1,6 @@
 #include "tokenizer/jinja_parser.h"
 
+#include <algorithm>
 #include <set>
 
 #include "core/error.h"
@@ -57,8 +58,32 @@ class ExprParser {
     e->line = line_;
     return e;
   }
+  // A finished composite node: its height from its children, at most
+  // kMaxExprHeight (a chain such as a.b.b.b... or 1+1+1... grows by one a link,
+  // so it stops here before it is deep enough to matter).
+  ExprPtr seal(ExprPtr e) {
+    int h = 0;
+    for (const auto& x : e->items)
+      if (x) h = std::max(h, x->height);
+    for (const auto& x : e->args) h = std::max(h, x->height);
+    for (const auto& [k, x] : e->kwargs) h = std::max(h, x->height);
+    e->height = h + 1;
+    if (e->height > kMaxExprHeight) error(fmt::format("expression nested more than {} levels deep", kMaxExprHeight));
+    return e;
+  }
+  // One level of the parser's recursion (expression(), unary and `not`
+  // prefixes), at most kMaxParseNesting deep: "((((...", "- - - -...".
+  struct Nest {
+    explicit Nest(ExprParser& p) : p_(p) {
+      if (++p_.nesting_ > kMaxParseNesting)
+        p_.error(fmt::format("expression nested more than {} levels deep", kMaxParseNesting));
+    }
+    ~Nest() { --p_.nesting_; }
+    ExprParser& p_;
+  };
 
   ExprPtr expression(bool with_condition = true) {
+    Nest nest(*this);
     ExprPtr e = or_expr();
     while (with_condition && is_name("if")) {
       ++pos_;
@@ -66,7 +91,7 @@ class ExprParser {
       c->items.push_back(std::move(e));
       c->items.push_back(or_expr());
       c->items.push_back(skip_name("else") ? expression() : nullptr);
-      e = std::move(c);
+      e = seal(std::move(c));
     }
     return e;
   }
@@ -81,7 +106,7 @@ class ExprParser {
       if (at_end() || is_op(")") || is_name("if")) break;
       t->items.push_back(expression(with_condition));
     }
-    return t;
+    return seal(std::move(t));
   }
 
   std::vector<std::string> target_names() {
@@ -99,7 +124,7 @@ class ExprParser {
     e->name = op;
     e->items.push_back(std::move(a));
     e->items.push_back(std::move(b));
-    return e;
+    return seal(std::move(e));
   }
   ExprPtr or_expr() {
     ExprPtr e = and_expr();
@@ -113,9 +138,10 @@ class ExprParser {
   }
   ExprPtr not_expr() {
     if (skip_name("not")) {
+      Nest nest(*this);
       auto e = node(Expr::Type::kNot);
       e->items.push_back(not_expr());
-      return e;
+      return seal(std::move(e));
     }
     return compare();
   }
@@ -144,7 +170,7 @@ class ExprParser {
       cmp->ops.push_back(op);
       cmp->items.push_back(math1());
     }
-    return cmp ? std::move(cmp) : std::move(first);
+    return cmp ? seal(std::move(cmp)) : std::move(first);
   }
   ExprPtr math1() {
     ExprPtr e = concat();
@@ -177,9 +203,11 @@ class ExprParser {
   ExprPtr unary(bool with_filter) {
     ExprPtr e;
     if (is_op("-") || is_op("+")) {
+      Nest nest(*this);
       e = node(is_op("-") ? Expr::Type::kNeg : Expr::Type::kPos);
       ++pos_;
       e->items.push_back(unary(false));
+      e = seal(std::move(e));
     } else {
       e = primary();
     }
@@ -220,7 +248,7 @@ class ExprParser {
           if (is_op(")")) break;
           tup->items.push_back(expression());
         }
-        e = std::move(tup);
+        e = seal(std::move(tup));
       }
       expect_op(")");
       return e;
@@ -232,7 +260,7 @@ class ExprParser {
         if (skip_op("]")) break;
         e->items.push_back(expression());
       }
-      return e;
+      return seal(std::move(e));
     }
     if (skip_op("{")) {
       auto e = node(Expr::Type::kDict);
@@ -243,7 +271,7 @@ class ExprParser {
         expect_op(":");
         e->items.push_back(expression());
       }
-      return e;
+      return seal(std::move(e));
     }
     error("unexpected '" + t->text + "'");
   }
@@ -258,12 +286,12 @@ class ExprParser {
           idx->literal = Value::integer(t->int_value);
           g->items.push_back(std::move(e));
           g->items.push_back(std::move(idx));
-          e = std::move(g);
+          e = seal(std::move(g));
         } else {
           auto g = node(Expr::Type::kGetAttr);
           g->name = expect_name();
           g->items.push_back(std::move(e));
-          e = std::move(g);
+          e = seal(std::move(g));
         }
       } else if (skip_op("[")) {
         e = subscript(std::move(e));
@@ -288,12 +316,12 @@ class ExprParser {
       auto g = node(Expr::Type::kGetItem);
       g->items.push_back(std::move(obj));
       g->items.push_back(std::move(parts[0]));
-      return g;
+      return seal(std::move(g));
     }
     auto s = node(Expr::Type::kSlice);
     s->items.push_back(std::move(obj));
     for (auto& p : parts) s->items.push_back(std::move(p));
-    return s;
+    return seal(std::move(s));
   }
   void call_args(Expr& e) {
     expect_op("(");
@@ -316,7 +344,7 @@ class ExprParser {
     auto c = node(Expr::Type::kCall);
     c->items.push_back(std::move(callee));
     call_args(*c);
-    return c;
+    return seal(std::move(c));
   }
   std::string dotted_name() {
     std::string name = expect_name();
@@ -335,7 +363,7 @@ class ExprParser {
         f->name = dotted_name();
         f->items.push_back(std::move(e));
         if (is_op("(")) call_args(*f);
-        e = std::move(f);
+        e = seal(std::move(f));
       } else if (skip_name("is")) {
         auto t = node(Expr::Type::kTest);
         t->negated = skip_name("not");
@@ -346,7 +374,7 @@ class ExprParser {
                            (nt->type != TT::kOp || nt->text == "[" || nt->text == "{");
         if (is_op("(")) call_args(*t);
         else if (arg_follows) t->args.push_back(postfix(primary()));
-        e = std::move(t);
+        e = seal(std::move(t));
       } else if (is_op("(")) {
         e = call(std::move(e));
       } else {
@@ -359,6 +387,7 @@ class ExprParser {
   const std::vector<Token>& toks_;
   size_t pos_ = 0;
   int line_;
+  int nesting_ = 0;  // Nest
 };
 
 class TemplateParser {
@@ -375,6 +404,12 @@ class TemplateParser {
   // Parses statements until one of `ends` (a statement keyword) is met; sets
   // `end` to it and leaves its parser positioned after the keyword.
   Body parse_body(const std::set<std::string>& ends, std::string& end) {
+    if (++nesting_ > kMaxParseNesting)
+      fail(ErrorCode::kInvalidArgument, "chat template: blocks nested more than {} levels deep", kMaxParseNesting);
+    struct Leave {
+      int& n;
+      ~Leave() { --n; }
+    } leave{nesting_};
     Body body;
     while (idx_ < chunks_.size()) {
       Chunk& c = chunks_[idx_++];
@@ -541,6 +576,7 @@ class TemplateParser {
 
   std::vector<Chunk> chunks_;
   size_t idx_ = 0;
+  int nesting_ = 0;  // parse_body's recursion
   std::unique_ptr<ExprParser> cur_;  // the parser of the block-ending tag just met
 };
 

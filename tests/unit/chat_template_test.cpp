@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "test_files.h"
@@ -119,6 +121,49 @@ TEST(ChatTemplate, SourceFromModelDirInTransformersOrder) {
     EXPECT_EQ(e.code(), ErrorCode::kCorruptData);
     EXPECT_NE(std::string(e.what()).find("chat_template.json"), std::string::npos) << e.what();
   }
+}
+
+// Nesting is bounded in the parser (expressions, blocks), in the syntax tree
+// (chains such as a.b.b... or 1+1+1...) and in evaluation (macro recursion
+// through nested blocks): a template past a bound is an error naming it, not a
+// stack overflow (these templates crashed before).
+TEST(ChatTemplate, DeepNestingIsAnErrorNotACrash) {
+  auto repeat = [](const std::string& s, int n) {
+    std::string out;
+    for (int i = 0; i < n; ++i) out += s;
+    return out;
+  };
+  const std::vector<std::string> deep = {
+      "{{" + repeat("(", 5000) + "1" + repeat(")", 5000) + "}}",
+      repeat("{% if 1 %}", 3000) + "x" + repeat("{% endif %}", 3000),
+      "{{ " + repeat("-", 5000) + "1 }}",
+      "{{ " + repeat("not ", 5000) + "1 }}",
+      "{{ " + repeat("[", 5000) + repeat("]", 5000) + " }}",
+      "{{ 1" + repeat("|abs", 5000) + " }}",
+      "{{ a" + repeat(".b", 5000) + " }}",
+      "{{ 1" + repeat("+1", 5000) + " }}",
+  };
+  for (const auto& src : deep) {
+    SCOPED_TRACE(src.substr(0, 24));
+    try {
+      ChatTemplate(src).render(nlohmann::ordered_json::array(), false);
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("nested more than"), std::string::npos) << e.what();
+    }
+  }
+  // macro recursion through nested blocks: stopped by the evaluation bound
+  const std::string recursive = "{% macro f(n) %}" + repeat("{% if true %}", 90) + "{{ f(n - 1) if n > 0 else 1 }}" +
+                                repeat("{% endif %}", 90) + "{% endmacro %}{{ f(60) }}";
+  EXPECT_THROW(ChatTemplate(recursive).render(nlohmann::ordered_json::array(), false), Error);
+  // nesting well inside the bounds renders
+  EXPECT_EQ(ChatTemplate("{{" + repeat("(", 60) + "1" + repeat(")", 60) + repeat("+1", 80) + "}}")
+                .render(nlohmann::ordered_json::array(), false),
+            "81");
+  EXPECT_EQ(ChatTemplate("{% macro f(n) %}{% if n > 0 %}{{ f(n - 1) }}{% else %}done{% endif %}{% endmacro %}{{ f(20) }}")
+                .render(nlohmann::ordered_json::array(), false),
+            "done");
 }
 
 TEST(ChatTemplate, UserContentIsDataNotCode) {
