@@ -6,6 +6,8 @@
 #   scripts/fuzz.sh [SECONDS] [TARGET ...]      (TARGET: request_parser, tokenizer, ...)
 # A crash leaves its input in build-fuzz/crashes/TARGET/ and fails the script.
 # Nothing is kept between runs but the seeds: each run starts from them.
+# QSERVE_FUZZ_SEED=N fixes libFuzzer's random seed (the test suite uses 1, so
+# that a run explores the same inputs on every machine, as far as time allows).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-30}
@@ -51,6 +53,7 @@ for t in "${targets[@]}"; do
   echo "== fuzz_$t: ${secs} s"
   if ! build-fuzz/tests/fuzz/fuzz_"$t" "$work/$t" -max_total_time="$secs" -max_len="$(max_len "$t")" \
       -timeout=10 -rss_limit_mb=2048 -artifact_prefix="build-fuzz/crashes/$t/" -print_final_stats=1 \
+      ${QSERVE_FUZZ_SEED:+-seed="$QSERVE_FUZZ_SEED"} \
       > "$work/$t.log" 2>&1; then
     status=1
     echo "fuzz_$t FAILED (input in build-fuzz/crashes/$t/):"

@@ -12,7 +12,7 @@ scripts/build.sh cpu
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 scripts/build.sh asan qserve_unit_tests
 ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -R "${QSERVE_ASAN_TESTS:-Safetensors|Gguf|Checkpoint|Tokenizer|Bpe|SentencePiece|Detok|Config|ChatTemplate|Server}"
-scripts/fuzz.sh "${QSERVE_FUZZ_SECONDS:-30}"
+QSERVE_FUZZ_SEED="${QSERVE_FUZZ_SEED:-1}" scripts/fuzz.sh "${QSERVE_FUZZ_SECONDS:-30}"
 if compgen -G "tests/e2e/test_*.py" >/dev/null; then
   python3 -m pytest -q tests/e2e
 fi
