@@ -29,7 +29,7 @@ seeds() {
     tokenizer_json) echo tests/data/tokenizer/*/tokenizer.json ;;
     tokenizer_config) echo tests/fuzz/corpus/tokenizer_config/* ;;
     chat_template) echo tests/data/chat_templates/*.jinja ;;
-    gguf) echo tests/data/gguf/*.gguf ;;
+    gguf) echo tests/data/gguf/*.gguf tests/fuzz/corpus/gguf/*.gguf ;;
     safetensors) echo tests/data/gguf/*.safetensors tests/data/models/*/model.safetensors ;;
     model_config) echo tests/fuzz/corpus/model_config/* tests/data/models/*/config.json ;;
     *) echo "fuzz.sh: unknown target $1" >&2; exit 2 ;;
