@@ -271,7 +271,7 @@ void json_string(const std::string& s, bool ensure_ascii, std::string& out) {
   out += '"';
   auto cps = ensure_ascii ? utf8_decode(s) : std::vector<uint32_t>{};
   auto put_u = [&](uint32_t u) {
-    char b[8];
+    char b[16];  // a backslash, u, four hex digits (u <= 0xFFFF: larger ones come as surrogates)
     std::snprintf(b, sizeof(b), "\\u%04x", u);
     out += b;
   };

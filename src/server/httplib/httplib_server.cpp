@@ -71,7 +71,7 @@ class HttplibServer : public HttpServer {
     server_.set_read_timeout(options.read_timeout_s, 0);
     server_.set_write_timeout(options.write_timeout_s, 0);
     server_.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-      ApiError e{500, "internal server error", "internal_error"};
+      ApiError e{500, "internal server error", "internal_error", ""};
       res.status = e.status;
       res.set_content(e.body(), "application/json");
     });
