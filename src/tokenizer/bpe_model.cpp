@@ -196,7 +196,7 @@ void BpeModel::encode_uncached(std::string_view word, std::vector<int32_t>& out)
         continue;
       }
     }
-    if (!unk_id_) fail(ErrorCode::kInvalidArgument, "tokenizer: '{}' has no token and no unk token", s);
+    if (!unk_id_) continue;  // no unk token: the character is dropped, as Hugging Face's BPE does
     if (pending_unk >= 0 && !fuse_unk_) ids.push_back(pending_unk);
     pending_unk = *unk_id_;
   }

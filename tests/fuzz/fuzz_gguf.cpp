@@ -7,6 +7,8 @@
 //   scripts/fuzz.sh [seconds]      (seeds: tests/data/gguf/*.gguf)
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <memory>
 
 #include "core/error.h"
 #include "fuzz_util.h"
@@ -32,12 +34,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     qserve::ModelConfig::from_json(ck->config());
   } catch (const qserve::Error&) {
   }
+  nlohmann::json exported;
   try {
-    qserve::BpeTokenizer tok(qserve::gguf_tokenizer_json(*gguf));
+    exported = qserve::gguf_tokenizer_json(*gguf);
+  } catch (const qserve::Error&) {
+  }
+  if (!exported.is_null()) {
+    // what the exporter accepts, the tokenizer loads (`qserve convert` writes it as tokenizer.json)
+    std::unique_ptr<qserve::BpeTokenizer> built;
+    try {
+      built = std::make_unique<qserve::BpeTokenizer>(exported);
+    } catch (const qserve::Error& e) {
+      std::fprintf(stderr, "exported tokenizer.json rejected: %s\n", e.what());
+      FUZZ_CHECK(false);
+    }
+    const qserve::BpeTokenizer& tok = *built;
     const auto ids = tok.encode("Hello, world! 123 <|im_start|> \xC3\xA9t\xC3\xA9");
     for (int32_t id : ids) FUZZ_CHECK(id >= 0 && id < tok.vocab_size());
     FUZZ_CHECK(qserve::fuzz::valid_utf8(tok.decode(ids)));
-  } catch (const qserve::Error&) {
   }
   try {
     if (auto tmpl = qserve::ChatTemplate::from_tokenizer_config(qserve::gguf_tokenizer_config(*gguf))) {

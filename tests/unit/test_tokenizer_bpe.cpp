@@ -4,6 +4,9 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "tokenizer/bpe_tokenizer.h"
@@ -71,6 +74,19 @@ TEST(BpeTokenizer, InvalidUtf8InputRoundTrips) {
   auto tok = load_tokenizer(test::tokenizer_data_dir() + "/bpe_gpt2/tokenizer.json");
   const std::string bad = "ok \xC3 \xFF\xFE end \xE2\x82";
   EXPECT_EQ(tok->decode_bytes(tok->encode(bad, false)), bad);
+}
+
+// A character with no token, no byte-fallback token and no unk token is
+// dropped, as in Hugging Face's BPE (merge_word has no case for it); encoding
+// a client's text never fails (it threw before; found by fuzz_gguf on a GGUF
+// vocabulary without byte tokens).
+TEST(BpeTokenizer, CharactersWithoutAnyTokenAreDropped) {
+  const auto j = nlohmann::json::parse(R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2},
+                                                      "merges": ["a b"]}})");
+  BpeTokenizer tok(j);
+  EXPECT_EQ(tok.encode("a\xC3\xA9" "b", false), (std::vector<int32_t>{2}));  // "a" "é" "b": é dropped, then a+b merge
+  EXPECT_EQ(tok.encode("cab", false), (std::vector<int32_t>{2}));
+  EXPECT_TRUE(tok.encode("xyz", false).empty());
 }
 
 TEST(TokenizerLoad, BadInputsAreClearErrors) {
