@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/error.h"
 
@@ -200,6 +201,10 @@ nlohmann::json gguf_tokenizer_json(const GgufFile& g) {
     const bool add_bos = g.get_bool_or("tokenizer.ggml.add_bos_token", false);
     json normalizer = nullptr;
     json pre = byte_level_pre_tokenizer(g, g.get_string_opt("tokenizer.ggml.pre").value_or("default"), &normalizer);
+    // Each merge joins two tokens of the vocabulary into a third (checked here,
+    // so that an inconsistent file is an error naming it, not a tokenizer.json
+    // that `qserve convert` writes and nothing can load).
+    const std::unordered_set<std::string> token_set(v.tokens.begin(), v.tokens.end());
     json merges = json::array();
     for (const auto& m : g.get_array("tokenizer.ggml.merges")) {
       if (!m.is_string()) fail(ErrorCode::kCorruptData, "{}: tokenizer.ggml.merges holds a non-string", g.path());
@@ -208,7 +213,13 @@ nlohmann::json gguf_tokenizer_json(const GgufFile& g) {
       if (sp == std::string::npos || sp == 0 || sp + 1 == s.size()) {
         fail(ErrorCode::kCorruptData, "{}: merge '{}' is not 'left right'", g.path(), s);
       }
-      merges.push_back(json::array({s.substr(0, sp), s.substr(sp + 1)}));
+      std::string left = s.substr(0, sp), right = s.substr(sp + 1);
+      for (const std::string* t : {&left, &right})
+        if (!token_set.count(*t))
+          fail(ErrorCode::kCorruptData, "{}: tokenizer.ggml.merges: '{}' names '{}', not a token", g.path(), s, *t);
+      if (!token_set.count(left + right))
+        fail(ErrorCode::kCorruptData, "{}: tokenizer.ggml.merges: '{}' makes '{}', not a token", g.path(), s, left + right);
+      merges.push_back(json::array({std::move(left), std::move(right)}));
     }
     out["normalizer"] = normalizer;
     out["pre_tokenizer"] = pre;

@@ -349,6 +349,37 @@ TEST(Gguf, QkRowsThatDoNotFitTheHeadsAreAnError) {
   }
 }
 
+// A byte-level GGUF tokenizer whose merges name tokens it does not have is an
+// error naming the file and the merge when it is exported (before, the export
+// succeeded and the tokenizer.json it made could not be loaded; fuzz_gguf).
+TEST(Gguf, TokenizerMergesOutsideTheVocabularyAreAnError) {
+  auto string_array = [](const std::vector<std::string>& items) {
+    std::string p;
+    append_le<uint32_t>(&p, 8);  // element type: string
+    append_le<uint64_t>(&p, items.size());
+    for (const auto& s : items) GgufBuilder::str(&p, s);
+    return p;
+  };
+  struct Case {
+    std::vector<std::string> merges;
+    std::string needle;
+  };
+  const std::vector<Case> cases = {{{"a b", "ab c"}, "'c', not a token"}, {{"b a"}, "makes 'ba', not a token"}};
+  TempDir dir;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.needle);
+    GgufBuilder b;
+    b.kv_string("general.architecture", "llama");
+    b.kv_string("tokenizer.ggml.model", "gpt2");
+    b.kv_raw("tokenizer.ggml.tokens", 9, string_array({"a", "b", "ab"}));
+    b.kv_raw("tokenizer.ggml.merges", 9, string_array(c.merges));
+    const std::string path = dir.file("tok.gguf");
+    write_bytes(path, b.build());
+    auto g = GgufFile::open(path);
+    expect_error([&] { gguf_tokenizer_json(*g); }, ErrorCode::kCorruptData, {path, "tokenizer.ggml.merges", c.needle});
+  }
+}
+
 // The default model's GGUF: QSERVE_MODEL_GGUF, or the source.txt that
 // scripts/install_model.sh leaves in the converted model directory.
 std::string default_model_gguf() {
