@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/error.h"
 #include "tokenizer/jinja_value.h"
 
 namespace qserve::jinja {
@@ -57,6 +58,27 @@ constexpr int kMaxExprHeight = 100;
 // Nested expressions being parsed ((, [, {, arguments, unary operators) and
 // nested blocks ({% if %} in {% for %} ...): the parser's own recursion.
 constexpr int kMaxParseNesting = 100;
+
+// One level of a recursion whose depth the template decides (parsing,
+// evaluation), counted in `depth`: past `max` levels, Error(kInvalidArgument)
+// "chat template[ line L]: WHAT nested more than MAX levels deep" (line <= 0:
+// none), before the stack is at risk.
+class NestingLevel {
+ public:
+  NestingLevel(int& depth, int max, int line, const char* what) : depth_(depth) {
+    if (++depth_ > max) {
+      --depth_;
+      if (line > 0) fail(ErrorCode::kInvalidArgument, "chat template line {}: {} nested more than {} levels deep", line, what, max);
+      fail(ErrorCode::kInvalidArgument, "chat template: {} nested more than {} levels deep", what, max);
+    }
+  }
+  ~NestingLevel() { --depth_; }
+  NestingLevel(const NestingLevel&) = delete;
+  NestingLevel& operator=(const NestingLevel&) = delete;
+
+ private:
+  int& depth_;
+};
 
 struct Stmt {
   enum class Type {

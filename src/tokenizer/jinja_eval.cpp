@@ -77,18 +77,10 @@ class Renderer {
   }
 
   // One level of eval() / exec() recursion, at most limits_.max_nesting deep.
-  struct Nest {
-    explicit Nest(Renderer& r) : r_(r) {
-      if (++r_.nesting_ > r_.limits_.max_nesting)
-        fail(ErrorCode::kInvalidArgument, "chat template: evaluation nested more than {} levels deep",
-             r_.limits_.max_nesting);
-    }
-    ~Nest() { --r_.nesting_; }
-    Renderer& r_;
-  };
+  NestingLevel nest() { return NestingLevel(nesting_, limits_.max_nesting, 0, "evaluation"); }
 
   Flow exec(const Body& body, std::string& out) {
-    Nest nest(*this);
+    const NestingLevel level = nest();
     for (const auto& s : body) {
       step();
       Flow f = exec_one(*s, out);
@@ -342,7 +334,7 @@ class Renderer {
   }
 
   Value eval(const Expr& e) {
-    Nest nest(*this);
+    const NestingLevel level = nest();
     switch (e.type) {
       case Expr::Type::kLiteral: return e.literal;
       case Expr::Type::kName: return lookup(e.name);
@@ -421,7 +413,7 @@ class Renderer {
   Frames frames_;
   size_t steps_ = 0;
   int depth_ = 0;
-  int nesting_ = 0;  // Nest
+  int nesting_ = 0;  // nest()
 };
 
 }  // namespace

@@ -72,18 +72,11 @@ class ExprParser {
     return e;
   }
   // One level of the parser's recursion (expression(), unary and `not`
-  // prefixes), at most kMaxParseNesting deep: "((((...", "- - - -...".
-  struct Nest {
-    explicit Nest(ExprParser& p) : p_(p) {
-      if (++p_.nesting_ > kMaxParseNesting)
-        p_.error(fmt::format("expression nested more than {} levels deep", kMaxParseNesting));
-    }
-    ~Nest() { --p_.nesting_; }
-    ExprParser& p_;
-  };
+  // prefixes): "((((...", "- - - -...".
+  NestingLevel nest() { return NestingLevel(nesting_, kMaxParseNesting, line_, "expression"); }
 
   ExprPtr expression(bool with_condition = true) {
-    Nest nest(*this);
+    const NestingLevel level = nest();
     ExprPtr e = or_expr();
     while (with_condition && is_name("if")) {
       ++pos_;
@@ -138,7 +131,7 @@ class ExprParser {
   }
   ExprPtr not_expr() {
     if (skip_name("not")) {
-      Nest nest(*this);
+      const NestingLevel level = nest();
       auto e = node(Expr::Type::kNot);
       e->items.push_back(not_expr());
       return seal(std::move(e));
@@ -203,7 +196,7 @@ class ExprParser {
   ExprPtr unary(bool with_filter) {
     ExprPtr e;
     if (is_op("-") || is_op("+")) {
-      Nest nest(*this);
+      const NestingLevel level = nest();
       e = node(is_op("-") ? Expr::Type::kNeg : Expr::Type::kPos);
       ++pos_;
       e->items.push_back(unary(false));
@@ -387,7 +380,7 @@ class ExprParser {
   const std::vector<Token>& toks_;
   size_t pos_ = 0;
   int line_;
-  int nesting_ = 0;  // Nest
+  int nesting_ = 0;  // nest()
 };
 
 class TemplateParser {
@@ -404,12 +397,7 @@ class TemplateParser {
   // Parses statements until one of `ends` (a statement keyword) is met; sets
   // `end` to it and leaves its parser positioned after the keyword.
   Body parse_body(const std::set<std::string>& ends, std::string& end) {
-    if (++nesting_ > kMaxParseNesting)
-      fail(ErrorCode::kInvalidArgument, "chat template: blocks nested more than {} levels deep", kMaxParseNesting);
-    struct Leave {
-      int& n;
-      ~Leave() { --n; }
-    } leave{nesting_};
+    const NestingLevel level(nesting_, kMaxParseNesting, 0, "blocks");
     Body body;
     while (idx_ < chunks_.size()) {
       Chunk& c = chunks_[idx_++];

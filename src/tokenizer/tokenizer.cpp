@@ -107,9 +107,10 @@ std::optional<std::string> token_string(const json& cfg, const char* key) {
 void append_ids(const json& cfg, const char* key, std::vector<int32_t>& out) {
   if (!cfg.is_object() || !cfg.contains(key)) return;
   auto add = [&](const json& x) {
-    if (x.is_number_unsigned() ? x.get<uint64_t>() <= static_cast<uint64_t>(INT32_MAX)
-                               : x.is_number_integer() && x.get<int64_t>() >= INT32_MIN && x.get<int64_t>() <= INT32_MAX)
-      out.push_back(static_cast<int32_t>(x.get<int64_t>()));
+    if (!x.is_number_integer()) return;
+    const bool fits = x.is_number_unsigned() ? x.get<uint64_t>() <= INT32_MAX
+                                             : x.get<int64_t>() >= INT32_MIN && x.get<int64_t>() <= INT32_MAX;
+    if (fits) out.push_back(static_cast<int32_t>(x.get<int64_t>()));
   };
   const json& v = cfg.at(key);
   if (v.is_array()) {
