@@ -10,8 +10,9 @@
 //   alloc     cudaMalloc of the repacked weights
 // (and first the CUDA context's creation, which a model load also pays)
 //   copy      their host-to-device copy from the repacked (pageable) vectors
-// then the same layers through upload_w4a8 whole (repack + allocation + copy +
-// scales, the backend's path), and the copy ceiling: the largest layer's bytes
+// then the same layers through upload_w4a8 whole (the backend's path: the
+// streamed repack and copy of backend/cuda/repack_upload.h, and the scales),
+// and the copy ceiling: the largest layer's bytes
 // from pinned host memory.
 //
 //   bench_load [--arch llama-3-8b] [--kind g128|pc] [--layers N]
@@ -132,7 +133,7 @@ int run(int argc, char** argv) {
               t.stack, t.repack, t.level2);
   std::printf("| alloc | %.3f |\n| copy (pageable, %.2f GB: %.1f GB/s) | %.3f |\n", t.alloc, t.bytes / 1e9,
               t.bytes / 1e9 / t.copy, t.copy);
-  std::printf("| upload_w4a8 whole (repack + alloc + copy + scales) | %.3f |\n", t.upload_w4a8);
+  std::printf("| upload_w4a8 whole (streamed repack and copy, scales) | %.3f |\n", t.upload_w4a8);
   std::printf("pinned copy ceiling: %.1f GB/s (%.1f MB)\n", static_cast<double>(largest) / 1e9 / best,
               static_cast<double>(largest) / 1e6);
   return 0;

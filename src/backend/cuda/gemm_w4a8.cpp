@@ -11,6 +11,7 @@
 #include "backend/cuda/gemm_w4a8_tile_names.h"
 #include "backend/cuda/gemm_w4a8_wgmma.h"
 #include "backend/cuda/gemm_w4a8_wgmma_launch.h"
+#include "backend/cuda/repack_upload.h"
 #include "core/error.h"
 #include "core/half.h"
 #include "quant/gemm_epilogue.h"
@@ -36,9 +37,7 @@ W4A8DeviceWeights upload_common(W4A8Kind kind, int64_t n, int64_t k, const std::
   d.n = n;
   d.k = k;
   d.n16 = quant::padded_rows(n) / quant::kMmaTileRows;
-  const std::vector<uint8_t> packed = quant::repack_w4_mma(qweight.data(), n, k);
-  d.qweight = DeviceBuffer(packed.size());
-  d.qweight.upload(packed);
+  d.qweight = upload_repacked_w4(qweight.data(), n, k);
   return d;
 }
 
