@@ -513,27 +513,24 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
         const int64_t kt_total = (k + 127) / 128;
         if (cuda::w4a8_tile_is_gemv(p.tile)) {
           // The decode kernels: m <= 32, k <= 16384 (m > 4: at least one
-          // 16-channel tile per SM, and k <= 4096 but for the resident ones),
-          // a CTA per 16 channels, at most three (gemv8) / two (gemv16,
-          // gemv8d) / one (the resident gemv16r: a g128 table entry) per SM,
-          // no split-K, no workspace.
+          // 16-channel tile per SM, and k <= 4096 but for the one table
+          // entry of a decode kernel: g128 gemv8d on 4096 x 11008 at m =
+          // 5..8, round 34), a CTA per 16 channels, at most three (gemv8) /
+          // two (gemv16, gemv8d) per SM, no split-K, no workspace.
           const std::string name = cuda::w4a8_tile_name(p.tile);
-          const bool resident = name == "gemv16r";
+          const bool gemv8d_entry = g && n == 4096 && k == 11008 && m > 4 && m <= 8;
           EXPECT_LE(m, cuda::w4a8_tile_tokens(p.tile));
           EXPECT_LE(k, 16384);
           if (m > 4) {
-            if (resident)  // its activation rows stay in shared memory
-              EXPECT_TRUE(cuda::w4a8_gemv_fits(h200, p.tile, k, g));
-            else
-              EXPECT_LE(k, 4096);
+            if (!gemv8d_entry) EXPECT_LE(k, 4096);
             EXPECT_GE((n + 15) / 16, 132);
           }
-          EXPECT_EQ(name == "gemv8d", m <= 4 && (n + 15) / 16 <= 2 * 132);
+          EXPECT_EQ(name == "gemv8d", (m <= 4 && (n + 15) / 16 <= 2 * 132) || gemv8d_entry);
           EXPECT_NE(name, "gemv16d");  // built for measurement, not planned (gemm_w4a8_gemv.h)
-          EXPECT_TRUE(!resident || g);
           EXPECT_NE(name, "gemv8r");   // not planned
+          EXPECT_NE(name, "gemv16r");  // not planned since round 34 (Llama-3-8B qkv g128 at m = 9-16: a cluster tile)
           EXPECT_NE(name, "gemv32r");  // not planned since round 29 (the 4096 x 4096 layers' m = 17-32: a cluster tile)
-          EXPECT_EQ(p.ctas, std::min<int64_t>((n + 15) / 16, (name == "gemv8" ? 3 : resident ? 1 : 2) * 132));
+          EXPECT_EQ(p.ctas, std::min<int64_t>((n + 15) / 16, (name == "gemv8" ? 3 : 2) * 132));
           EXPECT_EQ(p.splits, 1);
           EXPECT_EQ(p.workspace_bytes, 0u);
           continue;
@@ -587,7 +584,9 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 1, 576, 576, -1, 0, true).tile), "gemv8d");
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 4, 4096, 11008, -1, 0, true).tile), "gemv8d");
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 5, 4096, 4096, -1, 0, false).tile), "gemv8");
-  EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 8, 4096, 11008, -1, 0, true).tile));
+  // g128 4096 x 11008 (Llama-2-7B down) at m = 5..8: gemv8d through the table (round 34).
+  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 8, 4096, 11008, -1, 0, true).tile), "gemv8d");
+  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 5, 4096, 11008, -1, 0, true).tile), "gemv8d");
   EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 8, 4096, 11008, -1, 0, false).tile));
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 5, 6144, 4096, -1, 0, false).tile), "gemv8");
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 8, 12288, 4096, -1, 0, true).tile), "gemv8");
@@ -595,11 +594,15 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 9, 4096, 4096, -1, 0, false).tile), "gemv16");
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 16, 4096, 4096, -1, 0, true).tile), "gemv16");
   EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 16, 6144, 4096, -1, 0, false).tile));
-  // The resident kernel through the table (g128: Llama-3-8B qkv at m =
-  // 9..16). Since round 29 the 4096 x 4096 layers at m = 17..32 take the
-  // 128 x 32 cluster tile with 3 splits (32 x 3 = 96 CTAs), no longer gemv32r.
-  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 16, 6144, 4096, -1, 0, true).tile), "gemv16r");
-  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 9, 6144, 4096, -1, 0, true).tile), "gemv16r");
+  // Llama-3-8B qkv g128 at m = 9..16 takes the 128 x 16 cluster tile with 4
+  // splits since round 34 (the resident gemv16r before). Since round 29 the
+  // 4096 x 4096 layers at m = 17..32 take the 128 x 32 cluster tile with 3
+  // splits (32 x 3 = 96 CTAs), no longer gemv32r.
+  for (int64_t m : {9, 16}) {
+    const cuda::W4A8Plan qkv16 = cuda::plan_w4a8(h200, m, 6144, 4096, -1, 0, true);
+    EXPECT_STREQ(cuda::w4a8_tile_name(qkv16.tile), "wg128x16c");
+    EXPECT_EQ(qkv16.splits, 4);
+  }
   const cuda::W4A8Plan o32 = cuda::plan_w4a8(h200, 17, 4096, 4096, -1, 0, true);
   EXPECT_STREQ(cuda::w4a8_tile_name(o32.tile), "wg128x32c-k256");
   EXPECT_EQ(o32.splits, 3);

@@ -29,11 +29,12 @@ namespace qserve::cuda::w4a8::gemv {
 //   in flight per warp, across tiles. The tiles spread over the SMs in steps
 //   of one tile per SM (6144 rows: 2.9 per SM), where two CTAs per SM of
 //   8 warps leave some SMs two tiles more than others. Shared memory:
-//   resident_smem_bytes (the activations grow with m x k). The measured
-//   table takes gemv16r for g128 on Llama-3-8B qkv at m = 9-16; gemv32r (the
-//   4096 x 4096 layers at m = 17-32) and gemv16r on Llama-2-7B down gave way
-//   to cluster tiles in round 29; gemv8r loses to gemv8 / gemv8d everywhere
-//   (round 18 of docs/gemm-hopper.md).
+//   resident_smem_bytes (the activations grow with m x k). None is planned:
+//   gemv32r (the 4096 x 4096 layers at m = 17-32) and gemv16r on Llama-2-7B
+//   down gave way to cluster tiles in round 29, gemv16r on Llama-3-8B qkv
+//   (g128, m = 9-16) to the 128 x 16 cluster tile at 4 splits in round 34;
+//   gemv8r loses to gemv8 / gemv8d everywhere (round 18 of
+//   docs/gemm-hopper.md).
 enum class Kernel { kGemv8, kGemv16, kGemv8Deep, kGemv16Deep, kGemv8Resident, kGemv16Resident, kGemv32Resident };
 inline constexpr int kKernelCount = 7;
 constexpr bool is_resident(Kernel kernel) {
