@@ -1,11 +1,8 @@
 #include "engine/tokenizer_codec.h"
 
-#include "model/gguf.h"
-#include "model/gguf_tokenizer.h"
 #include "tokenizer/chat_template.h"
 
 #include <filesystem>
-#include <nlohmann/json.hpp>
 
 namespace qserve {
 
@@ -28,12 +25,13 @@ TokenizerCodec::TokenizerCodec(std::shared_ptr<const Tokenizer> tokenizer, std::
     : tokenizer_(std::move(tokenizer)), chat_template_(std::move(chat_template)) {}
 
 std::shared_ptr<TokenizerCodec> TokenizerCodec::load(const std::string& model_dir) {
-  std::shared_ptr<const Tokenizer> tok = load_tokenizer(model_dir);
   std::filesystem::path dir(model_dir);
   if (std::filesystem::is_regular_file(dir) && dir.extension() == ".gguf") {  // template in the GGUF metadata
-    const auto cfg = gguf_tokenizer_config(*GgufFile::open(model_dir));
-    return std::make_shared<TokenizerCodec>(std::move(tok), cfg.value("chat_template", std::string()));
+    std::string chat_template;
+    std::shared_ptr<const Tokenizer> tok = load_tokenizer(model_dir, &chat_template);
+    return std::make_shared<TokenizerCodec>(std::move(tok), std::move(chat_template));
   }
+  std::shared_ptr<const Tokenizer> tok = load_tokenizer(model_dir);
   if (std::filesystem::is_regular_file(dir)) dir = dir.parent_path();
   return std::make_shared<TokenizerCodec>(std::move(tok), ChatTemplate::source_from_model_dir(dir).value_or(""));
 }

@@ -13,8 +13,9 @@ namespace qserve {
 class TokenizerCodec : public TextCodec {
  public:
   TokenizerCodec(std::shared_ptr<const Tokenizer> tokenizer, std::string chat_template = {});
-  // load_tokenizer(model_dir) + the chat template from tokenizer_config.json
-  // ("chat_template") or chat_template.jinja. Throws qserve::Error.
+  // load_tokenizer(model_dir) + the chat template: a GGUF file's
+  // tokenizer.chat_template (the file opened once for both), else the model
+  // folder's (ChatTemplate::source_from_model_dir). Throws qserve::Error.
   static std::shared_ptr<TokenizerCodec> load(const std::string& model_dir);
 
   std::vector<int32_t> encode(const std::string& text, bool add_special) const override;

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "engine/tokenizer_codec.h"
 #include "model/checkpoint.h"
 #include "model/gguf.h"
 #include "model/gguf_tokenizer.h"
@@ -127,6 +128,20 @@ TEST(Gguf, TokenizerLoadsFromTheGgufFile) {
   EXPECT_EQ(tok->encode("<|im_start|>in", false), std::vector<int32_t>({1, 262}));
   EXPECT_EQ(tok->eos_ids(), std::vector<int32_t>({0, 2}));
   EXPECT_EQ(tok->decode(std::vector<int32_t>{261, 262}, false), " thein");
+}
+
+TEST(Gguf, ChatTemplateComesWithTheTokenizerFromOneOpen) {
+  std::string tmpl = "unset";
+  auto tok = load_tokenizer(data_file("tiny_llama.gguf"), &tmpl);
+  EXPECT_EQ(tok->vocab_size(), 263);
+  EXPECT_NE(tmpl.find("<|im_end|>"), std::string::npos);
+  const auto codec = TokenizerCodec::load(data_file("tiny_llama.gguf"));
+  EXPECT_EQ(codec->chat_template(), tmpl);
+  EXPECT_EQ(codec->encode(" the", false), std::vector<int32_t>({261}));
+  // A tokenizer that is not a GGUF file leaves the template untouched.
+  std::string untouched = "unset";
+  load_tokenizer(std::string(QSERVE_SOURCE_DIR) + "/tests/data/tokenizer/bpe_llama3", &untouched);
+  EXPECT_EQ(untouched, "unset");
 }
 
 // Builds GGUF bytes field by field, so that each test breaks exactly one thing.

@@ -1,6 +1,5 @@
 #include "backend/cpu/gemm_w4a8.h"
 
-#include <cpuid.h>
 #include <immintrin.h>
 
 #include <algorithm>
@@ -8,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backend/cpu/cpu_features.h"
 #include "core/error.h"
 #include "core/half.h"
 #include "core/thread_pool.h"
@@ -132,19 +132,12 @@ __attribute__((target("avx2,avxvnni"))) void tile_avx_vnni(const uint8_t* xu, co
   }
 }
 
-// AVX-VNNI: CPUID leaf 7, sub-leaf 1, EAX bit 4 (asked directly: clang before
-// 16 does not know "avxvnni" in __builtin_cpu_supports).
-bool cpu_has_avx_vnni() {
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && ((a >> 4) & 1u);
-}
-
 }  // namespace
 
 bool s8_gemm_path_supported(S8GemmPath path) {
   switch (path) {
     case S8GemmPath::kScalar: return true;
-    case S8GemmPath::kAvxVnni: return __builtin_cpu_supports("avx2") && cpu_has_avx_vnni();
+    case S8GemmPath::kAvxVnni: return __builtin_cpu_supports("avx2") && cpu_features::avx_vnni();
     case S8GemmPath::kAvx512Vnni:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vnni");
