@@ -18,7 +18,7 @@ namespace qserve::server {
 class GenerationResponder {
  public:
   GenerationResponder(OpenAIServer& server, bool chat, const CommonRequest& common, int num_prompts)
-      : server_(server), gen_(server.engine_), chat_(chat), common_(common), num_prompts_(num_prompts) {
+      : server_(server), gen_(server.engine_), chat_(chat), common_(common) {
     static std::atomic<uint64_t> salt{std::random_device{}()};
     id_ = fmt::format("{}-{:016x}", chat ? "chatcmpl" : "cmpl",
                       salt.fetch_add(0x9E3779B97F4A7C15ull) ^ server.next_id_.fetch_add(1));
@@ -185,7 +185,6 @@ class GenerationResponder {
   Generation gen_;
   bool chat_;
   CommonRequest common_;
-  int num_prompts_;
   std::string id_;
   int64_t created_ = 0;
   std::vector<ChoiceResult> results_;

@@ -27,7 +27,7 @@ W4A16Weights random_w4a16(int64_t n, int64_t k, uint32_t seed) {
 }
 
 TEST(W4A16Repack, RoundTripsEveryWeight) {
-  for (const auto [n, k] : {std::pair<int64_t, int64_t>{48, 256}, {37, 128}, {203, 384}}) {
+  for (const auto& [n, k] : {std::pair<int64_t, int64_t>{48, 256}, {37, 128}, {203, 384}}) {
     const W4A16Weights w = random_w4a16(n, k, static_cast<uint32_t>(n * k));
     const std::vector<uint8_t> packed = repack_w4a16(w);
     ASSERT_EQ(packed.size(), static_cast<size_t>((n + 15) / 16 * (k / 64) * 32 * 16));

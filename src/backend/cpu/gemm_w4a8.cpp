@@ -55,6 +55,12 @@ inline int32_t dot_u8s8(const uint8_t* a, const int8_t* b, int64_t k) {
   return sum;
 }
 
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12's _mm512_reduce_add_epi32 builds on _mm256_undefined_si256 and then
+// warns (-Wmaybe-uninitialized) where it is inlined: the header's, not ours.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_avx512_vnni(
     const uint8_t* xu, const int8_t* wq, const int32_t* corr, int64_t m, int64_t n, int64_t k, int64_t o0, int64_t o1,
     int32_t* acc) {
@@ -93,6 +99,9 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_avx512_vnni(
     }
   }
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 __attribute__((target("avx2,avxvnni"))) inline int32_t hsum_epi32(__m256i v) {
   __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));

@@ -10,8 +10,14 @@
 #include "backend/cpu/matmul.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+// Every function below is compiled for avx2,fma,f16c (GCC: target pragma; clang,
+// which ignores it, an attribute on each function of the region).
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
+#endif
 
 namespace qserve::detail {
 namespace {
@@ -51,7 +57,11 @@ void matmul_f32_avx2(const float* x, const void* w, DType wdtype, const float* b
 
 }  // namespace qserve::detail
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 #else
 namespace qserve::detail {
 void matmul_f32_avx2(const float*, const void*, DType, const float*, float*, int64_t, int64_t, int64_t, int64_t, int64_t) {}

@@ -10,12 +10,20 @@
 #include "backend/cpu/matmul.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+// Every function below is compiled for avx512f,fma (GCC: target pragma; clang,
+// which ignores it, an attribute on each function of the region).
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,fma"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f,fma")
+#endif
+#if !defined(__clang__)
 // GCC 12's avx512fintrin.h builds some intrinsics on _mm256_undefined_* and
 // then warns about it; the warning is about the header, not this code.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace qserve::detail {
 namespace {
@@ -47,7 +55,11 @@ void matmul_f32_avx512(const float* x, const void* w, DType wdtype, const float*
 
 }  // namespace qserve::detail
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 #else
 namespace qserve::detail {
 void matmul_f32_avx512(const float*, const void*, DType, const float*, float*, int64_t, int64_t, int64_t, int64_t, int64_t) {}
