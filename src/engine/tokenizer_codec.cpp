@@ -25,13 +25,10 @@ TokenizerCodec::TokenizerCodec(std::shared_ptr<const Tokenizer> tokenizer, std::
     : tokenizer_(std::move(tokenizer)), chat_template_(std::move(chat_template)) {}
 
 std::shared_ptr<TokenizerCodec> TokenizerCodec::load(const std::string& model_dir) {
+  std::optional<std::string> gguf_template;  // set for a GGUF file: the template in its metadata
+  std::shared_ptr<const Tokenizer> tok = load_tokenizer(model_dir, &gguf_template);
+  if (gguf_template) return std::make_shared<TokenizerCodec>(std::move(tok), std::move(*gguf_template));
   std::filesystem::path dir(model_dir);
-  if (std::filesystem::is_regular_file(dir) && dir.extension() == ".gguf") {  // template in the GGUF metadata
-    std::string chat_template;
-    std::shared_ptr<const Tokenizer> tok = load_tokenizer(model_dir, &chat_template);
-    return std::make_shared<TokenizerCodec>(std::move(tok), std::move(chat_template));
-  }
-  std::shared_ptr<const Tokenizer> tok = load_tokenizer(model_dir);
   if (std::filesystem::is_regular_file(dir)) dir = dir.parent_path();
   return std::make_shared<TokenizerCodec>(std::move(tok), ChatTemplate::source_from_model_dir(dir).value_or(""));
 }

@@ -122,7 +122,8 @@ void append_ids(const json& cfg, const char* key, std::vector<int32_t>& out) {
 
 }  // namespace
 
-std::unique_ptr<Tokenizer> load_tokenizer(const std::string& model_dir, std::string* gguf_chat_template) {
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& model_dir, std::optional<std::string>* gguf_chat_template) {
+  if (gguf_chat_template) gguf_chat_template->reset();
   const fs::path dir(model_dir);
   fs::path tokenizer_json = dir / "tokenizer.json", tokenizer_model = dir / "tokenizer.model";
   fs::path config_dir = dir;
@@ -142,10 +143,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& model_dir, std::str
     gguf_tokenizer = gguf_tokenizer_json(*gguf);
     tok_cfg = gguf_tokenizer_config(*gguf);
     gen_cfg = gguf_generation_config(*gguf);
-    if (gguf_chat_template) {
-      const auto it = tok_cfg.find("chat_template");
-      *gguf_chat_template = it != tok_cfg.end() && it->is_string() ? it->get<std::string>() : std::string();
-    }
+    if (gguf_chat_template) *gguf_chat_template = gguf->get_string_opt("tokenizer.chat_template").value_or("");
   } else {
     tok_cfg = read_json_if_exists(config_dir / "tokenizer_config.json");
     gen_cfg = read_json_if_exists(config_dir / "generation_config.json");

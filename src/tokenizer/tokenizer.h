@@ -71,10 +71,11 @@ class Tokenizer {
 // tokenizer_config.json / generation_config.json / config.json for BOS / EOS;
 // model_dir may also name a tokenizer file or a GGUF file (the tokenizer in
 // its metadata). gguf_chat_template, when given and model_dir is a GGUF file,
-// receives its tokenizer.chat_template ("" if none), so that a caller needs
-// not open the file again. Throws qserve::Error (kNotFound, kCorruptData,
-// kUnsupported) on bad input.
-std::unique_ptr<Tokenizer> load_tokenizer(const std::string& model_dir, std::string* gguf_chat_template = nullptr);
+// is set to its tokenizer.chat_template ("" if none; left empty for anything
+// else), so that a caller need not open the file again. Throws qserve::Error
+// (kNotFound, kCorruptData, kUnsupported) on bad input.
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& model_dir,
+                                          std::optional<std::string>* gguf_chat_template = nullptr);
 
 // Replaces every maximal invalid UTF-8 subsequence with U+FFFD (the rule of
 // Rust's String::from_utf8_lossy, which Hugging Face tokenizers use).

@@ -8,10 +8,8 @@
 #include <vector>
 
 #ifdef QSERVE_HAVE_CUDA
-#include <cuda_runtime.h>
-
-#include "backend/cuda/cuda_check.h"
 #include "backend/cuda/repack_upload.h"
+#include "cuda_test_util.h"
 #include "quant/w4a8_repack.h"
 #endif
 
@@ -23,13 +21,13 @@ TEST(RepackUpload, Skipped) { GTEST_SKIP() << "skipped: no CUDA device (built wi
 #else
 
 TEST(RepackUpload, DeviceHoldsTheRepackedBytes) {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) GTEST_SKIP() << "skipped: no CUDA device";
+  QS_SKIP_WITHOUT_CUDA();
   std::mt19937 rng(std::random_device{}());
   // 200 x 448: one block, mostly padding; 28672 x 4096: 224 blocks of 256 KB
   // in 32-MB pieces (128 + 96); 4100 x 14336: 33 blocks of 896 KB, the last
-  // one 4 channels and padding, pieces of 36 blocks.
-  for (auto [n, k] : {std::pair<int64_t, int64_t>{200, 448}, {28672, 4096}, {4100, 14336}}) {
+  // one 4 channels and padding, pieces of 36 blocks; 100 x 524352: one block
+  // larger than a piece (the unstaged path).
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{200, 448}, {28672, 4096}, {4100, 14336}, {100, 524352}}) {
     SCOPED_TRACE(std::to_string(n) + " x " + std::to_string(k));
     std::vector<uint8_t> canonical(static_cast<size_t>(n * k / 2));
     for (auto& b : canonical) b = static_cast<uint8_t>(rng());

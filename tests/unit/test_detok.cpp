@@ -99,7 +99,9 @@ TEST(DetokStream, HoldsBackSplitCharacters) {
   std::string got;
   for (size_t i = 0; i < ids.size(); ++i) {
     const std::string piece = dec.step(ids[i]);
-    if (i + 1 < ids.size()) EXPECT_EQ(piece.find("\xF0"), std::string::npos) << "byte " << i << " emitted early";
+    if (i + 1 < ids.size()) {
+      EXPECT_EQ(piece.find("\xF0"), std::string::npos) << "byte " << i << " emitted early";
+    }
     got += piece;
   }
   EXPECT_EQ(got + dec.flush(), tok->decode(ids));

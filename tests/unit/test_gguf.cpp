@@ -131,17 +131,18 @@ TEST(Gguf, TokenizerLoadsFromTheGgufFile) {
 }
 
 TEST(Gguf, ChatTemplateComesWithTheTokenizerFromOneOpen) {
-  std::string tmpl = "unset";
+  std::optional<std::string> tmpl;
   auto tok = load_tokenizer(data_file("tiny_llama.gguf"), &tmpl);
   EXPECT_EQ(tok->vocab_size(), 263);
-  EXPECT_NE(tmpl.find("<|im_end|>"), std::string::npos);
+  ASSERT_TRUE(tmpl.has_value());
+  EXPECT_NE(tmpl->find("<|im_end|>"), std::string::npos);
   const auto codec = TokenizerCodec::load(data_file("tiny_llama.gguf"));
-  EXPECT_EQ(codec->chat_template(), tmpl);
+  EXPECT_EQ(codec->chat_template(), *tmpl);
   EXPECT_EQ(codec->encode(" the", false), std::vector<int32_t>({261}));
-  // A tokenizer that is not a GGUF file leaves the template untouched.
-  std::string untouched = "unset";
-  load_tokenizer(std::string(QSERVE_SOURCE_DIR) + "/tests/data/tokenizer/bpe_llama3", &untouched);
-  EXPECT_EQ(untouched, "unset");
+  // A tokenizer that is not a GGUF file leaves it empty.
+  std::optional<std::string> none;
+  load_tokenizer(std::string(QSERVE_SOURCE_DIR) + "/tests/data/tokenizer/bpe_llama3", &none);
+  EXPECT_FALSE(none.has_value());
 }
 
 // Builds GGUF bytes field by field, so that each test breaks exactly one thing.
