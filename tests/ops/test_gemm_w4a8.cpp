@@ -522,7 +522,9 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
           EXPECT_LE(m, cuda::w4a8_tile_tokens(p.tile));
           EXPECT_LE(k, 16384);
           if (m > 4) {
-            if (!gemv8d_entry) EXPECT_LE(k, 4096);
+            if (!gemv8d_entry) {
+              EXPECT_LE(k, 4096);
+            }
             EXPECT_GE((n + 15) / 16, 132);
           }
           EXPECT_EQ(name == "gemv8d", (m <= 4 && (n + 15) / 16 <= 2 * 132) || gemv8d_entry);
