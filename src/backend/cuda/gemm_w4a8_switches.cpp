@@ -17,10 +17,11 @@ struct Switch {
   std::atomic<int> set{-1};  // -1: the environment's value; else 0 / 1
 };
 
-std::array<Switch, 3>& switches() {
-  static std::array<Switch, 3> s{{{"QSERVE_W4A8_UNSPLIT_TWINS", true},
+std::array<Switch, 4>& switches() {
+  static std::array<Switch, 4> s{{{"QSERVE_W4A8_UNSPLIT_TWINS", true},
                                   {"QSERVE_W4A8_CLUSTER_PAIR", true},
-                                  {"QSERVE_W4A8_CLUSTER_PUSH", true}}};
+                                  {"QSERVE_W4A8_CLUSTER_PUSH", true},
+                                  {"QSERVE_W4A8_PUSH_APART", true}}};
   return s;
 }
 
@@ -34,8 +35,8 @@ bool on(int index) {
   Switch& s = switches()[index];
   const int v = s.set.load(std::memory_order_relaxed);
   if (v >= 0) return v == 1;
-  static const std::array<bool, 3> env{from_environment(switches()[0]), from_environment(switches()[1]),
-                                       from_environment(switches()[2])};
+  static const std::array<bool, 4> env{from_environment(switches()[0]), from_environment(switches()[1]),
+                                       from_environment(switches()[2]), from_environment(switches()[3])};
   return env[index];
 }
 
@@ -52,7 +53,7 @@ std::pair<Switch*, int> parse(std::string_view assignment) {
     }
   fail(ErrorCode::kInvalidArgument,
        "W4A8 switch '{}': expected NAME=0 or NAME=1, NAME one of QSERVE_W4A8_UNSPLIT_TWINS, QSERVE_W4A8_CLUSTER_PAIR, "
-       "QSERVE_W4A8_CLUSTER_PUSH",
+       "QSERVE_W4A8_CLUSTER_PUSH, QSERVE_W4A8_PUSH_APART",
        std::string(assignment));
 }
 
@@ -73,6 +74,7 @@ namespace w4a8::wgmma {
 bool unsplit_twins() { return on(0); }
 bool cluster_pair() { return on(1); }
 bool cluster_push() { return on(2); }
+bool push_apart() { return on(3); }
 }  // namespace w4a8::wgmma
 
 }  // namespace qserve::cuda

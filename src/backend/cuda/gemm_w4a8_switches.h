@@ -7,6 +7,10 @@
 //   QSERVE_W4A8_CLUSTER_PAIR   (default 1)  split-2 cluster plans run the pair form
 //   QSERVE_W4A8_CLUSTER_PUSH   (default 1)  split-3 / 4 / 6 cluster plans run the
 //                                          push forms
+//   QSERVE_W4A8_PUSH_APART     (default 1)  a push form (the pair included) whose
+//                                          received parts fit beside the stages
+//                                          takes them apart, with one cluster
+//                                          barrier fewer (push_recv_apart)
 //
 // Each starts from its environment variable ("0" or "1"; read on first use)
 // and can be set at run time for an A/B on one loaded model (qserve bench

@@ -46,9 +46,12 @@ bool launch_push_form(const CUtensorMap& x_map, const CUtensorMap& w_map, const 
   if constexpr (has_push_form(kTiles[kTile], kWays)) {
     if (p.splits != kWays) return false;
     constexpr auto push = kKernel<kTile, kG128, false, false, kWays>;
-    constexpr int smem = smem_bytes(kTiles[kTile]);
-    allow_smem_once<push>(smem);
-    launch_clustered(push, dim3(ctas), dim3(kThreads), smem, stream, pdl, kWays, x_map, w_map, p);
+    allow_smem_once<push>(push_smem_bytes(kTiles[kTile], kWays));
+    // The received parts apart from the stages where they fit and switched on.
+    Params pp = p;
+    pp.push_recv_apart = push_recv_apart(kTiles[kTile], kWays) && push_apart();
+    const int smem = pp.push_recv_apart ? push_smem_bytes(kTiles[kTile], kWays) : smem_bytes(kTiles[kTile]);
+    launch_clustered(push, dim3(ctas), dim3(kThreads), smem, stream, pdl, kWays, x_map, w_map, pp);
     return true;
   }
   return false;

@@ -42,6 +42,10 @@ struct Params {
   // stream writes them (the g128 dequantization pass): the producer then
   // waits for the previous kernel before its first weight copy.
   int w_after_wait;
+  // Push forms (kPR) of tiles where push_recv_apart: 1 when the received
+  // parts go to their own region (launch_push_form: QSERVE_W4A8_PUSH_APART,
+  // gemm_w4a8_switches.h; the launch then sizes the shared memory for it).
+  int push_recv_apart;
 };
 
 // CTA tile: BN = 128 * MT output channels (two consumer warpgroups of 64 * MT
@@ -322,6 +326,18 @@ inline constexpr int push_recv_bytes(const TileShape& s, int ways) {
   return (ways - 1) * s.mt * push_own_groups(s.bm, ways) * 4096;
 }
 inline constexpr int pair_recv_bytes(const TileShape& s) { return push_recv_bytes(s, 2); }
+// Where the shared memory holds them beside the stages, the received parts
+// get a region of their own past the stages' barriers (128-B aligned; +128
+// for that alignment): a sender then stores into it as soon as its main loop
+// is done, without the cluster barrier that otherwise waits for every CTA to
+// be done with its stages (one barrier of two: the push form's fixed cost at
+// decode and small m). Else the parts go into the owner's stages, as above.
+inline constexpr bool push_recv_apart(const TileShape& s, int ways) {
+  return smem_bytes(s) + push_recv_bytes(s, ways) + 128 <= smem_limit(s.occ);
+}
+inline constexpr int push_smem_bytes(const TileShape& s, int ways) {
+  return smem_bytes(s) + (push_recv_apart(s, ways) ? push_recv_bytes(s, ways) + 128 : 0);
+}
 // Whether the tile has a push form of `ways` splits: at least half of the
 // ranks own token groups (16 tokens at 6 splits, two owners taking five
 // parts each, ran 1.02-1.06x the time of the cluster reduction on the H200,
@@ -367,6 +383,10 @@ bool cluster_pair();
 // cluster_push: a cluster plan of 3, 4 or 6 splits on a tile with a push form
 // runs it, not the cluster reduction.
 bool cluster_push();
+// push_apart: a push form (the pair included) whose received parts fit beside
+// the stages (push_recv_apart) takes them in a region of their own, with one
+// cluster barrier fewer.
+bool push_apart();
 
 // Launches tile `tile` (index into kTiles: a W4, pd or cluster tile) on `ctas` persistent CTAs; builds
 // the activations' tensor map. Only for sm_90 devices. `pdl`: programmatic

@@ -53,7 +53,12 @@
 // [((d - 1) * MT + j) * kOwn + i) * 256 + ctid] x 16 B), and after a second
 // barrier (release / acquire) each owner adds what it received to its own
 // groups and runs the staged epilogue on those 8 kOwn token rows (rank r
-// from row 8 kOwn r); a rank past the owners only sends.
+// from row 8 kOwn r); a rank past the owners only sends. Where the shared
+// memory holds the received parts beside the stages (push_recv_apart) and
+// p.push_recv_apart: they go to a region of their own past the barriers
+// instead, and the first barrier becomes a split one, arrived at the
+// kernel's start (every CTA of the cluster running) and waited for before
+// the stores.
 // kMC (multicast pairs): a cluster of two CTAs walks pairs of n blocks
 // (rank r: n block 2 j + r) over the same token blocks and k ranges; each
 // producer loads rows [r BM / 2, (r + 1) BM / 2) of a stage's X box and
@@ -241,6 +246,14 @@ __global__ void __launch_bounds__(kThreads, OCC)
   constexpr int kOwn = kPR ? push_own_groups(BM, kPR) : BM / 8, kOwners = BM / 8 / kOwn;
   constexpr int kEpiRows = 8 * kOwn;
   uint8_t* epi = kUN ? smem : kPR ? smem + push_recv_bytes(kShape, kPR) : reinterpret_cast<uint8_t*>(s_is_last) + 16;
+  // ra: the received parts [kPR - 1][MT][kOwn][256][16 B] past the barriers
+  // (launch: push_smem_bytes holds them); else at the stages' start.
+  const bool ra = kPR && push_recv_apart(kShape, kPR) && p.push_recv_apart;
+  uint8_t* recv_base = smem;
+  if (ra) {
+    uint8_t* past = reinterpret_cast<uint8_t*>(s_is_last) + 16;
+    recv_base = past + ((128u - (ptx::smem_addr(past) & 127u)) & 127u);
+  }
   uint8_t* tstage = epi + ((1024u - (ptx::smem_addr(epi) & 1023u)) & 1023u);
   // The per-token factors [2 warpgroups][s_x, a_sum][BM] f32.
   float* fac = reinterpret_cast<float*>(kTmaEpi ? tstage + 2 * MT * tma_epi_box_bytes(BM)
@@ -267,6 +280,9 @@ __global__ void __launch_bounds__(kThreads, OCC)
     ptx::cluster_sync();
   else
     __syncthreads();
+  // ra: the first of the push form's barriers, split: this CTA is running
+  // (its received-parts region may be written) once every thread arrived.
+  if (ra) ptx::cluster_arrive_relaxed();
 
   // Dependents (the next kernel of the stream) may be scheduled once every
   // CTA is running: they start as this grid's CTAs exit (kernels/pdl.cuh).
@@ -386,7 +402,12 @@ __global__ void __launch_bounds__(kThreads, OCC)
         }
       }
     }
-    if constexpr (kCL && !kUN) cluster_reduce_barriers_only(p.splits);  // every thread of the cluster takes part
+    if (ra) {  // the split first barrier's wait, then the second (the consumers' order)
+      ptx::cluster_wait();
+      ptx::cluster_sync();
+    } else if constexpr (kCL && !kUN) {
+      cluster_reduce_barriers_only(p.splits);
+    }  // every thread of the cluster takes part
                                                                          // (kPR: two barriers, as the consumers')
   } else {
     // ---------------- consumers ----------------
@@ -561,7 +582,9 @@ __global__ void __launch_bounds__(kThreads, OCC)
         // Every CTA of the cluster is done with its stages (every stage of
         // the unit was waited for; every value read from them was used, so a
         // relaxed arrival is enough, as in cluster_reduce_leave).
-        ptx::cluster_arrive_relaxed();
+        // (ra: only the wait of the barrier arrived at the start; the
+        // stores go to the owners' regions apart from their stages.)
+        if (!ra) ptx::cluster_arrive_relaxed();
         ptx::cluster_wait();
         const uint32_t rank = ptx::cluster_ctarank();
         // acc[j][4 (o kOwn + ii) + e] of owner o (a runtime rank) through
@@ -577,7 +600,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
         for (int d = 1; d < kPR; ++d) {
           const uint32_t to = kPR == 2 ? rank ^ 1u : (rank + d) % kPR;
           if (kOwners == kPR || to < kOwners) {
-            const uint32_t dst = ptx::map_shared_rank(ptx::smem_addr(smem), to) + static_cast<uint32_t>(ctid) * 16;
+            const uint32_t dst = ptx::map_shared_rank(ptx::smem_addr(recv_base), to) + static_cast<uint32_t>(ctid) * 16;
 #pragma unroll
             for (int j = 0; j < MT; ++j)
 #pragma unroll
@@ -591,7 +614,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
         if constexpr (kOwners < kPR)
           if (rank >= kOwners) continue;  // a sender only
         // Own groups into the low slots, plus the received parts.
-        const int4* recv = reinterpret_cast<const int4*>(smem) + ctid;
+        const int4* recv = reinterpret_cast<const int4*>(recv_base) + ctid;
 #pragma unroll
         for (int j = 0; j < MT; ++j)
 #pragma unroll
