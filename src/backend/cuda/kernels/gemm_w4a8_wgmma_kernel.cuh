@@ -402,13 +402,15 @@ __global__ void __launch_bounds__(kThreads, OCC)
         }
       }
     }
-    if (ra) {  // the split first barrier's wait, then the second (the consumers' order)
+    // The cluster tiles' barriers: every thread of the cluster takes part
+    // (kPR: two barriers, as the consumers'; ra: the wait of the split first
+    // one, arrived at the start, then the second).
+    if (ra) {
       ptx::cluster_wait();
       ptx::cluster_sync();
     } else if constexpr (kCL && !kUN) {
       cluster_reduce_barriers_only(p.splits);
-    }  // every thread of the cluster takes part
-                                                                         // (kPR: two barriers, as the consumers')
+    }
   } else {
     // ---------------- consumers ----------------
     if constexpr (kPD)
