@@ -2,6 +2,7 @@
 #include "tokenizer/jinja_builtins.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <ctime>
 
@@ -26,7 +27,15 @@ Value attr_path(const Value& v, const std::string& path) {
     std::string part = path.substr(b, k == std::string::npos ? std::string::npos : k - b);
     bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return std::isdigit(c); });
     if (cur.is_undefined()) return cur;
-    cur = get_item(cur, digits ? Value::integer(std::stoll(part)) : Value::string(part));
+    if (digits) {
+      // An index past int64 names no item (Python's int is unbounded; the lookup fails).
+      int64_t index = 0;
+      const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), index);
+      if (ec != std::errc() || end != part.data() + part.size()) return Value::undefined(part);
+      cur = get_item(cur, Value::integer(index));
+    } else {
+      cur = get_item(cur, Value::string(part));
+    }
     if (k == std::string::npos) return cur;
     b = k + 1;
   }
@@ -170,7 +179,8 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& a) {
         int64_t x = std::stoll(t, &used);
         if (used == t.size()) return Value::integer(x);
         double d = std::stod(t, &used);
-        if (used == t.size()) return Value::integer(static_cast<int64_t>(d));
+        // (int(float(x)) in Python; past int64, inf or nan: the default, as its OverflowError / ValueError give)
+        if (used == t.size() && d >= -0x1p63 && d < 0x1p63) return Value::integer(static_cast<int64_t>(d));
       } catch (const std::exception&) {
       }
     }

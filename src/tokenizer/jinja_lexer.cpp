@@ -1,6 +1,7 @@
 #include "tokenizer/jinja_lexer.h"
 
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
@@ -128,7 +129,9 @@ size_t lex_tag(const std::string& src, size_t pos, bool block, int line, Chunk& 
       tok.text = digits;
       if (is_float) {
         tok.type = Token::Type::kFloat;
-        tok.float_value = std::stod(digits);
+        // As Python's float(): past double's range a literal is inf (or 0.0
+        // below it), not an error (std::stod throws out_of_range there).
+        tok.float_value = std::strtod(digits.c_str(), nullptr);
       } else {
         tok.type = Token::Type::kInt;
         try {

@@ -109,7 +109,10 @@ int64_t Value::as_int() const {
   switch (kind) {
     case Kind::kBool: return b ? 1 : 0;
     case Kind::kInt: return i;
-    case Kind::kFloat: return static_cast<int64_t>(f);
+    case Kind::kFloat:
+      // Python: int(inf) / int(nan) raise; a float past int64 has no int64 value here.
+      if (!(f >= -0x1p63 && f < 0x1p63)) fail(ErrorCode::kInvalidArgument, "chat template: {} has no integer value", f);
+      return static_cast<int64_t>(f);
     default: fail(ErrorCode::kInvalidArgument, "chat template: expected an integer, got {}", kind_name(kind));
   }
 }

@@ -86,6 +86,25 @@ TEST(ChatTemplate, RuntimeErrorsAreTypedErrors) {
   }
 }
 
+// Numbers past the int64 / double ranges behave as Python's: a float literal
+// past double's range is inf (below it 0.0), a string past int64 through |int
+// gives the default, an attribute path's index past int64 names nothing, and a
+// float without an integer value used as one is a typed error, never an escaped
+// std::out_of_range (found by fuzz_chat_template).
+TEST(ChatTemplate, NumbersPastTheirRangesBehaveAsPythons) {
+  const auto none = nlohmann::ordered_json::array();
+  EXPECT_EQ(ChatTemplate("{{ 1e999 }} {{ -1e999 }} {{ 1e-400 }} {{ 1.5e3 }}").render(none, false), "inf -inf 0.0 1500.0");
+  EXPECT_EQ(ChatTemplate("{{ '1e999' | int }} {{ '1e999' | int(7) }} {{ '12.9' | int }}").render(none, false), "0 7 12");
+  const auto msgs = nlohmann::ordered_json::parse(R"([{"role":"user","content":"hi"}])");
+  EXPECT_EQ(ChatTemplate("{{ messages | map(attribute='99999999999999999999') | list | length }}").render(msgs, false),
+            "1");
+  EXPECT_EQ(ChatTemplate("{{ [1, 2][1e999] }}").render(none, false), "");  // jinja2: a failed lookup is undefined
+  for (const char* bad : {"{{ range(1e999) }}", "{{ 'ab' * 1e999 }}"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_THROW(ChatTemplate(bad).render(none, false), Error);
+  }
+}
+
 TEST(ChatTemplate, FromTokenizerConfigPicksTheDefaultOfAList) {
   auto config = nlohmann::json::parse(R"({
     "bos_token": {"__type": "AddedToken", "content": "<s>"}, "eos_token": "</s>",
