@@ -17,8 +17,10 @@ struct Switch {
   std::atomic<int> set{-1};  // -1: the environment's value; else 0 / 1
 };
 
-std::array<Switch, 4>& switches() {
-  static std::array<Switch, 4> s{{{"QSERVE_W4A8_UNSPLIT_TWINS", true},
+constexpr int kSwitches = 4;
+
+std::array<Switch, kSwitches>& switches() {
+  static std::array<Switch, kSwitches> s{{{"QSERVE_W4A8_UNSPLIT_TWINS", true},
                                   {"QSERVE_W4A8_CLUSTER_PAIR", true},
                                   {"QSERVE_W4A8_CLUSTER_PUSH", true},
                                   {"QSERVE_W4A8_PUSH_APART", true}}};
@@ -35,8 +37,11 @@ bool on(int index) {
   Switch& s = switches()[index];
   const int v = s.set.load(std::memory_order_relaxed);
   if (v >= 0) return v == 1;
-  static const std::array<bool, 4> env{from_environment(switches()[0]), from_environment(switches()[1]),
-                                       from_environment(switches()[2]), from_environment(switches()[3])};
+  static const std::array<bool, kSwitches> env = [] {
+    std::array<bool, kSwitches> e{};
+    for (int i = 0; i < kSwitches; ++i) e[i] = from_environment(switches()[i]);
+    return e;
+  }();
   return env[index];
 }
 
@@ -51,10 +56,10 @@ std::pair<Switch*, int> parse(std::string_view assignment) {
         fail(ErrorCode::kInvalidArgument, "W4A8 switch '{}': the value must be 0 or 1", std::string(assignment));
       return {&s, value == "1" ? 1 : 0};
     }
-  fail(ErrorCode::kInvalidArgument,
-       "W4A8 switch '{}': expected NAME=0 or NAME=1, NAME one of QSERVE_W4A8_UNSPLIT_TWINS, QSERVE_W4A8_CLUSTER_PAIR, "
-       "QSERVE_W4A8_CLUSTER_PUSH, QSERVE_W4A8_PUSH_APART",
-       std::string(assignment));
+  std::string names;
+  for (const Switch& s : switches()) names += std::string(names.empty() ? "" : ", ") + s.name;
+  fail(ErrorCode::kInvalidArgument, "W4A8 switch '{}': expected NAME=0 or NAME=1, NAME one of {}",
+       std::string(assignment), names);
 }
 
 }  // namespace
