@@ -2,8 +2,11 @@
 
 #include <atomic>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include "core/error.h"
 #include "core/half.h"
@@ -80,6 +83,25 @@ TEST(ThreadPool, CoversRangeOnce) {
     });
   }
   for (auto& h : hits) EXPECT_EQ(h.load(), 20);
+}
+
+// Short loops back to back, of varying sizes and grains, with and without a
+// pause between them (workers then poll or sleep: thread_pool.h), and a pool
+// destroyed while its workers poll: every index once per loop.
+TEST(ThreadPool, ShortLoopsBackToBackCoverTheirRanges) {
+  for (int threads : {2, 3}) {
+    ThreadPool pool(threads);
+    std::vector<int> hits(1000, 0), expected(1000, 0);
+    for (int rep = 0; rep < 3000; ++rep) {
+      const int64_t n = 1 + (rep * 7919) % 1000;
+      for (int64_t i = 0; i < n; ++i) expected[i]++;
+      pool.parallel_for(n, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) hits[i]++;  // chunks are disjoint: no two threads touch an index
+      }, 1 + rep % 5);
+      if (rep % 500 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // workers asleep
+    }
+    EXPECT_EQ(hits, expected) << threads << " threads";
+  }
 }
 
 TEST(ThreadPool, GlobalSizeIsFixedOnceCreated) {
