@@ -61,41 +61,63 @@ inline int32_t dot_u8s8(const uint8_t* a, const int8_t* b, int64_t k) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_avx512_vnni(
-    const uint8_t* xu, const int8_t* wq, const int32_t* corr, int64_t m, int64_t n, int64_t k, int64_t o0, int64_t o1,
+// Weight rows prefetched ahead of a 4-row tile (~12 KB): decode streams each
+// row once, and short rows (576 B at k = 576) leave the hardware prefetcher
+// behind (the FP32 path's matmul_kernel.inc measured the same). Hints only.
+inline int64_t s8_prefetch_rows_ahead(int64_t k) { return std::clamp<int64_t>((12 * 1024 + k - 1) / k, 4, 16); }
+
+// NT (1-4) tokens from t0 x rows [o0, o1) in tiles of 4 rows.
+template <int NT>
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) inline void tokens_avx512_vnni(
+    const uint8_t* xu, const int8_t* wq, const int32_t* corr, int64_t n, int64_t k, int64_t t0, int64_t o0, int64_t o1,
     int32_t* acc) {
   const int64_t k64 = k / 64 * 64;
   const __mmask64 tail = k64 < k ? (~0ull >> (64 - (k - k64))) : 0;
+  const int64_t ahead = s8_prefetch_rows_ahead(k);
+  const uint8_t* xr[NT];
+  for (int r = 0; r < NT; ++r) xr[r] = xu + (t0 + r) * k;
+  for (int64_t oo = o0; oo < o1; oo += 4) {
+    const int64_t no = std::min<int64_t>(4, o1 - oo);
+    __m512i c[NT][4];
+    for (auto& r : c)
+      for (auto& v : r) v = _mm512_setzero_si512();
+    // Rows past the end repeat the last valid row (results discarded).
+    const int8_t* wr[4];
+    for (int j = 0; j < 4; ++j) wr[j] = wq + (oo + std::min<int64_t>(j, no - 1)) * k;
+    const int8_t* pf = oo + ahead + 4 <= n ? wq + (oo + ahead) * k : nullptr;
+    for (int64_t i = 0; i < k64; i += 64) {
+      if (pf != nullptr)
+        for (int j = 0; j < 4; ++j) _mm_prefetch(reinterpret_cast<const char*>(pf + j * k + i), _MM_HINT_T0);
+      __m512i b[4];
+      for (int j = 0; j < 4; ++j) b[j] = _mm512_loadu_si512(wr[j] + i);
+      for (int r = 0; r < NT; ++r) {
+        const __m512i a = _mm512_loadu_si512(xr[r] + i);
+        for (int j = 0; j < 4; ++j) c[r][j] = _mm512_dpbusd_epi32(c[r][j], a, b[j]);
+      }
+    }
+    if (tail) {
+      __m512i b[4];
+      for (int j = 0; j < 4; ++j) b[j] = _mm512_maskz_loadu_epi8(tail, wr[j] + k64);
+      for (int r = 0; r < NT; ++r) {
+        const __m512i a = _mm512_maskz_loadu_epi8(tail, xr[r] + k64);
+        for (int j = 0; j < 4; ++j) c[r][j] = _mm512_dpbusd_epi32(c[r][j], a, b[j]);
+      }
+    }
+    for (int r = 0; r < NT; ++r)
+      for (int j = 0; j < no; ++j) acc[(t0 + r) * n + oo + j] = _mm512_reduce_add_epi32(c[r][j]) - corr[oo + j];
+  }
+}
+
+// Tokens in groups of 4 (the last group 1-3: no token row is computed twice).
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_avx512_vnni(
+    const uint8_t* xu, const int8_t* wq, const int32_t* corr, int64_t m, int64_t n, int64_t k, int64_t o0, int64_t o1,
+    int32_t* acc) {
   for (int64_t t0 = 0; t0 < m; t0 += 4) {
-    const int64_t nt = std::min<int64_t>(4, m - t0);
-    for (int64_t oo = o0; oo < o1; oo += 4) {
-      const int64_t no = std::min<int64_t>(4, o1 - oo);
-      __m512i c[4][4];
-      for (auto& r : c)
-        for (auto& v : r) v = _mm512_setzero_si512();
-      // Rows past the end repeat the last valid row (results discarded).
-      const uint8_t* xr[4];
-      const int8_t* wr[4];
-      for (int r = 0; r < 4; ++r) xr[r] = xu + (t0 + std::min<int64_t>(r, nt - 1)) * k;
-      for (int j = 0; j < 4; ++j) wr[j] = wq + (oo + std::min<int64_t>(j, no - 1)) * k;
-      for (int64_t i = 0; i < k64; i += 64) {
-        __m512i b[4];
-        for (int j = 0; j < 4; ++j) b[j] = _mm512_loadu_si512(wr[j] + i);
-        for (int r = 0; r < 4; ++r) {
-          const __m512i a = _mm512_loadu_si512(xr[r] + i);
-          for (int j = 0; j < 4; ++j) c[r][j] = _mm512_dpbusd_epi32(c[r][j], a, b[j]);
-        }
-      }
-      if (tail) {
-        __m512i b[4];
-        for (int j = 0; j < 4; ++j) b[j] = _mm512_maskz_loadu_epi8(tail, wr[j] + k64);
-        for (int r = 0; r < 4; ++r) {
-          const __m512i a = _mm512_maskz_loadu_epi8(tail, xr[r] + k64);
-          for (int j = 0; j < 4; ++j) c[r][j] = _mm512_dpbusd_epi32(c[r][j], a, b[j]);
-        }
-      }
-      for (int r = 0; r < nt; ++r)
-        for (int j = 0; j < no; ++j) acc[(t0 + r) * n + oo + j] = _mm512_reduce_add_epi32(c[r][j]) - corr[oo + j];
+    switch (std::min<int64_t>(4, m - t0)) {
+      case 1: tokens_avx512_vnni<1>(xu, wq, corr, n, k, t0, o0, o1, acc); break;
+      case 2: tokens_avx512_vnni<2>(xu, wq, corr, n, k, t0, o0, o1, acc); break;
+      case 3: tokens_avx512_vnni<3>(xu, wq, corr, n, k, t0, o0, o1, acc); break;
+      default: tokens_avx512_vnni<4>(xu, wq, corr, n, k, t0, o0, o1, acc); break;
     }
   }
 }
@@ -180,11 +202,12 @@ void gemm_s8s8_s32(const int8_t* xq, const int8_t* wq, int64_t m, int64_t n, int
   gemm_s8s8_s32(xq, wq, m, n, k, acc, s8_gemm_default_path());
 }
 
-void gemm_s8s8_s32(const int8_t* xq, const int8_t* wq, int64_t m, int64_t n, int64_t k, int32_t* acc,
-                   S8GemmPath path) {
-  QS_CHECK(k < 133144) << "k = " << k << " could overflow INT32 accumulation";
-  QS_CHECK(s8_gemm_path_supported(path)) << "GEMM path " << s8_gemm_path_name(path) << " not supported by this CPU";
-  if (path != S8GemmPath::kScalar && k >= 65793) path = S8GemmPath::kScalar;  // the +128 bias could overflow
+namespace {
+
+// The integer core; `corr` (bias_corrections of wq) is read by the VNNI paths
+// only and may be null on the scalar one.
+void run_s8s8_s32(const int8_t* xq, const int8_t* wq, const int32_t* corr, int64_t m, int64_t n, int64_t k,
+                  int32_t* acc, S8GemmPath path) {
   // Parallel over output channels in blocks; each block walks all tokens so a
   // block of weight rows stays in cache.
   constexpr int64_t kRowBlock = 16;
@@ -200,21 +223,62 @@ void gemm_s8s8_s32(const int8_t* xq, const int8_t* wq, int64_t m, int64_t n, int
     return;
   }
   const std::vector<uint8_t> xu = biased_activations(xq, m, k);
-  const std::vector<int32_t> corr = bias_corrections(wq, n, k);
   ThreadPool::global().parallel_for(blocks, [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t o0 = b * kRowBlock, o1 = std::min(n, o0 + kRowBlock);
-      if (path == S8GemmPath::kAvx512Vnni) tile_avx512_vnni(xu.data(), wq, corr.data(), m, n, k, o0, o1, acc);
-      else tile_avx_vnni(xu.data(), wq, corr.data(), m, n, k, o0, o1, acc);
+      if (path == S8GemmPath::kAvx512Vnni) tile_avx512_vnni(xu.data(), wq, corr, m, n, k, o0, o1, acc);
+      else tile_avx_vnni(xu.data(), wq, corr, m, n, k, o0, o1, acc);
     }
   });
 }
 
+// The path a call takes: `path`, checked, or the scalar one where the +128 bias could overflow.
+S8GemmPath checked_path(int64_t k, S8GemmPath path) {
+  QS_CHECK(k < 133144) << "k = " << k << " could overflow INT32 accumulation";
+  QS_CHECK(s8_gemm_path_supported(path)) << "GEMM path " << s8_gemm_path_name(path) << " not supported by this CPU";
+  return path != S8GemmPath::kScalar && k >= 65793 ? S8GemmPath::kScalar : path;
+}
+
+}  // namespace
+
+void gemm_s8s8_s32(const int8_t* xq, const int8_t* wq, int64_t m, int64_t n, int64_t k, int32_t* acc,
+                   S8GemmPath path) {
+  path = checked_path(k, path);
+  const std::vector<int32_t> corr = path == S8GemmPath::kScalar ? std::vector<int32_t>() : bias_corrections(wq, n, k);
+  run_s8s8_s32(xq, wq, corr.empty() ? nullptr : corr.data(), m, n, k, acc, path);
+}
+
+void gemm_s8s8_s32(const int8_t* xq, const S8Weights& w, int64_t m, int32_t* acc) {
+  gemm_s8s8_s32(xq, w, m, acc, s8_gemm_default_path());
+}
+
+void gemm_s8s8_s32(const int8_t* xq, const S8Weights& w, int64_t m, int32_t* acc, S8GemmPath path) {
+  QS_CHECK(static_cast<int64_t>(w.q.size()) == w.n * w.k && static_cast<int64_t>(w.corr.size()) == w.n)
+      << "S8Weights " << w.n << " x " << w.k << " holds " << w.q.size() << " values and " << w.corr.size() << " corrections";
+  run_s8s8_s32(xq, w.q.data(), w.corr.data(), m, w.n, w.k, acc, checked_path(w.k, path));
+}
+
+S8Weights prepare_s8_weights(std::vector<int8_t> q, int64_t n, int64_t k) {
+  QS_CHECK(static_cast<int64_t>(q.size()) == n * k) << "prepare_s8_weights: " << q.size() << " values for " << n << " x " << k;
+  S8Weights w{n, k, std::move(q), {}};
+  w.corr = bias_corrections(w.q.data(), n, k);
+  return w;
+}
+
+S8Weights prepare_s8_weights(const quant::W4G128Weights& w) { return prepare_s8_weights(quant::dequantize_level2(w), w.n, w.k); }
+S8Weights prepare_s8_weights(const quant::W4PerChannelWeights& w) { return prepare_s8_weights(w4_as_int8(w.qweight, w.n, w.k), w.n, w.k); }
+S8Weights prepare_s8_weights(const quant::W8PerChannelWeights& w) { return prepare_s8_weights(w.q, w.n, w.k); }
+
 void gemm_w4a8_g128(const int8_t* xq, const uint16_t* s_x, int64_t m, const quant::W4G128Weights& w,
                     int32_t* acc_out, uint16_t* y) {
-  const std::vector<int8_t> w8 = quant::dequantize_level2(w);
+  gemm_w4a8_g128(xq, s_x, m, w, prepare_s8_weights(w), acc_out, y);
+}
+
+void gemm_w4a8_g128(const int8_t* xq, const uint16_t* s_x, int64_t m, const quant::W4G128Weights& w,
+                    const S8Weights& w8, int32_t* acc_out, uint16_t* y) {
+  QS_CHECK(w8.n == w.n && w8.k == w.k) << "gemm_w4a8_g128: prepared " << w8.n << " x " << w8.k << " for " << w.n << " x " << w.k;
   std::vector<int32_t> acc(m * w.n);
-  gemm_s8s8_s32(xq, w8.data(), m, w.n, w.k, acc.data());
+  gemm_s8s8_s32(xq, w8, m, acc.data());
   if (acc_out) std::copy(acc.begin(), acc.end(), acc_out);
   if (!y) return;
   for (int64_t t = 0; t < m; ++t)
@@ -225,9 +289,14 @@ void gemm_w4a8_g128(const int8_t* xq, const uint16_t* s_x, int64_t m, const quan
 
 void gemm_w4a8_per_channel(const int8_t* xq, const uint16_t* s_x, const uint16_t* a_sum, int64_t m,
                            const quant::W4PerChannelWeights& w, int32_t* acc_out, uint16_t* y) {
-  const std::vector<int8_t> w4 = w4_as_int8(w.qweight, w.n, w.k);
+  gemm_w4a8_per_channel(xq, s_x, a_sum, m, w, prepare_s8_weights(w), acc_out, y);
+}
+
+void gemm_w4a8_per_channel(const int8_t* xq, const uint16_t* s_x, const uint16_t* a_sum, int64_t m,
+                           const quant::W4PerChannelWeights& w, const S8Weights& w4, int32_t* acc_out, uint16_t* y) {
+  QS_CHECK(w4.n == w.n && w4.k == w.k) << "gemm_w4a8_per_channel: prepared " << w4.n << " x " << w4.k << " for " << w.n << " x " << w.k;
   std::vector<int32_t> acc(m * w.n);
-  gemm_s8s8_s32(xq, w4.data(), m, w.n, w.k, acc.data());
+  gemm_s8s8_s32(xq, w4, m, acc.data());
   if (acc_out) std::copy(acc.begin(), acc.end(), acc_out);
   if (!y) return;
   for (int64_t o = 0; o < w.n; ++o) {
@@ -241,8 +310,14 @@ void gemm_w4a8_per_channel(const int8_t* xq, const uint16_t* s_x, const uint16_t
 
 void gemm_w8a8(const int8_t* xq, const uint16_t* s_x, int64_t m, const quant::W8PerChannelWeights& w,
                int32_t* acc_out, uint16_t* y) {
+  gemm_w8a8(xq, s_x, m, w, prepare_s8_weights(w), acc_out, y);
+}
+
+void gemm_w8a8(const int8_t* xq, const uint16_t* s_x, int64_t m, const quant::W8PerChannelWeights& w,
+               const S8Weights& w8, int32_t* acc_out, uint16_t* y) {
+  QS_CHECK(w8.n == w.n && w8.k == w.k) << "gemm_w8a8: prepared " << w8.n << " x " << w8.k << " for " << w.n << " x " << w.k;
   std::vector<int32_t> acc(m * w.n);
-  gemm_s8s8_s32(xq, w.q.data(), m, w.n, w.k, acc.data());
+  gemm_s8s8_s32(xq, w8, m, acc.data());
   if (acc_out) std::copy(acc.begin(), acc.end(), acc_out);
   if (!y) return;
   for (int64_t t = 0; t < m; ++t)

@@ -6,23 +6,46 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "quant/weight_format.h"
 
 namespace qserve::cpu {
 
+// A layer's INT8 weight rows, derived once (the weights do not change between
+// calls): W8hat of a g128 layer (level 2 applied), the W4 codes 0..15 of a
+// per-channel one, the W8 of W8A8; and the VNNI paths' bias corrections.
+struct S8Weights {
+  int64_t n = 0, k = 0;
+  std::vector<int8_t> q;      // [n, k] row-major
+  std::vector<int32_t> corr;  // [n]: 128 * sum_i q[o, i] (gemm_s8s8_s32's +128 bias)
+};
+S8Weights prepare_s8_weights(std::vector<int8_t> q, int64_t n, int64_t k);
+S8Weights prepare_s8_weights(const quant::W4G128Weights& w);
+S8Weights prepare_s8_weights(const quant::W4PerChannelWeights& w);
+S8Weights prepare_s8_weights(const quant::W8PerChannelWeights& w);
+
 // W4A8 g128: acc = sum_i Xq * W8hat (level-2 dequantized INT8 weights).
-// acc_out and y may each be null.
+// acc_out and y may each be null. The forms with `S8Weights` take the rows
+// prepared beforehand (the epilogue's scales still from `w`, whose packed
+// codes they do not read); the others derive them on every call. Both give the
+// same bits.
 void gemm_w4a8_g128(const int8_t* xq, const uint16_t* s_x, int64_t m, const quant::W4G128Weights& w,
                     int32_t* acc_out, uint16_t* y);
+void gemm_w4a8_g128(const int8_t* xq, const uint16_t* s_x, int64_t m, const quant::W4G128Weights& w,
+                    const S8Weights& w8, int32_t* acc_out, uint16_t* y);
 
 // W4A8 per-channel: acc = sum_i Xq * W4 (raw 0..15); zero point through a_sum.
 void gemm_w4a8_per_channel(const int8_t* xq, const uint16_t* s_x, const uint16_t* a_sum, int64_t m,
                            const quant::W4PerChannelWeights& w, int32_t* acc_out, uint16_t* y);
+void gemm_w4a8_per_channel(const int8_t* xq, const uint16_t* s_x, const uint16_t* a_sum, int64_t m,
+                           const quant::W4PerChannelWeights& w, const S8Weights& w4, int32_t* acc_out, uint16_t* y);
 
 // W8A8: acc = sum_i Xq * W8.
 void gemm_w8a8(const int8_t* xq, const uint16_t* s_x, int64_t m, const quant::W8PerChannelWeights& w,
                int32_t* acc_out, uint16_t* y);
+void gemm_w8a8(const int8_t* xq, const uint16_t* s_x, int64_t m, const quant::W8PerChannelWeights& w,
+               const S8Weights& w8, int32_t* acc_out, uint16_t* y);
 
 // W4A16 (weight-only g128): x [m, k] fp16 bits; FP32 accumulation of
 // x * ((q - z) * scale), rounded to fp16.
@@ -43,5 +66,8 @@ bool s8_gemm_path_supported(S8GemmPath path);  // by this CPU (runtime check)
 S8GemmPath s8_gemm_default_path();
 const char* s8_gemm_path_name(S8GemmPath path);
 void gemm_s8s8_s32(const int8_t* xq, const int8_t* wq, int64_t m, int64_t n, int64_t k, int32_t* acc, S8GemmPath path);
+// The same through prepared rows (w.n x w.k).
+void gemm_s8s8_s32(const int8_t* xq, const S8Weights& w, int64_t m, int32_t* acc);
+void gemm_s8s8_s32(const int8_t* xq, const S8Weights& w, int64_t m, int32_t* acc, S8GemmPath path);
 
 }  // namespace qserve::cpu

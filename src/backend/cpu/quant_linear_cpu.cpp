@@ -15,7 +15,25 @@ using quant::WeightFormat;
 
 class QuantizedLinearCpu final : public Linear {
  public:
-  explicit QuantizedLinearCpu(quant::QuantizedLinear w) : w_(std::move(w)) {}
+  // The INT8 rows of the integer formats are derived here, once; the packed
+  // codes are then dropped (the epilogue reads only the scales and zeros).
+  explicit QuantizedLinearCpu(quant::QuantizedLinear w) : w_(std::move(w)) {
+    switch (w_.format) {
+      case WeightFormat::kW4G128:
+        s8_ = prepare_s8_weights(w_.g128);
+        std::vector<uint8_t>().swap(w_.g128.qweight);
+        break;
+      case WeightFormat::kW4PerChannel:
+        s8_ = prepare_s8_weights(w_.w4pc);
+        std::vector<uint8_t>().swap(w_.w4pc.qweight);
+        break;
+      case WeightFormat::kW8PerChannel:
+        s8_ = prepare_s8_weights(std::move(w_.w8.q), w_.n, w_.k);
+        std::vector<int8_t>().swap(w_.w8.q);
+        break;
+      default: break;
+    }
+  }
   int64_t in_features() const override { return w_.k; }
   int64_t out_features() const override { return w_.n; }
   ActFormat input_format() const override {
@@ -45,13 +63,13 @@ class QuantizedLinearCpu final : public Linear {
       for (int64_t t = 0; t < m; ++t) s_x[t] = float_to_half(x.scales.data_as<float>()[t]);
       const int8_t* xq = x.values.data_as<int8_t>();
       if (w_.format == WeightFormat::kW4G128) {
-        gemm_w4a8_g128(xq, s_x.data(), m, w_.g128, nullptr, out.data());
+        gemm_w4a8_g128(xq, s_x.data(), m, w_.g128, s8_, nullptr, out.data());
       } else if (w_.format == WeightFormat::kW4PerChannel) {
         a_sum.resize(m);
         for (int64_t t = 0; t < m; ++t) a_sum[t] = float_to_half(x.sums.data_as<float>()[t]);
-        gemm_w4a8_per_channel(xq, s_x.data(), a_sum.data(), m, w_.w4pc, nullptr, out.data());
+        gemm_w4a8_per_channel(xq, s_x.data(), a_sum.data(), m, w_.w4pc, s8_, nullptr, out.data());
       } else {
-        gemm_w8a8(xq, s_x.data(), m, w_.w8, nullptr, out.data());
+        gemm_w8a8(xq, s_x.data(), m, w_.w8, s8_, nullptr, out.data());
       }
     }
     float* yf = y.data_as<float>();
@@ -63,6 +81,7 @@ class QuantizedLinearCpu final : public Linear {
 
  private:
   quant::QuantizedLinear w_;
+  S8Weights s8_;  // the integer formats' INT8 rows (gemm_w4a8.h)
 };
 
 }  // namespace
