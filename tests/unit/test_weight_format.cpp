@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -257,6 +258,35 @@ TEST(CpuGemm, W4A16MatchesDequantizedFloat) {
       for (int64_t i = 0; i < k; ++i) r += double(half_to_float(x[t * k + i])) * wd[o * k + i];
       EXPECT_NEAR(half_to_float(y[t * n + o]), r, 1e-3 * std::abs(r) + 1e-3);
     }
+}
+
+// The prepared form (codes and scales unpacked once, 16 channels a vector)
+// gives the reference's bits: the float sums before their fp16 rounding (a
+// fused multiply-add in place of the reference's two roundings would change
+// them), on odd sizes (channel tails below 16 and 64, a partial last group,
+// 1-9 tokens), with the packed codes dropped after preparing.
+TEST(CpuGemm, W4A16PreparedGivesTheReferenceBits) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  for (int64_t m : {1, 2, 9})
+    for (int64_t n : {7, 16, 70, 133})
+      for (int64_t k : {128, 200, 576}) {
+        const auto wf = random_weights(n, k, static_cast<uint32_t>(100 + n + k));
+        auto q = quant::quantize_w4a16(wf, n, k);
+        std::vector<uint16_t> x(m * k), want(m * n, 0x7e00), got(m * n, 0x7c00);  // NaN / inf before the runs
+        std::vector<float> want_sums(m * n, NAN), got_sums(m * n, -NAN);
+        for (auto& v : x) v = float_to_half(d(rng));
+        cpu::gemm_w4a16(x.data(), m, q, want.data());
+        cpu::gemm_w4a16_sums(x.data(), m, q, want_sums.data());
+        const cpu::W4A16Prepared prepared = cpu::prepare_w4a16(q);
+        q.qweight.clear();
+        cpu::gemm_w4a16(x.data(), m, prepared, got.data());
+        cpu::gemm_w4a16_sums(x.data(), m, prepared, got_sums.data());
+        for (int64_t i = 0; i < m * n; ++i)
+          ASSERT_EQ(std::bit_cast<uint32_t>(got_sums[i]), std::bit_cast<uint32_t>(want_sums[i]))
+              << "m " << m << " n " << n << " k " << k << " at " << i << ": " << got_sums[i] << " vs " << want_sums[i];
+        ASSERT_EQ(got, want) << "m " << m << " n " << n << " k " << k;
+      }
 }
 
 }  // namespace

@@ -326,7 +326,7 @@ void gemm_w8a8(const int8_t* xq, const uint16_t* s_x, int64_t m, const quant::W8
           float_to_half(quant::epilogue_w8a8(acc[t * w.n + o], half_to_float(s_x[t]), half_to_float(w.scale[o])));
 }
 
-void gemm_w4a16(const uint16_t* x, int64_t m, const quant::W4A16Weights& w, uint16_t* y) {
+void gemm_w4a16_sums(const uint16_t* x, int64_t m, const quant::W4A16Weights& w, float* sums) {
   const std::vector<float> wf = quant::dequantize(w);  // [n, k]
   std::vector<float> xf(m * w.k);
   for (int64_t i = 0; i < m * w.k; ++i) xf[i] = half_to_float(x[i]);
@@ -336,9 +336,15 @@ void gemm_w4a16(const uint16_t* x, int64_t m, const quant::W4A16Weights& w, uint
       for (int64_t t = 0; t < m; ++t) {
         float sum = 0.0f;
         for (int64_t i = 0; i < k; ++i) sum += xf[t * k + i] * wf[o * k + i];
-        y[t * n + o] = float_to_half(sum);
+        sums[t * n + o] = sum;
       }
   }, 8);
+}
+
+void gemm_w4a16(const uint16_t* x, int64_t m, const quant::W4A16Weights& w, uint16_t* y) {
+  std::vector<float> sums(static_cast<size_t>(m * w.n));
+  gemm_w4a16_sums(x, m, w, sums.data());
+  for (size_t i = 0; i < sums.size(); ++i) y[i] = float_to_half(sums[i]);
 }
 
 }  // namespace qserve::cpu

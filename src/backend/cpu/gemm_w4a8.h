@@ -51,6 +51,22 @@ void gemm_w8a8(const int8_t* xq, const uint16_t* s_x, int64_t m, const quant::W8
 // x * ((q - z) * scale), rounded to fp16.
 void gemm_w4a16(const uint16_t* x, int64_t m, const quant::W4A16Weights& w, uint16_t* y);
 
+// W4A16 weights prepared once (gemm_w4a16_prepared.cpp): each code minus its
+// zero point (-15..15) and the scales as floats, channel-minor ([k][n] and
+// [groups][n]) so that 16 output channels share a vector, each lane summing
+// its channel in the reference's order. The same bits as gemm_w4a16.
+struct W4A16Prepared {
+  int64_t n = 0, k = 0, group = 0;
+  std::vector<int8_t> codes;  // [k, n]: q - zero
+  std::vector<float> scales;  // [groups, n]
+};
+W4A16Prepared prepare_w4a16(const quant::W4A16Weights& w);
+void gemm_w4a16(const uint16_t* x, int64_t m, const W4A16Prepared& w, uint16_t* y);
+// The float sums [m, n] of both forms before their rounding to fp16 (what the
+// tests compare bit for bit).
+void gemm_w4a16_sums(const uint16_t* x, int64_t m, const quant::W4A16Weights& w, float* sums);
+void gemm_w4a16_sums(const uint16_t* x, int64_t m, const W4A16Prepared& w, float* sums);
+
 // The integer core: acc [m, n] = xq [m, k] * wq [n, k]^T (both int8 row-major).
 // Runs the fastest path the CPU has (s8_gemm_default_path()); every path gives
 // exactly the same INT32 results.

@@ -15,8 +15,9 @@ using quant::WeightFormat;
 
 class QuantizedLinearCpu final : public Linear {
  public:
-  // The INT8 rows of the integer formats are derived here, once; the packed
-  // codes are then dropped (the epilogue reads only the scales and zeros).
+  // The INT8 rows of the integer formats (and W4A16's unpacked codes) are
+  // derived here, once; the packed codes are then dropped (the epilogues read
+  // only the scales and zeros).
   explicit QuantizedLinearCpu(quant::QuantizedLinear w) : w_(std::move(w)) {
     switch (w_.format) {
       case WeightFormat::kW4G128:
@@ -30,6 +31,10 @@ class QuantizedLinearCpu final : public Linear {
       case WeightFormat::kW8PerChannel:
         s8_ = prepare_s8_weights(std::move(w_.w8.q), w_.n, w_.k);
         std::vector<int8_t>().swap(w_.w8.q);
+        break;
+      case WeightFormat::kW4A16:
+        w4a16_ = prepare_w4a16(w_.w4a16);
+        std::vector<uint8_t>().swap(w_.w4a16.qweight);
         break;
       default: break;
     }
@@ -56,7 +61,7 @@ class QuantizedLinearCpu final : public Linear {
       std::vector<uint16_t> xh(static_cast<size_t>(m * w_.k));
       const float* xf = x.values.data_as<float>();
       for (size_t i = 0; i < xh.size(); ++i) xh[i] = float_to_half(xf[i]);
-      gemm_w4a16(xh.data(), m, w_.w4a16, out.data());
+      gemm_w4a16(xh.data(), m, w4a16_, out.data());
     } else {
       // The producers store the per-token scale (and a_sum) as fp16 values in f32.
       std::vector<uint16_t> s_x(m), a_sum;
@@ -81,7 +86,8 @@ class QuantizedLinearCpu final : public Linear {
 
  private:
   quant::QuantizedLinear w_;
-  S8Weights s8_;  // the integer formats' INT8 rows (gemm_w4a8.h)
+  S8Weights s8_;          // the integer formats' INT8 rows (gemm_w4a8.h)
+  W4A16Prepared w4a16_;   // W4A16's codes and scales, channel-minor
 };
 
 }  // namespace
