@@ -232,6 +232,16 @@ void run_s8s8_s32(const int8_t* xq, const int8_t* wq, const int32_t* corr, int64
   });
 }
 
+// fn(t) for the token rows [0, m) of an epilogue over n channels, over the
+// threads once there are enough outputs (each output is computed alone: the
+// split changes no result).
+template <class Fn>
+void for_token_rows(int64_t m, int64_t n, const Fn& fn) {
+  ThreadPool::global().parallel_for(m, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) fn(t);
+  }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, n)));
+}
+
 // The path a call takes: `path`, checked, or the scalar one where the +128 bias could overflow.
 S8GemmPath checked_path(int64_t k, S8GemmPath path) {
   QS_CHECK(k < 133144) << "k = " << k << " could overflow INT32 accumulation";
@@ -281,10 +291,11 @@ void gemm_w4a8_g128(const int8_t* xq, const uint16_t* s_x, int64_t m, const quan
   gemm_s8s8_s32(xq, w8, m, acc.data());
   if (acc_out) std::copy(acc.begin(), acc.end(), acc_out);
   if (!y) return;
-  for (int64_t t = 0; t < m; ++t)
+  for_token_rows(m, w.n, [&](int64_t t) {
+    const float sx = half_to_float(s_x[t]);
     for (int64_t o = 0; o < w.n; ++o)
-      y[t * w.n + o] = float_to_half(
-          quant::epilogue_g128(acc[t * w.n + o], half_to_float(s_x[t]), half_to_float(w.s1[o])));
+      y[t * w.n + o] = float_to_half(quant::epilogue_g128(acc[t * w.n + o], sx, half_to_float(w.s1[o])));
+  });
 }
 
 void gemm_w4a8_per_channel(const int8_t* xq, const uint16_t* s_x, const uint16_t* a_sum, int64_t m,
@@ -299,13 +310,14 @@ void gemm_w4a8_per_channel(const int8_t* xq, const uint16_t* s_x, const uint16_t
   gemm_s8s8_s32(xq, w4, m, acc.data());
   if (acc_out) std::copy(acc.begin(), acc.end(), acc_out);
   if (!y) return;
-  for (int64_t o = 0; o < w.n; ++o) {
-    const float s = half_to_float(w.scale[o]);
-    const float sz = quant::scaled_zero_point(s, w.zero[o]);
-    for (int64_t t = 0; t < m; ++t)
-      y[t * w.n + o] = float_to_half(quant::epilogue_per_channel(acc[t * w.n + o], half_to_float(s_x[t]), s, sz,
-                                                                 half_to_float(a_sum[t])));
-  }
+  for_token_rows(m, w.n, [&](int64_t t) {
+    const float sx = half_to_float(s_x[t]), as = half_to_float(a_sum[t]);
+    for (int64_t o = 0; o < w.n; ++o) {
+      const float s = half_to_float(w.scale[o]);
+      y[t * w.n + o] = float_to_half(
+          quant::epilogue_per_channel(acc[t * w.n + o], sx, s, quant::scaled_zero_point(s, w.zero[o]), as));
+    }
+  });
 }
 
 void gemm_w8a8(const int8_t* xq, const uint16_t* s_x, int64_t m, const quant::W8PerChannelWeights& w,
@@ -320,10 +332,11 @@ void gemm_w8a8(const int8_t* xq, const uint16_t* s_x, int64_t m, const quant::W8
   gemm_s8s8_s32(xq, w8, m, acc.data());
   if (acc_out) std::copy(acc.begin(), acc.end(), acc_out);
   if (!y) return;
-  for (int64_t t = 0; t < m; ++t)
+  for_token_rows(m, w.n, [&](int64_t t) {
+    const float sx = half_to_float(s_x[t]);
     for (int64_t o = 0; o < w.n; ++o)
-      y[t * w.n + o] =
-          float_to_half(quant::epilogue_w8a8(acc[t * w.n + o], half_to_float(s_x[t]), half_to_float(w.scale[o])));
+      y[t * w.n + o] = float_to_half(quant::epilogue_w8a8(acc[t * w.n + o], sx, half_to_float(w.scale[o])));
+  });
 }
 
 void gemm_w4a16_sums(const uint16_t* x, int64_t m, const quant::W4A16Weights& w, float* sums) {
