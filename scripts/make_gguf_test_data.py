@@ -8,6 +8,8 @@ package, the reference implementation of the format and of ggml's dequantization
   tiny_llama.gguf          a 2-layer Llama (hidden 32, 4 heads, 2 KV heads) with a byte-level
                            BPE tokenizer; q/k rows permuted the way llama.cpp's converter does
   tiny_llama_hf.safetensors  its tensors under Hugging Face names, as the reader must return them
+  tiny_llama_16bit.gguf    a 1-layer Llama with every matrix F16 or BF16 (q / k permuted), no
+                           tokenizer; tiny_llama_16bit_hf.safetensors its tensors widened to F32
   smollm2_ref.json         (with --model FILE.gguf) first/last rows, sums of a few real tensors of
                            the default model, dequantized by gguf.quants.dequantize
 
@@ -175,6 +177,61 @@ def write_tiny_llama(rng):
     save_file(hf, os.path.join(OUT, "tiny_llama_hf.safetensors"))
 
 
+def write_tiny_llama_16bit(rng):
+    """tiny_llama_16bit.gguf: a tiny Llama whose matrices are all F16 or BF16 (q and k permuted
+    as llama.cpp stores them), and tiny_llama_16bit_hf.safetensors, its tensors under Hugging Face
+    names as F32 (the 16-bit values widened): the reader keeps F16 / BF16 tensors as they are
+    stored, q / k rows unpermuted whole."""
+    from safetensors.numpy import save_file
+
+    hidden, heads, kv_heads, ffn, vocab = 32, 4, 2, 64, 48
+    head_dim = hidden // heads
+    w = gguf.GGUFWriter(os.path.join(OUT, "tiny_llama_16bit.gguf"), "llama")
+    w.add_block_count(1)
+    w.add_context_length(64)
+    w.add_embedding_length(hidden)
+    w.add_feed_forward_length(ffn)
+    w.add_head_count(heads)
+    w.add_head_count_kv(kv_heads)
+    w.add_rope_freq_base(10000.0)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_vocab_size(vocab)
+    w.add_rope_dimension_count(head_dim)
+    hf = {}
+
+    def rnd(*shape):
+        return (rng.standard_normal(shape) * 0.1).astype(np.float32)
+
+    def put(gguf_name, hf_name, t, qtype, heads_of_permute=None):
+        stored = quantize(t, qtype)  # F16: float16 values; BF16: the raw 16-bit words
+        hf[hf_name] = dequantize(stored, qtype).astype(np.float32)
+        if heads_of_permute is not None:  # the rows llama.cpp's converter writes for q / k
+            stored = quantize(permute(t, heads, heads_of_permute), qtype)
+        w.add_tensor(gguf_name, stored, raw_dtype=qtype)
+
+    def norm(gguf_name, hf_name):
+        hf[hf_name] = 1 + rnd(hidden)
+        w.add_tensor(gguf_name, hf[hf_name])
+
+    put("token_embd.weight", "model.embed_tokens.weight", rnd(vocab, hidden), Q.F16)
+    p, h = "blk.0.", "model.layers.0."
+    norm(p + "attn_norm.weight", h + "input_layernorm.weight")
+    put(p + "attn_q.weight", h + "self_attn.q_proj.weight", rnd(hidden, hidden), Q.F16, heads)
+    put(p + "attn_k.weight", h + "self_attn.k_proj.weight", rnd(kv_heads * head_dim, hidden), Q.BF16, kv_heads)
+    put(p + "attn_v.weight", h + "self_attn.v_proj.weight", rnd(kv_heads * head_dim, hidden), Q.BF16)
+    put(p + "attn_output.weight", h + "self_attn.o_proj.weight", rnd(hidden, hidden), Q.F16)
+    norm(p + "ffn_norm.weight", h + "post_attention_layernorm.weight")
+    put(p + "ffn_gate.weight", h + "mlp.gate_proj.weight", rnd(ffn, hidden), Q.F16)
+    put(p + "ffn_up.weight", h + "mlp.up_proj.weight", rnd(ffn, hidden), Q.BF16)
+    put(p + "ffn_down.weight", h + "mlp.down_proj.weight", rnd(hidden, ffn), Q.F16)
+    norm("output_norm.weight", "model.norm.weight")
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    save_file(hf, os.path.join(OUT, "tiny_llama_16bit_hf.safetensors"))
+
+
 def write_model_reference(path):
     r = gguf.GGUFReader(path)
     out = {"file": os.path.basename(path), "tensors": {}}
@@ -204,6 +261,7 @@ def main():
     rng = np.random.default_rng(1234)
     write_quants(rng)
     write_tiny_llama(rng)
+    write_tiny_llama_16bit(np.random.default_rng(4321))  # its own generator: the files above do not move
     if args.model:
         write_model_reference(args.model)
 

@@ -306,4 +306,12 @@ Tensor GgufFile::dequantize(const GgufTensorInfo& info) const {
   return out;
 }
 
+Tensor GgufFile::load(const GgufTensorInfo& info) const {
+  if (info.type != GgmlType::kF16 && info.type != GgmlType::kBF16) return dequantize(info);
+  Tensor out = Tensor::zeros(info.type == GgmlType::kF16 ? DType::kF16 : DType::kBF16, info.shape());
+  QS_CHECK(out.nbytes() == info.nbytes) << path_ << ": tensor '" << info.name << "': " << info.nbytes << " bytes for " << out.nbytes();
+  std::memcpy(out.data(), info.data, out.nbytes());  // (the reader checked that the data lies in the file)
+  return out;
+}
+
 }  // namespace qserve

@@ -72,6 +72,10 @@ class GgufFile {
   // The tensor as a new F32 row-major tensor. Error(kUnsupported) naming the
   // tensor and type if this type cannot be dequantized.
   Tensor dequantize(const GgufTensorInfo& info) const;
+  // The tensor as a model loads it: F16 and BF16 as they are stored (a copy:
+  // exact, and half the bytes of F32 for the backends, which widen 16-bit
+  // weights in registers), every other type through dequantize().
+  Tensor load(const GgufTensorInfo& info) const;
 
  private:
   GgufFile() = default;

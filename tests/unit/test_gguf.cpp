@@ -4,6 +4,7 @@
 // here (each a clear Error, never a crash), and the real default model if installed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -74,6 +75,34 @@ TEST(Gguf, DequantizesBitExactWithReference) {
   EXPECT_EQ(checked, 10);  // F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q4_K Q6_K
 }
 
+// Every matrix F16 or BF16, q / k permuted: each keeps its stored type (half
+// the bytes of F32, exact), rows in the Hugging Face order.
+TEST(Gguf, SixteenBitTensorsKeepTheirType) {
+  auto ckpt = open_checkpoint(data_file("tiny_llama_16bit.gguf"));
+  auto want = SafetensorsFile::open(data_file("tiny_llama_16bit_hf.safetensors"));
+  std::vector<std::string> want_names = want->names();
+  std::sort(want_names.begin(), want_names.end());
+  ASSERT_EQ(ckpt->names(), want_names);
+  int sixteen = 0;
+  for (const auto& name : want_names) {
+    SCOPED_TRACE(name);
+    const Tensor& a = ckpt->get(name);
+    const Tensor& b = want->get(name);
+    ASSERT_EQ(a.shape(), b.shape());
+    if (a.rank() == 2) {
+      ASSERT_TRUE(a.dtype() == DType::kF16 || a.dtype() == DType::kBF16) << dtype_name(a.dtype());
+      ++sixteen;
+    } else {
+      ASSERT_EQ(a.dtype(), DType::kF32);  // the norms are stored F32
+    }
+    const Tensor a32 = a.dtype() == DType::kF32 ? a : to_f32(a);
+    EXPECT_EQ(std::memcmp(a32.data(), b.data(), b.nbytes()), 0);
+  }
+  EXPECT_EQ(sixteen, 8);  // embeddings, q, k, v, o, gate, up, down
+  EXPECT_EQ(ckpt->get("model.layers.0.self_attn.q_proj.weight").dtype(), DType::kF16);
+  EXPECT_EQ(ckpt->get("model.layers.0.self_attn.k_proj.weight").dtype(), DType::kBF16);
+}
+
 TEST(Gguf, TinyLlamaLoadsInHuggingFaceLayout) {
   auto ckpt = open_checkpoint(data_file("tiny_llama.gguf"));
   auto want = SafetensorsFile::open(data_file("tiny_llama_hf.safetensors"));
@@ -85,8 +114,14 @@ TEST(Gguf, TinyLlamaLoadsInHuggingFaceLayout) {
     const Tensor& a = ckpt->get(name);
     const Tensor& b = want->get(name);
     ASSERT_EQ(a.shape(), b.shape());
-    ASSERT_EQ(a.dtype(), DType::kF32);
-    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.nbytes()), 0);
+    // v_proj is stored F16 and o_proj BF16 (kept so); the quantized types dequantize to F32.
+    const bool sixteen = name.find("v_proj") != std::string::npos || name.find("o_proj") != std::string::npos;
+    ASSERT_EQ(a.dtype(), name.find("v_proj") != std::string::npos ? DType::kF16
+                         : name.find("o_proj") != std::string::npos ? DType::kBF16
+                                                                    : DType::kF32);
+    const Tensor a32 = sixteen ? to_f32(a) : a;
+    ASSERT_EQ(b.dtype(), DType::kF32);
+    EXPECT_EQ(std::memcmp(a32.data(), b.data(), b.nbytes()), 0);
   }
   EXPECT_FALSE(ckpt->has("lm_head.weight"));
   const auto& c = ckpt->config();
