@@ -2,13 +2,14 @@
 // default). parallel_for splits [0, n) into contiguous chunks; the calling
 // thread takes a chunk too and returns when all chunks are done.
 //
-// A decode step is hundreds of short loops back to back (a layer's matmuls,
-// norms and attention, ~20-100 us each on the default model), so waking a
-// sleeping worker (a futex wake, tens of us on a VM) would cost a large part of
-// each loop. A worker that has finished a job therefore polls for the next one
-// for a short while (kSpinIterations pauses, ~55 us) before it sleeps on
-// the condition variable, and the caller polls for the last chunk's end the
-// same way before it sleeps.
+// A decode step is hundreds of short loops back to back (on the default model
+// a layer's matmuls take 40-220 us at two threads, its norms far less). With
+// workers that slept between loops, two threads streamed those matmuls' weights
+// no faster than one (bench/results/2026-12-05-cpu-decode.md): waking a
+// sleeping worker took a large part of each loop. A worker that has finished a
+// job therefore polls for the next one for a short while (kSpinIterations
+// pauses, ~55 us) before it sleeps on the condition variable, and the caller
+// polls for the last chunk's end the same way before it sleeps.
 #pragma once
 
 #include <atomic>
