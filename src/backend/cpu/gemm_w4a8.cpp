@@ -132,33 +132,51 @@ __attribute__((target("avx2,avxvnni"))) inline int32_t hsum_epi32(__m256i v) {
   return _mm_cvtsi128_si32(s);
 }
 
+// NT (1-4) tokens from t0 x rows [o0, o1) in tiles of 4 rows (the AVX-512
+// form's structure on 256-bit vectors; the k tail through dot_u8s8).
+template <int NT>
+__attribute__((target("avx2,avxvnni"))) inline void tokens_avx_vnni(const uint8_t* xu, const int8_t* wq, const int32_t* corr,
+                                                                    int64_t n, int64_t k, int64_t t0, int64_t o0, int64_t o1,
+                                                                    int32_t* acc) {
+  const int64_t k32 = k / 32 * 32;
+  const int64_t ahead = s8_prefetch_rows_ahead(k);
+  const uint8_t* xr[NT];
+  for (int r = 0; r < NT; ++r) xr[r] = xu + (t0 + r) * k;
+  for (int64_t oo = o0; oo < o1; oo += 4) {
+    const int64_t no = std::min<int64_t>(4, o1 - oo);
+    __m256i c[NT][4];
+    for (auto& r : c)
+      for (auto& v : r) v = _mm256_setzero_si256();
+    // Rows past the end repeat the last valid row (results discarded).
+    const int8_t* wr[4];
+    for (int j = 0; j < 4; ++j) wr[j] = wq + (oo + std::min<int64_t>(j, no - 1)) * k;
+    const int8_t* pf = oo + ahead + 4 <= n ? wq + (oo + ahead) * k : nullptr;
+    for (int64_t i = 0; i < k32; i += 32) {
+      if (pf != nullptr && (i & 63) == 0)
+        for (int j = 0; j < 4; ++j) _mm_prefetch(reinterpret_cast<const char*>(pf + j * k + i), _MM_HINT_T0);
+      __m256i b[4];
+      for (int j = 0; j < 4; ++j) b[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr[j] + i));
+      for (int r = 0; r < NT; ++r) {
+        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[r] + i));
+        for (int j = 0; j < 4; ++j) c[r][j] = _mm256_dpbusd_avx_epi32(c[r][j], a, b[j]);
+      }
+    }
+    for (int r = 0; r < NT; ++r)
+      for (int j = 0; j < no; ++j)
+        acc[(t0 + r) * n + oo + j] = hsum_epi32(c[r][j]) + dot_u8s8(xr[r] + k32, wr[j] + k32, k - k32) - corr[oo + j];
+  }
+}
+
+// Tokens in groups of 4 (the last group 1-3: no token row is computed twice).
 __attribute__((target("avx2,avxvnni"))) void tile_avx_vnni(const uint8_t* xu, const int8_t* wq, const int32_t* corr,
                                                            int64_t m, int64_t n, int64_t k, int64_t o0, int64_t o1,
                                                            int32_t* acc) {
-  const int64_t k32 = k / 32 * 32;
   for (int64_t t0 = 0; t0 < m; t0 += 4) {
-    const int64_t nt = std::min<int64_t>(4, m - t0);
-    for (int64_t oo = o0; oo < o1; oo += 4) {
-      const int64_t no = std::min<int64_t>(4, o1 - oo);
-      __m256i c[4][4];
-      for (auto& r : c)
-        for (auto& v : r) v = _mm256_setzero_si256();
-      const uint8_t* xr[4];
-      const int8_t* wr[4];
-      for (int r = 0; r < 4; ++r) xr[r] = xu + (t0 + std::min<int64_t>(r, nt - 1)) * k;
-      for (int j = 0; j < 4; ++j) wr[j] = wq + (oo + std::min<int64_t>(j, no - 1)) * k;
-      for (int64_t i = 0; i < k32; i += 32) {
-        __m256i b[4];
-        for (int j = 0; j < 4; ++j) b[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr[j] + i));
-        for (int r = 0; r < 4; ++r) {
-          const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[r] + i));
-          for (int j = 0; j < 4; ++j) c[r][j] = _mm256_dpbusd_avx_epi32(c[r][j], a, b[j]);
-        }
-      }
-      for (int r = 0; r < nt; ++r)
-        for (int j = 0; j < no; ++j)
-          acc[(t0 + r) * n + oo + j] =
-              hsum_epi32(c[r][j]) + dot_u8s8(xr[r] + k32, wr[j] + k32, k - k32) - corr[oo + j];
+    switch (std::min<int64_t>(4, m - t0)) {
+      case 1: tokens_avx_vnni<1>(xu, wq, corr, n, k, t0, o0, o1, acc); break;
+      case 2: tokens_avx_vnni<2>(xu, wq, corr, n, k, t0, o0, o1, acc); break;
+      case 3: tokens_avx_vnni<3>(xu, wq, corr, n, k, t0, o0, o1, acc); break;
+      default: tokens_avx_vnni<4>(xu, wq, corr, n, k, t0, o0, o1, acc); break;
     }
   }
 }
