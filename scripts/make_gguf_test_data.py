@@ -104,6 +104,22 @@ def permute(weights, n_head, n_head_kv):
             .swapaxes(1, 2).reshape(weights.shape))
 
 
+def llama_writer(name, layers, context, hidden, ffn, heads, kv_heads, vocab):
+    """A GGUFWriter for OUT/name with a Llama's shape metadata (rope base 10000, eps 1e-5)."""
+    w = gguf.GGUFWriter(os.path.join(OUT, name), "llama")
+    w.add_block_count(layers)
+    w.add_context_length(context)
+    w.add_embedding_length(hidden)
+    w.add_feed_forward_length(ffn)
+    w.add_head_count(heads)
+    w.add_head_count_kv(kv_heads)
+    w.add_rope_freq_base(10000.0)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_vocab_size(vocab)
+    w.add_rope_dimension_count(hidden // heads)
+    return w
+
+
 def write_tiny_llama(rng):
     from safetensors.numpy import save_file
 
@@ -116,17 +132,7 @@ def write_tiny_llama(rng):
     types = [3] * len(specials) + [1] * (len(tokens) - len(specials))
     vocab = len(tokens)
 
-    w = gguf.GGUFWriter(os.path.join(OUT, "tiny_llama.gguf"), "llama")
-    w.add_block_count(layers)
-    w.add_context_length(256)
-    w.add_embedding_length(hidden)
-    w.add_feed_forward_length(ffn)
-    w.add_head_count(heads)
-    w.add_head_count_kv(kv_heads)
-    w.add_rope_freq_base(10000.0)
-    w.add_layer_norm_rms_eps(1e-5)
-    w.add_vocab_size(vocab)
-    w.add_rope_dimension_count(head_dim)
+    w = llama_writer("tiny_llama.gguf", layers, 256, hidden, ffn, heads, kv_heads, vocab)
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("smollm")
     w.add_token_list(tokens)
@@ -186,17 +192,7 @@ def write_tiny_llama_16bit(rng):
 
     hidden, heads, kv_heads, ffn, vocab = 32, 4, 2, 64, 48
     head_dim = hidden // heads
-    w = gguf.GGUFWriter(os.path.join(OUT, "tiny_llama_16bit.gguf"), "llama")
-    w.add_block_count(1)
-    w.add_context_length(64)
-    w.add_embedding_length(hidden)
-    w.add_feed_forward_length(ffn)
-    w.add_head_count(heads)
-    w.add_head_count_kv(kv_heads)
-    w.add_rope_freq_base(10000.0)
-    w.add_layer_norm_rms_eps(1e-5)
-    w.add_vocab_size(vocab)
-    w.add_rope_dimension_count(head_dim)
+    w = llama_writer("tiny_llama_16bit.gguf", 1, 64, hidden, ffn, heads, kv_heads, vocab)
     hf = {}
 
     def rnd(*shape):

@@ -17,10 +17,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "../bench_args.h"
 #include "backend/cpu/matmul.h"
 #include "core/dtype.h"
 #include "core/half.h"
@@ -33,14 +33,6 @@ namespace {
 [[noreturn]] void usage_error(const std::string& why) {
   fmt::print(stderr, "qserve_bench_matmul: {}\n", why);
   std::exit(2);
-}
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
 }
 
 int64_t parse_int(const std::string& s, const char* what) {
@@ -77,13 +69,13 @@ int main(int argc, char** argv) {
     };
     if (a == "--tokens") {
       tokens.clear();
-      for (const auto& t : split(next())) tokens.push_back(std::max<int64_t>(1, parse_int(t, "token count")));
+      for (const auto& t : bench::split_list(next())) tokens.push_back(std::max<int64_t>(1, parse_int(t, "token count")));
     } else if (a == "--dtype") {
       dtypes.clear();
-      for (const auto& d : split(next())) dtypes.push_back(parse_dtype(d));
+      for (const auto& d : bench::split_list(next())) dtypes.push_back(parse_dtype(d));
     } else if (a == "--shapes") {
       shapes.clear();
-      for (const auto& s : split(next())) {
+      for (const auto& s : bench::split_list(next())) {
         const size_t x = s.find('x');
         if (x == std::string::npos) usage_error(fmt::format("bad shape '{}' (NxK)", s));
         shapes.push_back({parse_int(s.substr(0, x), "N"), parse_int(s.substr(x + 1), "K"), s});

@@ -51,7 +51,7 @@
 #include "backend/cuda/attention/prefill_attention.h"
 #include "backend/cuda/attention/rope_kv_write.h"
 #include "backend/cuda/kernels/fused_ops.h"
-#include "bench_args.h"
+#include "../bench_args.h"
 #include "bench_common.h"
 
 using namespace qserve;

@@ -106,7 +106,7 @@
 #include "backend/cuda/kernels/fused_ops.h"
 #include "core/half.h"
 #include "quant/weight_format.h"
-#include "bench_args.h"
+#include "../bench_args.h"
 #include "gpu_hold.h"
 #include "gemm_layers.h"
 #include "neighbor_kernel.h"

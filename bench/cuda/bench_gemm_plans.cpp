@@ -21,7 +21,7 @@
 
 #include "backend/cuda/gemm_w4a8.h"
 #include "backend/cuda/gemm_w4a8_measured.h"
-#include "bench_args.h"
+#include "../bench_args.h"
 #include "gemm_layers.h"
 
 namespace {

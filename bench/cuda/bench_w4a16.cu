@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "backend/cuda/gemm_w4a16.h"
-#include "bench_args.h"
+#include "../bench_args.h"
 #include "bench_common.h"
 #include "core/half.h"
 #include "quant/weight_format.h"

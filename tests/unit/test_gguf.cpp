@@ -10,6 +10,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 
 #include "engine/tokenizer_codec.h"
 #include "model/checkpoint.h"
@@ -75,54 +77,47 @@ TEST(Gguf, DequantizesBitExactWithReference) {
   EXPECT_EQ(checked, 10);  // F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q4_K Q6_K
 }
 
+// The checkpoint's tensors against the reference file's (F32): the same names
+// and shapes, each of the dtype `dtype_of(name)` and, widened, the same bits.
+void expect_tensors_like(const Checkpoint& ckpt, const SafetensorsFile& want, const std::function<DType(const std::string&)>& dtype_of) {
+  std::vector<std::string> want_names = want.names();
+  std::sort(want_names.begin(), want_names.end());
+  ASSERT_EQ(ckpt.names(), want_names);
+  for (const auto& name : want_names) {
+    SCOPED_TRACE(name);
+    const Tensor& a = ckpt.get(name);
+    const Tensor& b = want.get(name);
+    ASSERT_EQ(a.shape(), b.shape());
+    ASSERT_EQ(a.dtype(), dtype_of(name));
+    ASSERT_EQ(b.dtype(), DType::kF32);
+    const Tensor a32 = a.dtype() == DType::kF32 ? a : to_f32(a);
+    EXPECT_EQ(std::memcmp(a32.data(), b.data(), b.nbytes()), 0);
+  }
+}
+
 // Every matrix F16 or BF16, q / k permuted: each keeps its stored type (half
 // the bytes of F32, exact), rows in the Hugging Face order.
 TEST(Gguf, SixteenBitTensorsKeepTheirType) {
   auto ckpt = open_checkpoint(data_file("tiny_llama_16bit.gguf"));
   auto want = SafetensorsFile::open(data_file("tiny_llama_16bit_hf.safetensors"));
-  std::vector<std::string> want_names = want->names();
-  std::sort(want_names.begin(), want_names.end());
-  ASSERT_EQ(ckpt->names(), want_names);
-  int sixteen = 0;
-  for (const auto& name : want_names) {
-    SCOPED_TRACE(name);
-    const Tensor& a = ckpt->get(name);
-    const Tensor& b = want->get(name);
-    ASSERT_EQ(a.shape(), b.shape());
-    if (a.rank() == 2) {
-      ASSERT_TRUE(a.dtype() == DType::kF16 || a.dtype() == DType::kBF16) << dtype_name(a.dtype());
-      ++sixteen;
-    } else {
-      ASSERT_EQ(a.dtype(), DType::kF32);  // the norms are stored F32
-    }
-    const Tensor a32 = a.dtype() == DType::kF32 ? a : to_f32(a);
-    EXPECT_EQ(std::memcmp(a32.data(), b.data(), b.nbytes()), 0);
-  }
-  EXPECT_EQ(sixteen, 8);  // embeddings, q, k, v, o, gate, up, down
-  EXPECT_EQ(ckpt->get("model.layers.0.self_attn.q_proj.weight").dtype(), DType::kF16);
-  EXPECT_EQ(ckpt->get("model.layers.0.self_attn.k_proj.weight").dtype(), DType::kBF16);
+  // The norms are stored F32; the matrices as the writer stored them.
+  const std::map<std::string, DType> bf16 = {{"model.layers.0.self_attn.k_proj.weight", DType::kBF16},
+                                             {"model.layers.0.self_attn.v_proj.weight", DType::kBF16},
+                                             {"model.layers.0.mlp.up_proj.weight", DType::kBF16}};
+  expect_tensors_like(*ckpt, *want, [&](const std::string& name) {
+    if (name.find("norm") != std::string::npos) return DType::kF32;
+    return bf16.count(name) ? DType::kBF16 : DType::kF16;
+  });
 }
 
 TEST(Gguf, TinyLlamaLoadsInHuggingFaceLayout) {
   auto ckpt = open_checkpoint(data_file("tiny_llama.gguf"));
   auto want = SafetensorsFile::open(data_file("tiny_llama_hf.safetensors"));
-  std::vector<std::string> want_names = want->names();
-  std::sort(want_names.begin(), want_names.end());
-  EXPECT_EQ(ckpt->names(), want_names);
-  for (const auto& name : want_names) {
-    SCOPED_TRACE(name);
-    const Tensor& a = ckpt->get(name);
-    const Tensor& b = want->get(name);
-    ASSERT_EQ(a.shape(), b.shape());
-    // v_proj is stored F16 and o_proj BF16 (kept so); the quantized types dequantize to F32.
-    const bool sixteen = name.find("v_proj") != std::string::npos || name.find("o_proj") != std::string::npos;
-    ASSERT_EQ(a.dtype(), name.find("v_proj") != std::string::npos ? DType::kF16
-                         : name.find("o_proj") != std::string::npos ? DType::kBF16
-                                                                    : DType::kF32);
-    const Tensor a32 = sixteen ? to_f32(a) : a;
-    ASSERT_EQ(b.dtype(), DType::kF32);
-    EXPECT_EQ(std::memcmp(a32.data(), b.data(), b.nbytes()), 0);
-  }
+  // v_proj is stored F16 and o_proj BF16 (kept so); the quantized types dequantize to F32.
+  expect_tensors_like(*ckpt, *want, [](const std::string& name) {
+    if (name.find("v_proj") != std::string::npos) return DType::kF16;
+    return name.find("o_proj") != std::string::npos ? DType::kBF16 : DType::kF32;
+  });
   EXPECT_FALSE(ckpt->has("lm_head.weight"));
   const auto& c = ckpt->config();
   EXPECT_EQ(c["architectures"][0], "LlamaForCausalLM");

@@ -80,6 +80,12 @@ TEST(S8GemmPaths, PreparedWeightsGiveThePerCallBits) {
         const std::string where = "m " + std::to_string(m) + " n " + std::to_string(n) + " k " + std::to_string(k);
         std::vector<int32_t> acc_call(m * n, 1), acc_prep(m * n, -1);
         std::vector<uint16_t> y_call(m * n, 0x7e00), y_prep(m * n, 0x7c00);  // NaN / inf before the runs
+        // The prepared form against the direct sums over `rows` and the per-call form.
+        const auto expect_same = [&](const char* format, const std::vector<int8_t>& rows) {
+          EXPECT_EQ(acc_prep, direct_acc(x, rows, m, n, k)) << format << " " << where;
+          EXPECT_EQ(acc_prep, acc_call) << format << " " << where;
+          EXPECT_EQ(y_prep, y_call) << format << " " << where;
+        };
         {
           quant::W4G128Weights w = quant::quantize_w4_g128(wf, n, k);
           const std::vector<int8_t> rows = quant::dequantize_level2(w);
@@ -87,9 +93,7 @@ TEST(S8GemmPaths, PreparedWeightsGiveThePerCallBits) {
           const S8Weights prepared = prepare_s8_weights(w);
           w.qweight.clear();
           gemm_w4a8_g128(x.data(), s_x.data(), m, w, prepared, acc_prep.data(), y_prep.data());
-          EXPECT_EQ(acc_prep, direct_acc(x, rows, m, n, k)) << "g128 " << where;
-          EXPECT_EQ(acc_prep, acc_call) << "g128 " << where;
-          EXPECT_EQ(y_prep, y_call) << "g128 " << where;
+          expect_same("g128", rows);
         }
         {
           quant::W4PerChannelWeights w = quant::quantize_w4_per_channel(wf, n, k);
@@ -98,9 +102,7 @@ TEST(S8GemmPaths, PreparedWeightsGiveThePerCallBits) {
           const S8Weights prepared = prepare_s8_weights(w);
           w.qweight.clear();
           gemm_w4a8_per_channel(x.data(), s_x.data(), a_sum.data(), m, w, prepared, acc_prep.data(), y_prep.data());
-          EXPECT_EQ(acc_prep, direct_acc(x, std::vector<int8_t>(codes.begin(), codes.end()), m, n, k)) << "per-channel " << where;
-          EXPECT_EQ(acc_prep, acc_call) << "per-channel " << where;
-          EXPECT_EQ(y_prep, y_call) << "per-channel " << where;
+          expect_same("per-channel", std::vector<int8_t>(codes.begin(), codes.end()));
         }
         {
           quant::W8PerChannelWeights w = quant::quantize_w8_per_channel(wf, n, k);
@@ -109,9 +111,7 @@ TEST(S8GemmPaths, PreparedWeightsGiveThePerCallBits) {
           const S8Weights prepared = prepare_s8_weights(w);
           w.q.clear();
           gemm_w8a8(x.data(), s_x.data(), m, w, prepared, acc_prep.data(), y_prep.data());
-          EXPECT_EQ(acc_prep, direct_acc(x, rows, m, n, k)) << "w8a8 " << where;
-          EXPECT_EQ(acc_prep, acc_call) << "w8a8 " << where;
-          EXPECT_EQ(y_prep, y_call) << "w8a8 " << where;
+          expect_same("w8a8", rows);
         }
       }
 }

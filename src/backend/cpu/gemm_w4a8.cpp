@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_features.h"
+#include "backend/cpu/prefetch.h"
 #include "core/error.h"
 #include "core/half.h"
 #include "core/thread_pool.h"
@@ -61,11 +62,6 @@ inline int32_t dot_u8s8(const uint8_t* a, const int8_t* b, int64_t k) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
-// Weight rows prefetched ahead of a 4-row tile (~12 KB): decode streams each
-// row once, and short rows (576 B at k = 576) leave the hardware prefetcher
-// behind (the FP32 path's matmul_kernel.inc measured the same). Hints only.
-inline int64_t s8_prefetch_rows_ahead(int64_t k) { return std::clamp<int64_t>((12 * 1024 + k - 1) / k, 4, 16); }
-
 // NT (1-4) tokens from t0 x rows [o0, o1) in tiles of 4 rows.
 template <int NT>
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) inline void tokens_avx512_vnni(
@@ -73,7 +69,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) inline void tokens_avx512
     int32_t* acc) {
   const int64_t k64 = k / 64 * 64;
   const __mmask64 tail = k64 < k ? (~0ull >> (64 - (k - k64))) : 0;
-  const int64_t ahead = s8_prefetch_rows_ahead(k);
+  const int64_t ahead = prefetch_rows_ahead(k);  // rows of k INT8 weights (prefetch.h)
   const uint8_t* xr[NT];
   for (int r = 0; r < NT; ++r) xr[r] = xu + (t0 + r) * k;
   for (int64_t oo = o0; oo < o1; oo += 4) {
@@ -139,7 +135,7 @@ __attribute__((target("avx2,avxvnni"))) inline void tokens_avx_vnni(const uint8_
                                                                     int64_t n, int64_t k, int64_t t0, int64_t o0, int64_t o1,
                                                                     int32_t* acc) {
   const int64_t k32 = k / 32 * 32;
-  const int64_t ahead = s8_prefetch_rows_ahead(k);
+  const int64_t ahead = prefetch_rows_ahead(k);  // rows of k INT8 weights (prefetch.h)
   const uint8_t* xr[NT];
   for (int r = 0; r < NT; ++r) xr[r] = xu + (t0 + r) * k;
   for (int64_t oo = o0; oo < o1; oo += 4) {
@@ -328,13 +324,16 @@ void gemm_w4a8_per_channel(const int8_t* xq, const uint16_t* s_x, const uint16_t
   gemm_s8s8_s32(xq, w4, m, acc.data());
   if (acc_out) std::copy(acc.begin(), acc.end(), acc_out);
   if (!y) return;
+  // Each channel's scale and scaled zero once, not once per token.
+  std::vector<float> s(w.n), sz(w.n);
+  for (int64_t o = 0; o < w.n; ++o) {
+    s[o] = half_to_float(w.scale[o]);
+    sz[o] = quant::scaled_zero_point(s[o], w.zero[o]);
+  }
   for_token_rows(m, w.n, [&](int64_t t) {
     const float sx = half_to_float(s_x[t]), as = half_to_float(a_sum[t]);
-    for (int64_t o = 0; o < w.n; ++o) {
-      const float s = half_to_float(w.scale[o]);
-      y[t * w.n + o] = float_to_half(
-          quant::epilogue_per_channel(acc[t * w.n + o], sx, s, quant::scaled_zero_point(s, w.zero[o]), as));
-    }
+    for (int64_t o = 0; o < w.n; ++o)
+      y[t * w.n + o] = float_to_half(quant::epilogue_per_channel(acc[t * w.n + o], sx, s[o], sz[o], as));
   });
 }
 

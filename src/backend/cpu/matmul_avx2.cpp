@@ -8,6 +8,7 @@
 #include "core/dtype.h"
 
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/prefetch.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 // Every function below is compiled for avx2,fma,f16c (GCC: target pragma; clang,

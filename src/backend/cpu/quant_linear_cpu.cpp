@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/gemm_w4a8.h"
@@ -13,29 +14,23 @@ namespace {
 
 using quant::WeightFormat;
 
+// Frees a vector's memory (clear() keeps the capacity).
+template <class T>
+void release(std::vector<T>& v) {
+  std::vector<T>().swap(v);
+}
+
 class QuantizedLinearCpu final : public Linear {
  public:
   // The INT8 rows of the integer formats (and W4A16's unpacked codes) are
-  // derived here, once; the packed codes are then dropped (the epilogues read
+  // derived here, once; the packed codes are then released (the epilogues read
   // only the scales and zeros).
   explicit QuantizedLinearCpu(quant::QuantizedLinear w) : w_(std::move(w)) {
     switch (w_.format) {
-      case WeightFormat::kW4G128:
-        s8_ = prepare_s8_weights(w_.g128);
-        std::vector<uint8_t>().swap(w_.g128.qweight);
-        break;
-      case WeightFormat::kW4PerChannel:
-        s8_ = prepare_s8_weights(w_.w4pc);
-        std::vector<uint8_t>().swap(w_.w4pc.qweight);
-        break;
-      case WeightFormat::kW8PerChannel:
-        s8_ = prepare_s8_weights(std::move(w_.w8.q), w_.n, w_.k);
-        std::vector<int8_t>().swap(w_.w8.q);
-        break;
-      case WeightFormat::kW4A16:
-        w4a16_ = prepare_w4a16(w_.w4a16);
-        std::vector<uint8_t>().swap(w_.w4a16.qweight);
-        break;
+      case WeightFormat::kW4G128: s8_ = prepare_s8_weights(w_.g128); release(w_.g128.qweight); break;
+      case WeightFormat::kW4PerChannel: s8_ = prepare_s8_weights(w_.w4pc); release(w_.w4pc.qweight); break;
+      case WeightFormat::kW8PerChannel: s8_ = prepare_s8_weights(std::exchange(w_.w8.q, {}), w_.n, w_.k); break;
+      case WeightFormat::kW4A16: w4a16_ = prepare_w4a16(w_.w4a16); release(w_.w4a16.qweight); break;
       default: break;
     }
   }

@@ -1,5 +1,5 @@
-// Command-line pieces the GPU benchmarks share (host code only: also
-// included by the .cpp benchmarks).
+// Command-line pieces the benchmarks share, CPU (bench/cpu/) and GPU
+// (bench/cuda/): host code only.
 #pragma once
 
 #include <sstream>
