@@ -4,11 +4,17 @@
 #include <cstring>
 
 #include "core/half.h"
+#include "core/quant_blocks.h"
 
 namespace qserve {
 
 Tensor::Tensor(DType dtype, std::vector<int64_t> shape, void* data, std::shared_ptr<void> owner)
-    : dtype_(dtype), shape_(std::move(shape)), data_(data), owner_(std::move(owner)) {}
+    : dtype_(dtype), shape_(std::move(shape)), data_(data), owner_(std::move(owner)) {
+  if (dtype_is_blocked(dtype_)) {
+    QS_CHECK(!shape_.empty() && shape_.back() % dtype_block_elems(dtype_) == 0)
+        << describe() << ": the last dimension is not whole blocks of " << dtype_block_elems(dtype_);
+  }
+}
 
 Tensor Tensor::zeros(DType dtype, std::vector<int64_t> shape) {
   int64_t n = 1;
@@ -16,7 +22,11 @@ Tensor Tensor::zeros(DType dtype, std::vector<int64_t> shape) {
     QS_CHECK(d >= 0) << "negative dimension";
     n *= d;
   }
-  const size_t bytes = static_cast<size_t>(n) * dtype_size(dtype);
+  if (dtype_is_blocked(dtype)) {
+    QS_CHECK(!shape.empty() && shape.back() % dtype_block_elems(dtype) == 0)
+        << dtype_name(dtype) << " tensor: the last dimension is not whole blocks of " << dtype_block_elems(dtype);
+  }
+  const size_t bytes = dtype_row_bytes(dtype, n);
   // 64-byte alignment for SIMD loads.
   void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
   if (p == nullptr) fail(ErrorCode::kResourceExhausted, "out of memory allocating {} bytes", bytes);
@@ -60,6 +70,10 @@ Tensor to_f32(const Tensor& t) {
       break;
     }
     default:
+      if (dtype_is_blocked(t.dtype())) {
+        dequantize_blocks(t.dtype(), t.data(), dst, n);
+        break;
+      }
       fail(ErrorCode::kUnsupported, "cannot convert {} to F32", dtype_name(t.dtype()));
   }
   return out;

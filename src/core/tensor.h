@@ -18,6 +18,7 @@ class Tensor {
  public:
   Tensor() = default;
   // A view of memory kept alive by `owner` (may be null for borrowed memory).
+  // Block formats (core/dtype.h): the last dimension a multiple of the block.
   Tensor(DType dtype, std::vector<int64_t> shape, void* data, std::shared_ptr<void> owner = nullptr);
 
   // Zero-initialised heap tensor.
@@ -28,7 +29,7 @@ class Tensor {
   int64_t dim(int i) const { return shape_.at(i < 0 ? shape_.size() + i : i); }
   int rank() const { return static_cast<int>(shape_.size()); }
   int64_t numel() const;
-  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+  size_t nbytes() const { return dtype_row_bytes(dtype_, numel()); }  // (block formats: whole blocks)
   bool empty() const { return data_ == nullptr; }
 
   void* data() { return data_; }
@@ -54,7 +55,8 @@ class Tensor {
   std::shared_ptr<void> owner_;
 };
 
-// Converts F32 / F16 / BF16 data to a new F32 tensor (a copy even if F32).
+// Converts F32 / F16 / BF16 data, or a GGUF block format's, to a new F32
+// tensor (a copy even if F32).
 Tensor to_f32(const Tensor& t);
 
 }  // namespace qserve

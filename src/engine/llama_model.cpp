@@ -82,7 +82,7 @@ Tensor stack_rows(const std::vector<const Tensor*>& parts) {
   Tensor out = Tensor::zeros(first.dtype(), shape);
   char* dst = static_cast<char*>(out.data());
   for (const Tensor* p : parts) {
-    const size_t bytes = p->numel() * dtype_size(p->dtype());
+    const size_t bytes = p->nbytes();
     std::memcpy(dst, p->data(), bytes);
     dst += bytes;
   }

@@ -1,10 +1,12 @@
 // The one loading API for model weights: a Hugging Face directory
 // (config.json + model.safetensors, or shards listed in
-// model.safetensors.index.json) or a GGUF file (tensors dequantized on load,
-// renamed to Hugging Face names, with a synthesized config.json).
+// model.safetensors.index.json) or a GGUF file (tensors renamed to Hugging
+// Face names, with a synthesized config.json).
 //
-// HF tensors are zero-copy views of the memory-mapped files; GGUF tensors are
-// F32 heap copies (dequantized).
+// Tensors are zero-copy views of the memory-mapped files where they can be:
+// HF tensors always, GGUF tensors in their stored type (F32, F16, BF16 or a
+// ggml block format, core/dtype.h) except the q / k projections, whose rows
+// llama.cpp permutes (heap copies in Hugging Face row order).
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -307,9 +307,16 @@ Tensor GgufFile::dequantize(const GgufTensorInfo& info) const {
 }
 
 Tensor GgufFile::load(const GgufTensorInfo& info) const {
-  if (info.type != GgmlType::kF16 && info.type != GgmlType::kBF16) return dequantize(info);
-  Tensor out = Tensor::zeros(info.type == GgmlType::kF16 ? DType::kF16 : DType::kBF16, info.shape());
-  QS_CHECK(out.nbytes() == info.nbytes) << path_ << ": tensor '" << info.name << "': " << info.nbytes << " bytes for " << out.nbytes();
+  const auto tinfo = ggml_type_info(static_cast<uint32_t>(info.type));
+  if (!tinfo || !tinfo->dtype) return dequantize(info);  // (its error names the type)
+  const DType dtype = *tinfo->dtype;
+  Tensor view(dtype, info.shape(), const_cast<uint8_t*>(info.data), file_);
+  QS_CHECK(view.nbytes() == info.nbytes) << path_ << ": tensor '" << info.name << "': " << info.nbytes << " bytes for " << view.nbytes();
+  // The mapped bytes themselves where they are aligned for their element type
+  // (the file's alignment, 32 unless it says otherwise), else a copy.
+  const size_t align = dtype_is_blocked(dtype) ? 2 : dtype_size(dtype);
+  if (reinterpret_cast<uintptr_t>(info.data) % align == 0) return view;
+  Tensor out = Tensor::zeros(dtype, info.shape());
   std::memcpy(out.data(), info.data, out.nbytes());  // (the reader checked that the data lies in the file)
   return out;
 }

@@ -72,9 +72,12 @@ class GgufFile {
   // The tensor as a new F32 row-major tensor. Error(kUnsupported) naming the
   // tensor and type if this type cannot be dequantized.
   Tensor dequantize(const GgufTensorInfo& info) const;
-  // The tensor as a model loads it: F16 and BF16 as they are stored (a copy:
-  // exact, and half the bytes of F32 for the backends, which widen 16-bit
-  // weights in registers), every other type through dequantize().
+  // The tensor as a model loads it: F32, F16, BF16 and the block formats of
+  // core/dtype.h as they are stored, a view of the mapped file (a copy where
+  // the data is not aligned for its type): exact, and 2-7x fewer bytes than F32
+  // for the CPU backend, which multiplies 16-bit and block weights as they
+  // are; the other backends widen them on upload. Other types: Error
+  // (kUnsupported) naming the tensor and type.
   Tensor load(const GgufTensorInfo& info) const;
 
  private:

@@ -65,7 +65,7 @@ Tensor unpermute_rows(const Tensor& t, int64_t n_heads, const std::string& what)
   const int64_t cols = t.rank() > 1 ? t.numel() / rows : 1;
   const int64_t half = rows / n_heads / 2;
   Tensor out = Tensor::zeros(t.dtype(), t.shape());  // rows move whole: any element type
-  const size_t row_bytes = static_cast<size_t>(cols) * dtype_size(t.dtype());
+  const size_t row_bytes = dtype_row_bytes(t.dtype(), cols);
   const auto* src = static_cast<const uint8_t*>(t.data());
   auto* dst = static_cast<uint8_t*>(out.data());
   for (int64_t h = 0; h < n_heads; ++h) {
@@ -161,7 +161,7 @@ std::shared_ptr<Checkpoint> open_gguf_checkpoint(const std::string& path) {
   for (const auto& info : g->tensors()) {
     const auto name = hf_name(info.name);
     if (!name) fail(ErrorCode::kUnsupported, "{}: tensor '{}' has no Hugging Face counterpart", path, info.name);
-    Tensor t = g->load(info);  // F16 / BF16 as stored, the rest dequantized to F32
+    Tensor t = g->load(info);  // as stored (F32, F16, BF16, block formats)
     if (arch->permuted_qk) {
       const bool is_q = name->find(".self_attn.q_proj.") != std::string::npos;
       const bool is_k = name->find(".self_attn.k_proj.") != std::string::npos;

@@ -1,19 +1,14 @@
-// ggml tensor types and their dequantization to F32, bit-exact with ggml's
-// dequantize_row_* (and with the Python `gguf.quants.dequantize`).
-// Block layouts (ggml-common.h), `d`/`m`/`dmin` are fp16:
-//   Q4_0 [32]:  d, qs[16]            x = (nibble - 8) * d      low nibbles = elements 0..15
-//   Q4_1 [32]:  d, m, qs[16]         x = nibble * d + m
-//   Q5_0 [32]:  d, qh[4], qs[16]     x = ((nibble | highbit << 4) - 16) * d
-//   Q5_1 [32]:  d, m, qh[4], qs[16]  x = (nibble | highbit << 4) * d + m
-//   Q8_0 [32]:  d, qs[32] int8       x = q * d
-//   Q4_K [256]: d, dmin, scales[12] (8 x 6-bit scale/min pairs), qs[128]
-//   Q6_K [256]: ql[128], qh[64], scales[16] int8, d
+// ggml tensor type ids as a GGUF file names them, their block geometry, and
+// the tensor element type (core/dtype.h) each loads as. The block formats'
+// layouts and dequantization live in core/quant_blocks.h.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
+
+#include "core/dtype.h"
 
 namespace qserve {
 
@@ -45,6 +40,9 @@ struct GgmlTypeInfo {
   uint32_t block_size;    // elements per block
   uint32_t type_size;     // bytes per block
   bool can_dequantize;    // dequantize_row supports it
+  // The tensor element type it loads as (F32, F16, BF16 or a block format);
+  // nullopt where can_dequantize is false.
+  std::optional<DType> dtype;
 };
 
 // nullopt for a type id this reader does not know (its size is unknown too).

@@ -29,8 +29,9 @@ class Loader {
  private:
   Tensor check(const std::string& name, const Tensor& t, const std::vector<int64_t>& shape) const {
     const DType d = t.dtype();
-    if (d != DType::kF32 && d != DType::kF16 && d != DType::kBF16)
-      fail(ErrorCode::kUnsupported, "{}: tensor {} is {}; supported: F32, F16, BF16", ckpt_.path(), name, dtype_name(d));
+    if (d != DType::kF32 && d != DType::kF16 && d != DType::kBF16 && !dtype_is_blocked(d))
+      fail(ErrorCode::kUnsupported, "{}: tensor {} is {}; supported: F32, F16, BF16 and GGUF's block formats", ckpt_.path(), name,
+           dtype_name(d));
     if (t.shape() != shape)
       fail(ErrorCode::kCorruptData, "{}: tensor {} has shape {}, expected {} from config.json", ckpt_.path(), name, t.shape(),
            shape);

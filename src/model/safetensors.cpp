@@ -85,7 +85,9 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) 
     }
     const std::string dtype_str = entry["dtype"].get<std::string>();
     const auto dtype = dtype_from_name(dtype_str);
-    if (!dtype) fail(ErrorCode::kCorruptData, "{}: tensor '{}': unknown dtype '{}'", path, name, dtype_str);
+    if (!dtype || dtype_is_blocked(*dtype)) {  // (the ggml block formats are GGUF's, not safetensors')
+      fail(ErrorCode::kCorruptData, "{}: tensor '{}': unknown dtype '{}'", path, name, dtype_str);
+    }
     if (!entry.contains("shape") || !entry["shape"].is_array()) {
       fail(ErrorCode::kCorruptData, "{}: tensor '{}': missing shape", path, name);
     }
@@ -163,6 +165,10 @@ void SafetensorsWriter::add(const std::string& name, const Tensor& tensor) {
     if (e.name == name) fail(ErrorCode::kInvalidArgument, "duplicate tensor name '{}'", name);
   }
   QS_CHECK(tensor.numel() == 0 || tensor.data() != nullptr) << "tensor '" << name << "' has no data";
+  if (dtype_is_blocked(tensor.dtype())) {
+    fail(ErrorCode::kInvalidArgument, "tensor '{}': {} is a GGUF block format, not a safetensors dtype (widen it first)", name,
+         dtype_name(tensor.dtype()));
+  }
   entries_.push_back({name, tensor});
 }
 

@@ -89,10 +89,10 @@ Tensor rows_to_f16(const Checkpoint& in, const std::string& name, int64_t rows, 
   Tensor out = Tensor::zeros(DType::kF16, {rows, cols});
   uint16_t* dst = out.data_as<uint16_t>();
   constexpr int64_t kChunk = 1024;
-  const size_t esize = dtype_size(src.dtype());
+  const size_t row_bytes = dtype_row_bytes(src.dtype(), cols);  // (any stored type, block formats too)
   for (int64_t r0 = 0; r0 < rows; r0 += kChunk) {
     const int64_t nr = std::min(kChunk, rows - r0);
-    Tensor view(src.dtype(), {nr, cols}, const_cast<uint8_t*>(static_cast<const uint8_t*>(src.data())) + r0 * cols * esize);
+    Tensor view(src.dtype(), {nr, cols}, const_cast<uint8_t*>(static_cast<const uint8_t*>(src.data())) + r0 * row_bytes);
     Tensor f = to_f32(view);
     fn(f.data_as<float>(), nr);
     for (int64_t i = 0; i < nr * cols; ++i) dst[r0 * cols + i] = float_to_half(f.data_as<float>()[i]);

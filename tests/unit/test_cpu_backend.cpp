@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -12,6 +14,7 @@
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/matmul.h"
 #include "core/half.h"
+#include "core/tensor.h"
 
 namespace qserve {
 namespace {
@@ -70,6 +73,71 @@ TEST(CpuMatmul, SixteenBitWeightsEqualWidenedF32) {
       matmul_f32_fast(x.data(), w16.data(), dt, b.data(), y16.data(), T, K, N);
       matmul_f32_fast(x.data(), widened.data(), b.data(), y32.data(), T, K, N);
       for (int64_t i = 0; i < T * N; ++i) ASSERT_EQ(y16[i], y32[i]) << dtype_name(dt) << " T " << T << " K " << K << " at " << i;
+    }
+  }
+}
+
+// A [N, K] tensor of random blocks of `dt`: random code bytes, the fp16
+// scale fields (core/quant_blocks.h's layouts) finite values of either sign.
+Tensor random_blocks(DType dt, int64_t N, int64_t K, uint32_t seed) {
+  Tensor t = Tensor::zeros(dt, {N, K});
+  std::mt19937 rng(seed);
+  auto* p = t.data_as<uint8_t>();
+  for (size_t i = 0; i < t.nbytes(); ++i) p[i] = static_cast<uint8_t>(rng());
+  std::vector<size_t> halves;  // byte offsets of a block's fp16 fields
+  switch (dt) {
+    case DType::kQ4_1: case DType::kQ5_1: case DType::kQ4_K: halves = {0, 2}; break;
+    case DType::kQ6_K: halves = {208}; break;
+    default: halves = {0}; break;
+  }
+  std::normal_distribution<float> scale(0.0f, 0.05f);
+  const size_t bb = dtype_block_bytes(dt);
+  for (size_t b = 0; b < t.nbytes() / bb; ++b)
+    for (size_t off : halves) {
+      const uint16_t h = float_to_half(scale(rng));
+      std::memcpy(p + b * bb + off, &h, 2);
+    }
+  return t;
+}
+
+// GGUF block weights dequantized in registers: bit-identical to the matmul on
+// the same weights widened to F32 first (to_f32), on every SIMD path this CPU
+// has and the scalar loops, over token and column tails and every block format.
+TEST(CpuMatmul, BlockWeightsGiveTheF32Bits) {
+  using Kernel = void (*)(const float*, const void*, DType, const float*, float*, int64_t, int64_t, int64_t, int64_t, int64_t);
+  std::vector<std::pair<const char*, Kernel>> kernels;
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) kernels.emplace_back("avx512", detail::matmul_f32_avx512);
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+    kernels.emplace_back("avx2", detail::matmul_f32_avx2);
+  if (kernels.empty()) std::printf("no AVX2 or AVX-512 on this CPU: only the scalar loops are checked\n");
+  const int64_t shapes[][2] = {{1, 13}, {2, 5}, {3, 37}, {5, 4}, {9, 7}, {17, 3}};  // T, N
+  uint32_t seed = 500;
+  for (DType dt : {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K}) {
+    const int64_t B = dtype_block_elems(dt);
+    for (const auto& s : shapes) {
+      const int64_t T = s[0], N = s[1], K = B * (1 + seed % 3);  // 1-3 blocks a row
+      const Tensor w = random_blocks(dt, N, K, seed++);
+      const Tensor widened = to_f32(w);
+      const auto x = random_vector(T * K, seed++);
+      const auto b = random_vector(N, seed++);
+      for (const auto& [isa, kernel] : kernels) {
+        std::vector<float> yb(T * N, NAN), yf(T * N, NAN);
+        kernel(x.data(), w.data(), dt, b.data(), yb.data(), T, K, N, 0, N);
+        kernel(x.data(), widened.data(), DType::kF32, b.data(), yf.data(), T, K, N, 0, N);
+        for (int64_t i = 0; i < T * N; ++i)
+          ASSERT_EQ(yb[i], yf[i]) << dtype_name(dt) << " " << isa << " T " << T << " K " << K << " N " << N << " at " << i;
+      }
+      // the threaded entry (whichever path it takes here), and the scalar loops
+      std::vector<float> yb(T * N, NAN), yf(T * N, NAN), rb(T * N, NAN), rf(T * N, NAN);
+      matmul_f32_fast(x.data(), w.data(), dt, nullptr, yb.data(), T, K, N);
+      matmul_f32_fast(x.data(), widened.data_as<float>(), nullptr, yf.data(), T, K, N);
+      matmul_f32_ref(x.data(), w.data(), dt, nullptr, rb.data(), T, K, N);
+      matmul_f32_ref(x.data(), widened.data_as<float>(), nullptr, rf.data(), T, K, N);
+      for (int64_t i = 0; i < T * N; ++i) {
+        ASSERT_EQ(yb[i], yf[i]) << dtype_name(dt) << " T " << T << " at " << i;
+        ASSERT_EQ(rb[i], rf[i]) << dtype_name(dt) << " scalar, T " << T << " at " << i;
+      }
     }
   }
 }

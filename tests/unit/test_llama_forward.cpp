@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
@@ -19,6 +20,7 @@
 #include "engine/kv_memory_plan.h"
 #include "engine/llama_model.h"
 #include "model/checkpoint.h"
+#include "model/llama_weights.h"
 
 namespace qserve {
 namespace {
@@ -220,6 +222,49 @@ TEST(Forward, FusedProjectionsEqualSeparateOnes) {
         ASSERT_EQ(a.last, b.last) << "decode step " << step;
         next = argmax(a.row(1));
       }
+    }
+  }
+}
+
+// A GGUF's tensors as stored (Q4_0 embedding, Q8_0 / Q4_1 / Q5_0 MLP, F16 and
+// BF16 projections: tests/data/gguf/tiny_llama.gguf) give the logits of the
+// same checkpoint with every tensor widened to F32 first, bit for bit: the
+// CPU matmul multiplies the blocks as the floats they dequantize to. Prefill
+// of two sequences (several token tiles: the widened-panel path) and decode
+// steps (one token: the in-register path).
+TEST(Forward, GgufBlocksEqualTheirF32Widening) {
+  auto gguf = open_checkpoint(kSourceDir + "/tests/data/gguf/tiny_llama.gguf");
+  std::map<std::string, Tensor> widened;
+  int blocked = 0;
+  for (const auto& [name, t] : gguf->tensors()) {
+    blocked += dtype_is_blocked(t.dtype()) ? 1 : 0;
+    widened.emplace(name, to_f32(t));
+  }
+  EXPECT_EQ(blocked, 7);  // the embedding and 2 x 3 MLP matrices
+  const Checkpoint f32(gguf->path(), gguf->config(), std::move(widened), {}, /*is_directory=*/false);
+  const ModelConfig config = ModelConfig::from_json(gguf->config());
+  for (bool fast : {false, true}) {
+    SCOPED_TRACE(fast ? "fast" : "scalar");
+    auto a = LlamaModel::create(config, LlamaWeights::load(*gguf, config), make_cpu_backend(fast));
+    auto b = LlamaModel::create(config, LlamaWeights::load(f32, config), make_cpu_backend(fast));
+    const std::vector<int32_t> prompt = random_tokens(23, config.vocab_size, 11);
+    Batch prefill;
+    prefill.all_logits = true;
+    prefill.seqs.push_back({0, prompt, 0});
+    prefill.seqs.push_back({1, {prompt.begin(), prompt.begin() + 9}, 0});
+    Logits la, lb;
+    a->forward(prefill, la);
+    b->forward(prefill, lb);
+    ASSERT_EQ(la.all.size(), lb.all.size());
+    EXPECT_EQ(la.all, lb.all);
+    int32_t next = argmax(la.row(0));
+    for (int64_t step = 0; step < 4; ++step) {
+      Batch decode;
+      decode.seqs.push_back({0, {next}, 23 + step});
+      a->forward(decode, la);
+      b->forward(decode, lb);
+      ASSERT_EQ(la.last, lb.last) << "decode step " << step;
+      next = argmax(la.row(0));
     }
   }
 }

@@ -66,6 +66,8 @@ TEST(Safetensors, WriterIsAtomicAndRejectsDuplicates) {
   SafetensorsWriter w;
   w.add("x", iota(DType::kF32, {2}));
   expect_error([&] { w.add("x", iota(DType::kF32, {2})); }, ErrorCode::kInvalidArgument, {"duplicate", "x"});
+  // GGUF's block formats are no safetensors dtype: refused by name, both ways
+  expect_error([&] { w.add("q", Tensor::zeros(DType::kQ4_0, {2, 32})); }, ErrorCode::kInvalidArgument, {"'q'", "Q4_0"});
   const std::string bad = dir.file("missing_dir/out.safetensors");
   expect_error([&] { w.write(bad); }, ErrorCode::kIo, {"missing_dir"});
   EXPECT_FALSE(std::filesystem::exists(bad));
@@ -110,6 +112,8 @@ TEST(Safetensors, MalformedFilesGiveClearErrors) {
       {"entry not object", make_file(hdr(R"("a": 3)"), d16), {"'a'", "not an object"}},
       {"unknown dtype", make_file(hdr(R"("a":{"dtype":"F8","shape":[4],"data_offsets":[0,4]})"), d16),
        {"'a'", "unknown dtype 'F8'"}},
+      {"block dtype", make_file(hdr(R"("a":{"dtype":"Q8_0","shape":[32],"data_offsets":[0,34]})"), std::string(34, '\0')),
+       {"'a'", "unknown dtype 'Q8_0'"}},
       {"missing dtype", make_file(hdr(R"("a":{"shape":[4],"data_offsets":[0,4]})"), d16), {"'a'", "dtype"}},
       {"missing shape", make_file(hdr(R"("a":{"dtype":"F32","data_offsets":[0,4]})"), d16), {"'a'", "shape"}},
       {"negative dim", make_file(hdr(R"("a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]})"), d16),

@@ -44,8 +44,9 @@ class CpuLinear final : public Linear {
   }
 
  private:
-  // [out, in]: f32; on the fast path F16 / BF16 checkpoint weights stay as
-  // they are (widened exactly in registers: the same numbers, half the bytes).
+  // [out, in]: f32; on the fast path F16 / BF16 checkpoint weights and GGUF
+  // blocks stay as they are (widened exactly in registers: the same numbers,
+  // 1/2 to 1/7 of the bytes).
   Tensor weight_;
   Tensor bias_;    // [out] f32 or empty
   bool fast_;
@@ -76,8 +77,8 @@ class CpuBackend final : public Backend {
 
   std::unique_ptr<Linear> make_linear(const Tensor& weight, const Tensor& bias) override {
     QS_CHECK(weight.rank() == 2) << "linear weight " << weight.describe();
-    const bool keep_16bit = fast_ && (weight.dtype() == DType::kF16 || weight.dtype() == DType::kBF16);
-    Tensor w = keep_16bit ? weight : upload(weight);
+    const bool keep = fast_ && (weight.dtype() == DType::kF16 || weight.dtype() == DType::kBF16 || dtype_is_blocked(weight.dtype()));
+    Tensor w = keep ? weight : upload(weight);
     Tensor b;
     if (!bias.empty()) {
       QS_CHECK(bias.rank() == 1 && bias.dim(0) == weight.dim(0)) << "bias " << bias.describe() << " for " << weight.describe();

@@ -1,11 +1,13 @@
 #include "backend/cpu/matmul.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "backend/cpu/cpu_features.h"
 #include "core/error.h"
 
 #include "core/half.h"
+#include "core/quant_blocks.h"
 #include "core/thread_pool.h"
 
 namespace qserve {
@@ -52,6 +54,40 @@ void matmul_scalar_cols(const float* x, const W* w, const float* bias, float* y,
   }
 }
 
+// Columns [n0, n1) of y on weights in a GGUF block format: each row widened
+// to f32 (core/quant_blocks.h), then the loops above.
+void matmul_scalar_block_cols(const float* x, const void* w, DType wdtype, const float* bias, float* y, int64_t T, int64_t K,
+                              int64_t N, int64_t n0, int64_t n1) {
+  std::vector<float> row(static_cast<size_t>(K));
+  const size_t row_bytes = dtype_row_bytes(wdtype, K);
+  for (int64_t n = n0; n < n1; ++n) {
+    dequantize_blocks(wdtype, static_cast<const uint8_t*>(w) + n * row_bytes, row.data(), K);
+    // column n alone: y's column n of the F32 loops, same sums
+    for (int64_t t = 0; t < T; ++t) {
+      const float* xt = x + t * K;
+      float acc = 0.0f;
+      for (int64_t i = 0; i < K; ++i) acc += xt[i] * row[i];
+      y[t * N + n] = bias ? acc + bias[n] : acc;
+    }
+  }
+}
+
+// The scalar loops on weights of any type matmul_f32_fast takes.
+void matmul_scalar_any_cols(const float* x, const void* w, DType wdtype, const float* bias, float* y, int64_t T, int64_t K,
+                            int64_t N, int64_t n0, int64_t n1) {
+  if (dtype_is_blocked(wdtype)) matmul_scalar_block_cols(x, w, wdtype, bias, y, T, K, N, n0, n1);
+  else if (wdtype == DType::kF16) matmul_scalar_cols(x, static_cast<const F16Bits*>(w), bias, y, T, K, N, n0, n1);
+  else if (wdtype == DType::kBF16) matmul_scalar_cols(x, static_cast<const BF16Bits*>(w), bias, y, T, K, N, n0, n1);
+  else matmul_scalar_cols(x, static_cast<const float*>(w), bias, y, T, K, N, n0, n1);
+}
+
+void check_weight_type(DType wdtype, int64_t K) {
+  QS_CHECK(wdtype == DType::kF32 || wdtype == DType::kF16 || wdtype == DType::kBF16 || dtype_is_blocked(wdtype))
+      << "matmul weights " << dtype_name(wdtype);
+  QS_CHECK(!dtype_is_blocked(wdtype) || K % dtype_block_elems(wdtype) == 0)
+      << "matmul: K = " << K << " is not whole " << dtype_name(wdtype) << " blocks";
+}
+
 // Work split: columns in blocks of 16 (the SIMD kernels tile by 4 columns);
 // at least ~64k multiply-adds per chunk so tiny layers stay on one thread.
 template <typename Fn>
@@ -70,12 +106,17 @@ void matmul_f32_ref(const float* x, const float* w, const float* bias, float* y,
   split_columns(T, K, N, [&](int64_t n0, int64_t n1) { matmul_scalar_cols(x, w, bias, y, T, K, N, n0, n1); });
 }
 
+void matmul_f32_ref(const float* x, const void* w, DType wdtype, const float* bias, float* y, int64_t T, int64_t K, int64_t N) {
+  check_weight_type(wdtype, K);
+  split_columns(T, K, N, [&](int64_t n0, int64_t n1) { matmul_scalar_any_cols(x, w, wdtype, bias, y, T, K, N, n0, n1); });
+}
+
 void matmul_f32_fast(const float* x, const float* w, const float* bias, float* y, int64_t T, int64_t K, int64_t N) {
   matmul_f32_fast(x, w, DType::kF32, bias, y, T, K, N);
 }
 
 void matmul_f32_fast(const float* x, const void* w, DType wdtype, const float* bias, float* y, int64_t T, int64_t K, int64_t N) {
-  QS_CHECK(wdtype == DType::kF32 || wdtype == DType::kF16 || wdtype == DType::kBF16) << "matmul weights " << dtype_name(wdtype);
+  check_weight_type(wdtype, K);
   switch (isa()) {
     case Isa::kAvx512:
       split_columns(T, K, N, [&](int64_t n0, int64_t n1) { detail::matmul_f32_avx512(x, w, wdtype, bias, y, T, K, N, n0, n1); });
@@ -84,11 +125,7 @@ void matmul_f32_fast(const float* x, const void* w, DType wdtype, const float* b
       split_columns(T, K, N, [&](int64_t n0, int64_t n1) { detail::matmul_f32_avx2(x, w, wdtype, bias, y, T, K, N, n0, n1); });
       return;
     case Isa::kScalar:
-      split_columns(T, K, N, [&](int64_t n0, int64_t n1) {
-        if (wdtype == DType::kF16) matmul_scalar_cols(x, static_cast<const F16Bits*>(w), bias, y, T, K, N, n0, n1);
-        else if (wdtype == DType::kBF16) matmul_scalar_cols(x, static_cast<const BF16Bits*>(w), bias, y, T, K, N, n0, n1);
-        else matmul_scalar_cols(x, static_cast<const float*>(w), bias, y, T, K, N, n0, n1);
-      });
+      split_columns(T, K, N, [&](int64_t n0, int64_t n1) { matmul_scalar_any_cols(x, w, wdtype, bias, y, T, K, N, n0, n1); });
       return;
   }
 }

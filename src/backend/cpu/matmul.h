@@ -14,11 +14,14 @@
 namespace qserve {
 
 void matmul_f32_ref(const float* x, const float* w, const float* bias, float* y, int64_t T, int64_t K, int64_t N);
+// The plain loops on weights of any type the fast path takes (below), each
+// row widened first: the oracle, and the fast path on CPUs without AVX2.
+void matmul_f32_ref(const float* x, const void* w, DType wdtype, const float* bias, float* y, int64_t T, int64_t K, int64_t N);
 void matmul_f32_fast(const float* x, const float* w, const float* bias, float* y, int64_t T, int64_t K, int64_t N);
-// The same with weights stored as F32, F16 or BF16 (`wdtype`), widened to f32
-// in registers: with 16-bit checkpoint weights the result is bit-identical to
-// matmul_f32_fast on the widened weights, for half the memory traffic (decode
-// is bound by it).
+// The same with weights stored as F32, F16, BF16 or a GGUF block format
+// (`wdtype`, core/dtype.h; K whole blocks), widened to f32 in registers: the
+// result is bit-identical to matmul_f32_fast on the widened weights (to_f32),
+// for 1/2 (16-bit) to 1/7 (Q4_0) of the memory traffic (decode is bound by it).
 void matmul_f32_fast(const float* x, const void* w, DType wdtype, const float* bias, float* y, int64_t T, int64_t K, int64_t N);
 
 // matmul_f32_fast (F32 weights) in the calling thread only: for use inside a

@@ -4,8 +4,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+#include <vector>
 
 #include "core/dtype.h"
+#include "core/quant_blocks.h"
 
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/prefetch.h"
@@ -31,6 +34,7 @@ struct V {
   static constexpr int TN = 4;
   static Reg zero() { return _mm256_setzero_ps(); }
   static Reg load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, Reg v) { _mm256_storeu_ps(p, v); }
   static Mask tail_mask(int64_t n) {
     // lane j active when j < n
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -45,6 +49,25 @@ struct V {
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
   }
+  // for the block loaders (matmul_blocks.inc): W codes as int32 lanes
+  using IReg = __m256i;
+  static IReg u8(const uint8_t* p) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))); }
+  static IReg i8(const uint8_t* p) { return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))); }
+  static IReg set1i(int v) { return _mm256_set1_epi32(v); }
+  static IReg iota() { return _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7); }
+  static IReg and_(IReg a, int b) { return _mm256_and_si256(a, set1i(b)); }
+  static IReg or_(IReg a, IReg b) { return _mm256_or_si256(a, b); }
+  static IReg srl(IReg a, int n) { return _mm256_srl_epi32(a, _mm_cvtsi32_si128(n)); }
+  static IReg sll(IReg a, int n) { return _mm256_sll_epi32(a, _mm_cvtsi32_si128(n)); }
+  static IReg srlv(IReg a, IReg n) { return _mm256_srlv_epi32(a, n); }
+  static IReg add_i(IReg a, int b) { return _mm256_add_epi32(a, set1i(b)); }
+  static IReg sub_i(IReg a, int b) { return _mm256_sub_epi32(a, set1i(b)); }
+  static Reg to_f(IReg a) { return _mm256_cvtepi32_ps(a); }
+  static Reg set1(float v) { return _mm256_set1_ps(v); }
+  static Reg mul(Reg a, Reg b) { return _mm256_mul_ps(a, b); }
+  static Reg add(Reg a, Reg b) { return _mm256_add_ps(a, b); }
+  static Reg sub(Reg a, Reg b) { return _mm256_sub_ps(a, b); }
+  static float half(uint16_t h) { return _cvtsh_ss(h); }  // the value half_to_float gives (NaNs stay NaN)
 };
 
 #include "backend/cpu/matmul_kernel.inc"

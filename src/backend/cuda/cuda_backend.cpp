@@ -122,7 +122,9 @@ class CudaBackend final : public Backend {
       case DType::kF32:
       case DType::kF16:
       case DType::kBF16: return cuda::device_f16_copy(state_, host);
-      default: return cuda::device_copy(state_, host);  // integer tensors keep their dtype
+      default:
+        if (dtype_is_blocked(host.dtype())) return cuda::device_f16_copy(state_, host);  // GGUF blocks: to fp16
+        return cuda::device_copy(state_, host);  // integer tensors keep their dtype
     }
   }
 

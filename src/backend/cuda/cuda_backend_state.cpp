@@ -105,6 +105,7 @@ std::vector<uint16_t> to_half_bits(const Tensor& host) {
 
 Tensor device_f16_copy(const std::shared_ptr<CudaBackendState>& state, const Tensor& host) {
   if (host.dtype() == DType::kF16) return device_copy(state, host);
+  if (dtype_is_blocked(host.dtype())) return device_f16_copy(state, to_f32(host));  // GGUF blocks: widened on the host
   std::vector<uint16_t> bits = to_half_bits(host);
   return device_copy(state, Tensor(DType::kF16, host.shape(), bits.data()));
 }

@@ -54,7 +54,8 @@ Tensor device_copy(const std::shared_ptr<CudaBackendState>& state, const Tensor&
 // Host values converted to fp16 bits (F32 / F16 / BF16 sources), on the
 // host's threads.
 std::vector<uint16_t> to_half_bits(const Tensor& host);
-// A device fp16 copy of host F32 / F16 / BF16 values; F16 is copied as it is
+// A device fp16 copy of host F32 / F16 / BF16 values or GGUF blocks (widened to F32 on
+// the host first); F16 is copied as it is
 // (no host copy first). Synchronous (load time).
 Tensor device_f16_copy(const std::shared_ptr<CudaBackendState>& state, const Tensor& host);
 
