@@ -1,8 +1,10 @@
 // GB/s of the CPU linear layers' matmul (matmul_f32_fast) with the weights
 // cold: a benchmark, not a test.
 //
-//   build/bench/qserve_bench_matmul [--tokens T,...] [--dtype f32|f16|bf16,...] [--mb MB] [--threads N]
-//                                   [--shapes NxK,...] [--reps R]
+//   build/bench/qserve_bench_matmul [--tokens T,...] [--dtype f32|f16|bf16|q4_0|q4_1|q5_0|q5_1|q8_0|q4_k|q6_k,...]
+//                                   [--mb MB] [--threads N] [--shapes NxK,...] [--reps R]
+//
+// QSERVE_CPU_MATMUL=avx2 (or scalar) times a narrower instruction set than the CPU's best.
 //
 // Shapes default to the layers of the default model (SmolLM2-135M: q|k|v 960 x
 // 576, o 576 x 576, gate|up 3072 x 576, down 576 x 1536, lm_head 49152 x 576).
@@ -14,7 +16,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <cstring>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -43,10 +47,11 @@ int64_t parse_int(const std::string& s, const char* what) {
 }
 
 DType parse_dtype(const std::string& s) {
-  if (s == "f32") return DType::kF32;
-  if (s == "f16") return DType::kF16;
-  if (s == "bf16") return DType::kBF16;
-  usage_error(fmt::format("bad dtype '{}' (f32, f16, bf16)", s));
+  std::string upper = s;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const auto d = dtype_from_name(upper);
+  if (d && (*d == DType::kF32 || *d == DType::kF16 || *d == DType::kBF16 || dtype_is_blocked(*d))) return *d;
+  usage_error(fmt::format("bad dtype '{}' (f32, f16, bf16, or a GGUF block format: q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q6_k)", s));
 }
 
 struct Shape {
@@ -84,7 +89,8 @@ int main(int argc, char** argv) {
     else if (a == "--reps") reps = std::max<int64_t>(1, parse_int(next(), "--reps"));
     else if (a == "--threads") setenv("QSERVE_NUM_THREADS", next().c_str(), 1);
     else if (a == "--help" || a == "-h") {
-      fmt::print("usage: {} [--tokens T,...] [--dtype f32|f16|bf16,...] [--mb MB] [--threads N] [--shapes NxK,...] [--reps R]\n", argv[0]);
+      fmt::print("usage: {} [--tokens T,...] [--dtype f32|f16|bf16|q4_0|q4_1|q5_0|q5_1|q8_0|q4_k|q6_k,...] [--mb MB] [--threads N]\n"
+                 "       [--shapes NxK,...] [--reps R]   (QSERVE_CPU_MATMUL=avx2|scalar: a narrower path)\n", argv[0]);
       return 0;
     } else usage_error(fmt::format("unknown argument '{}'", a));
   }
@@ -95,11 +101,22 @@ int main(int argc, char** argv) {
   std::normal_distribution<float> dist(0.0f, 0.05f);
   for (const Shape& s : shapes) {
     for (DType dt : dtypes) {
-      const int64_t esize = dt == DType::kF32 ? 4 : 2;
-      const int64_t bytes = s.n * s.k * esize;
+      if (dtype_is_blocked(dt) && s.k % dtype_block_elems(dt) != 0) {
+        fmt::print("{:>10} {:>7} {:>5}: K is not whole {} blocks, skipped\n", s.name, s.n, s.k, dtype_name(dt));
+        continue;
+      }
+      const int64_t bytes = static_cast<int64_t>(dtype_row_bytes(dt, s.n * s.k));
       const int64_t copies = std::max<int64_t>(1, (pool_mb << 20) / std::max<int64_t>(1, bytes));
       std::vector<uint8_t> pool(static_cast<size_t>(copies * bytes));
-      for (int64_t i = 0; i < copies * s.n * s.k; ++i) {
+      if (dtype_is_blocked(dt)) {
+        // random codes; every 16-bit word a small fp16 value, so that the block's
+        // scale fields (wherever its layout puts them) are finite
+        for (size_t i = 0; i + 1 < pool.size(); i += 2) {
+          const uint16_t h = float_to_half(dist(rng));
+          std::memcpy(pool.data() + i, &h, 2);
+        }
+      }
+      for (int64_t i = 0; !dtype_is_blocked(dt) && i < copies * s.n * s.k; ++i) {
         const float v = dist(rng);
         if (dt == DType::kF32) reinterpret_cast<float*>(pool.data())[i] = v;
         else if (dt == DType::kF16) reinterpret_cast<uint16_t*>(pool.data())[i] = float_to_half(v);

@@ -178,8 +178,13 @@ class Backend {
   virtual int64_t kv_layer_page_bytes(int64_t page_size, int64_t kv_heads, int64_t head_dim) const {
     return 2 * kv_heads * page_size * head_dim * static_cast<int64_t>(dtype_size(float_dtype()));
   }
-  // A host tensor (F32 / F16 / BF16 weights) copied into this backend's memory as float_dtype().
+  // A host tensor (F32 / F16 / BF16 weights, or a GGUF block format) copied into this backend's
+  // memory as float_dtype().
   virtual Tensor upload(const Tensor& host) = 0;
+  // The token embedding table [V, H] for embedding(): as upload(), or kept in its stored type
+  // where this backend's embedding() reads that type's rows (the CPU: F16, BF16 and GGUF blocks,
+  // widened row by row, the same floats).
+  virtual Tensor upload_table(const Tensor& host) { return upload(host); }
   // A host copy (F32) of a tensor of this backend (tests, logits).
   virtual Tensor download(const Tensor& t) = 0;
   // dst = src (same dtype, same number of elements).
@@ -187,7 +192,7 @@ class Backend {
   // t = 0 (e.g. KV pages handed to a new sequence: they hold another request's data).
   virtual void zero(Tensor& t) = 0;
 
-  // A float linear layer from host weights [out, in] (F32 / F16 / BF16) and an
+  // A float linear layer from host weights [out, in] (F32 / F16 / BF16 / GGUF blocks) and an
   // optional bias [out] (empty Tensor = none).
   virtual std::unique_ptr<Linear> make_linear(const Tensor& weight, const Tensor& bias) = 0;
   // A quantized linear layer (W4A8 per-channel / g128, W8A8, W4A16, or f16)
@@ -211,7 +216,8 @@ class Backend {
   // alive and unchanged until the step's last op.
   virtual void begin_step(const AttentionBatch& batch) { (void)batch; }
 
-  // out[t] = table[ids[t]]; ids: host I32 [T] (validated by the caller), table [V, H], out [T, H].
+  // out[t] = table[ids[t]]; ids: host I32 [T] (validated by the caller), table [V, H] (from
+  // upload_table), out [T, H].
   virtual void embedding(const Tensor& table, const Tensor& ids, Tensor& out) = 0;
   // out = rms_norm(x) * weight in out.format: x [T, H], weight [H].
   virtual void rms_norm(const Tensor& x, const Tensor& weight, float eps, Activations& out) = 0;

@@ -179,7 +179,7 @@ std::unique_ptr<LlamaModel> LlamaModel::create(const ModelConfig& config, const 
   const bool fuse = options.fuse_projections && b.supports_fused_projections() && !(fuse_env && std::string(fuse_env) == "0");
   const char* fuse_aq_env = std::getenv("QSERVE_FUSE_ATTENTION_QUANT");
   m->fuse_attention_quantize_ = options.fuse_attention_quantize && !(fuse_aq_env && std::string(fuse_aq_env) == "0");
-  m->embed_ = b.upload(w.embed_tokens);
+  m->embed_ = b.upload_table(w.embed_tokens);
   m->final_norm_ = b.upload(w.final_norm);
   // The making order (lm_head, then q, k, v, o, gate, up, down per layer) tells
   // the linears apart for cpu-fp16:POINTS (backend/cpu/fp16_activation_backend.h,

@@ -67,6 +67,13 @@ class CpuBackend final : public Backend {
     if (host.dtype() == DType::kF32) return host;  // host memory already: share it (no copy)
     return to_f32(host);
   }
+  // The embedding table as stored where embedding() reads its rows (F16, BF16, GGUF blocks):
+  // a looked-up row is widened exactly, so the rows are the upload()ed table's.
+  Tensor upload_table(const Tensor& host) override {
+    const DType d = host.dtype();
+    if (host.rank() == 2 && (d == DType::kF16 || d == DType::kBF16 || dtype_is_blocked(d))) return host;
+    return upload(host);
+  }
   Tensor download(const Tensor& t) override { return to_f32(t); }
   void copy(const Tensor& src, Tensor& dst) override {
     QS_CHECK(src.dtype() == dst.dtype() && src.numel() == dst.numel()) << src.describe() << " -> " << dst.describe();
@@ -91,13 +98,21 @@ class CpuBackend final : public Backend {
     return cpu::make_quantized_linear(*this, std::move(layer));
   }
   void embedding(const Tensor& table, const Tensor& ids, Tensor& out) override {
-    check_f32(table, "embedding table");
+    QS_CHECK(table.rank() == 2) << "embedding table " << table.describe();
     const int64_t T = ids.numel(), H = table.dim(1), V = table.dim(0);
     QS_CHECK(ids.dtype() == DType::kI32 && out.dim(0) == T && out.dim(1) == H);
     const int32_t* id = ids.data_as<int32_t>();
+    const size_t row_bytes = dtype_row_bytes(table.dtype(), H);
     for (int64_t t = 0; t < T; ++t) {
       QS_CHECK(id[t] >= 0 && id[t] < V) << "token id " << id[t] << " outside [0, " << V << ")";
-      std::memcpy(out.data_as<float>() + t * H, table.data_as<float>() + id[t] * H, H * sizeof(float));
+      const auto* row = static_cast<const uint8_t*>(table.data()) + id[t] * row_bytes;
+      float* dst = out.data_as<float>() + t * H;
+      if (table.dtype() == DType::kF32) {
+        std::memcpy(dst, row, H * sizeof(float));
+      } else {  // F16 / BF16 / GGUF blocks (upload_table): the row widened, as to_f32 would
+        const Tensor f = to_f32(Tensor(table.dtype(), {H}, const_cast<uint8_t*>(row)));
+        std::memcpy(dst, f.data(), H * sizeof(float));
+      }
     }
   }
 

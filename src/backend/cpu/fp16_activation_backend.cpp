@@ -89,6 +89,7 @@ class Fp16ActivationBackend final : public Backend {
     return inner_->kv_layer_page_bytes(page_size, kv_heads, head_dim);
   }
   Tensor upload(const Tensor& host) override { return inner_->upload(host); }
+  Tensor upload_table(const Tensor& host) override { return inner_->upload_table(host); }
   Tensor download(const Tensor& t) override { return inner_->download(t); }
   void copy(const Tensor& src, Tensor& dst) override { inner_->copy(src, dst); }
   void zero(Tensor& t) override { inner_->zero(t); }

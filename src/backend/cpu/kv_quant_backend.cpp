@@ -21,6 +21,7 @@ class KvQuantBackend final : public Backend {
   BackendMemoryInfo memory_info() const override { return inner_->memory_info(); }
   Tensor alloc(DType dtype, std::vector<int64_t> shape) override { return inner_->alloc(dtype, std::move(shape)); }
   Tensor upload(const Tensor& host) override { return inner_->upload(host); }
+  Tensor upload_table(const Tensor& host) override { return inner_->upload_table(host); }
   Tensor download(const Tensor& t) override { return inner_->download(t); }
   void copy(const Tensor& src, Tensor& dst) override { inner_->copy(src, dst); }
   void zero(Tensor& t) override { inner_->zero(t); }

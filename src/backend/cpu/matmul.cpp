@@ -1,6 +1,8 @@
 #include "backend/cpu/matmul.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "backend/cpu/cpu_features.h"
@@ -24,8 +26,23 @@ Isa detect_isa() {
   return Isa::kScalar;
 }
 
+// The best supported path, unless QSERVE_CPU_MATMUL=scalar|avx2|avx512 asks for
+// another this CPU has (A/B timings, tests of the narrower paths).
+Isa choose_isa() {
+  const Isa best = detect_isa();
+  const char* e = std::getenv("QSERVE_CPU_MATMUL");
+  if (e == nullptr || *e == '\0') return best;
+  const std::string want(e);
+  const Isa asked = want == "scalar" ? Isa::kScalar : want == "avx2" ? Isa::kAvx2 : want == "avx512" ? Isa::kAvx512 : best;
+  QS_CHECK(want == "scalar" || want == "avx2" || want == "avx512")
+      << "QSERVE_CPU_MATMUL=" << want << ": expected scalar, avx2 or avx512";
+  QS_CHECK(static_cast<int>(asked) <= static_cast<int>(best))
+      << "QSERVE_CPU_MATMUL=" << want << ": this CPU's best is " << (best == Isa::kAvx512 ? "avx512" : best == Isa::kAvx2 ? "avx2" : "scalar");
+  return asked;
+}
+
 Isa isa() {
-  static const Isa cached = detect_isa();
+  static const Isa cached = choose_isa();
   return cached;
 }
 

@@ -28,7 +28,8 @@ void matmul_f32_fast(const float* x, const void* w, DType wdtype, const float* b
 // parallel_for body (the pool is not reentrant).
 void matmul_f32_fast_serial(const float* x, const float* w, const float* bias, float* y, int64_t T, int64_t K, int64_t N);
 
-// The instruction set matmul_f32_fast uses on this CPU: "avx512", "avx2" or "scalar".
+// The instruction set matmul_f32_fast uses on this CPU: "avx512", "avx2" or "scalar" (the
+// best it has, or a narrower one through QSERVE_CPU_MATMUL=scalar|avx2|avx512).
 const char* matmul_f32_fast_isa();
 
 namespace detail {
