@@ -658,8 +658,9 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   EXPECT_EQ(cuda::w4a8::wgmma::kTiles[two_per_sm.tile - cuda::kW4A8FirstWgmmaTile].occ, 2);
   // The 128 x 32 cluster tiles (round 23) at m = 17-32: 70B down per-channel
   // wg128x32c-k256 with 2 splits (64 tiles x 2 = 128 CTAs, 256-deep stages);
-  // since round 31 Llama-2-7B qkv per-channel wg128x32c-k512 unsplit (96
-  // CTAs: the unsplit twin) and Llama-3-8B gate_up g128 the two-CTAs-per-SM
+  // since round 36 Llama-2-7B qkv per-channel the two-CTAs-per-SM form with 2
+  // splits (96 tiles x 2 = 192 CTAs, the push form's received parts apart;
+  // round 31-35: wg128x32c-k512 unsplit) and Llama-3-8B gate_up g128 the same
   // form unsplit (224 tiles, all resident at once).
   const cuda::W4A8Plan down70 = cuda::plan_w4a8(h200, 32, 8192, 28672, -1, 0, false);
   EXPECT_STREQ(cuda::w4a8_tile_name(down70.tile), "wg128x32c-k256");
@@ -667,9 +668,9 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   EXPECT_EQ(down70.ctas, 128);
   EXPECT_EQ(cuda::w4a8::wgmma::kTiles[down70.tile - cuda::kW4A8FirstWgmmaTile].kd, 2);
   const cuda::W4A8Plan qkv7 = cuda::plan_w4a8(h200, 20, 12288, 4096, -1, 0, false);
-  EXPECT_STREQ(cuda::w4a8_tile_name(qkv7.tile), "wg128x32c-k512");
-  EXPECT_EQ(qkv7.splits, 1);
-  EXPECT_EQ(qkv7.ctas, 96);
+  EXPECT_STREQ(cuda::w4a8_tile_name(qkv7.tile), "wg128x32c-k256o2");
+  EXPECT_EQ(qkv7.splits, 2);
+  EXPECT_EQ(qkv7.ctas, 192);
   const cuda::W4A8Plan gate_up8 = cuda::plan_w4a8(h200, 20, 28672, 4096, -1, 0, true);
   EXPECT_STREQ(cuda::w4a8_tile_name(gate_up8.tile), "wg128x32c-k256o2");
   EXPECT_EQ(gate_up8.splits, 1);
