@@ -22,11 +22,7 @@ Tensor Tensor::zeros(DType dtype, std::vector<int64_t> shape) {
     QS_CHECK(d >= 0) << "negative dimension";
     n *= d;
   }
-  if (dtype_is_blocked(dtype)) {
-    QS_CHECK(!shape.empty() && shape.back() % dtype_block_elems(dtype) == 0)
-        << dtype_name(dtype) << " tensor: the last dimension is not whole blocks of " << dtype_block_elems(dtype);
-  }
-  const size_t bytes = dtype_row_bytes(dtype, n);
+  const size_t bytes = dtype_row_bytes(dtype, n);  // (block formats: the constructor checks the last dimension)
   // 64-byte alignment for SIMD loads.
   void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
   if (p == nullptr) fail(ErrorCode::kResourceExhausted, "out of memory allocating {} bytes", bytes);
@@ -51,31 +47,26 @@ std::string Tensor::describe() const {
   return s + "]";
 }
 
+void widen_to_f32(DType dtype, const void* src, float* dst, int64_t n) {
+  switch (dtype) {
+    case DType::kF32:
+      std::memcpy(dst, src, n * sizeof(float));
+      return;
+    case DType::kF16:
+      for (int64_t i = 0; i < n; ++i) dst[i] = half_to_float(static_cast<const uint16_t*>(src)[i]);
+      return;
+    case DType::kBF16:
+      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_float(static_cast<const uint16_t*>(src)[i]);
+      return;
+    default:
+      if (dtype_is_blocked(dtype)) return dequantize_blocks(dtype, src, dst, n);
+      fail(ErrorCode::kUnsupported, "cannot convert {} to F32", dtype_name(dtype));
+  }
+}
+
 Tensor to_f32(const Tensor& t) {
   Tensor out = Tensor::zeros(DType::kF32, t.shape());
-  float* dst = out.data_as<float>();
-  const int64_t n = t.numel();
-  switch (t.dtype()) {
-    case DType::kF32:
-      std::memcpy(dst, t.data(), n * sizeof(float));
-      break;
-    case DType::kF16: {
-      const uint16_t* src = t.data_as<uint16_t>();
-      for (int64_t i = 0; i < n; ++i) dst[i] = half_to_float(src[i]);
-      break;
-    }
-    case DType::kBF16: {
-      const uint16_t* src = t.data_as<uint16_t>();
-      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_float(src[i]);
-      break;
-    }
-    default:
-      if (dtype_is_blocked(t.dtype())) {
-        dequantize_blocks(t.dtype(), t.data(), dst, n);
-        break;
-      }
-      fail(ErrorCode::kUnsupported, "cannot convert {} to F32", dtype_name(t.dtype()));
-  }
+  widen_to_f32(t.dtype(), t.data(), out.data_as<float>(), t.numel());
   return out;
 }
 

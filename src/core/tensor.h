@@ -58,5 +58,8 @@ class Tensor {
 // Converts F32 / F16 / BF16 data, or a GGUF block format's, to a new F32
 // tensor (a copy even if F32).
 Tensor to_f32(const Tensor& t);
+// The same for `n` elements at `src` (block formats: whole blocks) into `dst`:
+// a row at a time without a tensor (the CPU's matmul loops, embedding rows).
+void widen_to_f32(DType dtype, const void* src, float* dst, int64_t n);
 
 }  // namespace qserve

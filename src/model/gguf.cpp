@@ -5,7 +5,6 @@
 #include <limits>
 
 #include "core/error.h"
-#include "core/thread_pool.h"
 
 namespace qserve {
 namespace {
@@ -282,33 +281,14 @@ const GgufTensorInfo* GgufFile::find_tensor(const std::string& name) const {
   return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
 }
 
-Tensor GgufFile::dequantize(const GgufTensorInfo& info) const {
-  const auto tinfo = ggml_type_info(static_cast<uint32_t>(info.type));
-  if (!tinfo || !tinfo->can_dequantize) {
-    fail(ErrorCode::kUnsupported, "{}: tensor '{}': ggml type {} cannot be dequantized (supported: F32, F16, BF16, "
-         "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K)", path_, info.name, tinfo ? tinfo->name : "?");
-  }
-  Tensor out = Tensor::zeros(DType::kF32, info.shape());
-  const uint64_t row = info.ne.empty() ? 1 : info.ne[0];
-  const uint64_t rows = row == 0 ? 0 : info.numel() / row;
-  const uint64_t row_bytes = row / tinfo->block_size * tinfo->type_size;
-  float* dst = out.data_as<float>();
-  const GgmlType type = info.type;
-  const uint8_t* src = info.data;
-  ThreadPool::global().parallel_for(
-      static_cast<int64_t>(rows),
-      [&](int64_t b, int64_t e) {
-        for (int64_t r = b; r < e; ++r) {
-          dequantize_row(type, src + r * row_bytes, dst + r * row, static_cast<int64_t>(row));
-        }
-      },
-      16);
-  return out;
-}
+Tensor GgufFile::dequantize(const GgufTensorInfo& info) const { return to_f32(load(info)); }
 
 Tensor GgufFile::load(const GgufTensorInfo& info) const {
   const auto tinfo = ggml_type_info(static_cast<uint32_t>(info.type));
-  if (!tinfo || !tinfo->dtype) return dequantize(info);  // (its error names the type)
+  if (!tinfo || !tinfo->dtype) {
+    fail(ErrorCode::kUnsupported, "{}: tensor '{}': ggml type {} is not supported (supported: F32, F16, BF16, Q4_0, Q4_1, "
+         "Q5_0, Q5_1, Q8_0, Q4_K, Q6_K)", path_, info.name, tinfo ? tinfo->name : "?");
+  }
   const DType dtype = *tinfo->dtype;
   Tensor view(dtype, info.shape(), const_cast<uint8_t*>(info.data), file_);
   QS_CHECK(view.nbytes() == info.nbytes) << path_ << ": tensor '" << info.name << "': " << info.nbytes << " bytes for " << view.nbytes();

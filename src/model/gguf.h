@@ -19,7 +19,7 @@
 
 #include "core/mapped_file.h"
 #include "core/tensor.h"
-#include "model/gguf_dequant.h"
+#include "model/gguf_types.h"
 
 namespace qserve {
 
@@ -69,9 +69,6 @@ class GgufFile {
 
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
   const GgufTensorInfo* find_tensor(const std::string& name) const;
-  // The tensor as a new F32 row-major tensor. Error(kUnsupported) naming the
-  // tensor and type if this type cannot be dequantized.
-  Tensor dequantize(const GgufTensorInfo& info) const;
   // The tensor as a model loads it: F32, F16, BF16 and the block formats of
   // core/dtype.h as they are stored, a view of the mapped file (a copy where
   // the data is not aligned for its type): exact, and 2-7x fewer bytes than F32
@@ -79,6 +76,8 @@ class GgufFile {
   // are; the other backends widen them on upload. Other types: Error
   // (kUnsupported) naming the tensor and type.
   Tensor load(const GgufTensorInfo& info) const;
+  // load(), widened to a new F32 tensor (to_f32).
+  Tensor dequantize(const GgufTensorInfo& info) const;
 
  private:
   GgufFile() = default;

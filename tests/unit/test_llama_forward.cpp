@@ -188,6 +188,32 @@ TEST(Forward, BatchedEqualsOneAtATime) {
   }
 }
 
+// Two models that must give the same logits, bit for bit: a prefill of
+// `prompt` and of its first `prefix` tokens in one batch (all positions), then
+// four greedy decode steps of both sequences through the KV cache.
+void expect_same_logits(LlamaModel& a, LlamaModel& b, const std::vector<int32_t>& prompt, int64_t prefix) {
+  const auto n = static_cast<int64_t>(prompt.size());
+  Batch prefill;
+  prefill.all_logits = true;
+  prefill.seqs.push_back({0, prompt, 0});
+  prefill.seqs.push_back({1, {prompt.begin(), prompt.begin() + prefix}, 0});
+  Logits la, lb;
+  a.forward(prefill, la);
+  b.forward(prefill, lb);
+  ASSERT_EQ(la.all.size(), lb.all.size());
+  EXPECT_EQ(la.all, lb.all);
+  int32_t next = argmax(la.row(0));
+  for (int64_t step = 0; step < 4; ++step) {
+    Batch decode;
+    decode.seqs.push_back({0, {next}, n + step});
+    decode.seqs.push_back({1, {next}, prefix + step});
+    a.forward(decode, la);
+    b.forward(decode, lb);
+    ASSERT_EQ(la.last, lb.last) << "decode step " << step;
+    next = argmax(la.row(1));
+  }
+}
+
 // One q|k|v and one gate|up linear per layer (the float weights stacked)
 // give the logits of the seven separate linears, bit for bit: every output
 // element is the same dot product over k, whatever the matrix's height.
@@ -201,27 +227,7 @@ TEST(Forward, FusedProjectionsEqualSeparateOnes) {
       auto separate = load_model(dir, fast, {.fuse_projections = false});
       EXPECT_EQ(fused->num_fused_projections(), 2 * fused->config().num_layers);
       EXPECT_EQ(separate->num_fused_projections(), 0);
-      const int64_t V = fused->config().vocab_size;
-      const std::vector<int32_t> prompt = random_tokens(29, V, 7);
-      Batch prefill;
-      prefill.all_logits = true;
-      prefill.seqs.push_back({0, prompt, 0});
-      prefill.seqs.push_back({1, {prompt.begin(), prompt.begin() + 3}, 0});
-      Logits a, b;
-      fused->forward(prefill, a);
-      separate->forward(prefill, b);
-      ASSERT_EQ(a.all.size(), b.all.size());
-      EXPECT_EQ(a.all, b.all);
-      int32_t next = argmax(a.row(0));
-      for (int64_t step = 0; step < 4; ++step) {  // decode steps through the KV cache
-        Batch decode;
-        decode.seqs.push_back({0, {next}, 29 + step});
-        decode.seqs.push_back({1, {next}, 3 + step});
-        fused->forward(decode, a);
-        separate->forward(decode, b);
-        ASSERT_EQ(a.last, b.last) << "decode step " << step;
-        next = argmax(a.row(1));
-      }
+      expect_same_logits(*fused, *separate, random_tokens(29, fused->config().vocab_size, 7), 3);
     }
   }
 }
@@ -229,9 +235,9 @@ TEST(Forward, FusedProjectionsEqualSeparateOnes) {
 // A GGUF's tensors as stored (Q4_0 embedding, Q8_0 / Q4_1 / Q5_0 MLP, F16 and
 // BF16 projections: tests/data/gguf/tiny_llama.gguf) give the logits of the
 // same checkpoint with every tensor widened to F32 first, bit for bit: the
-// CPU matmul multiplies the blocks as the floats they dequantize to. Prefill
-// of two sequences (several token tiles: the widened-panel path) and decode
-// steps (one token: the in-register path).
+// CPU matmul multiplies the blocks as the floats they dequantize to. The
+// prefill takes the widened-panel path, the decode steps (two tokens) the
+// in-register one on AVX-512 (one-token tiles; AVX2 widens them).
 TEST(Forward, GgufBlocksEqualTheirF32Widening) {
   auto gguf = open_checkpoint(kSourceDir + "/tests/data/gguf/tiny_llama.gguf");
   std::map<std::string, Tensor> widened;
@@ -247,25 +253,7 @@ TEST(Forward, GgufBlocksEqualTheirF32Widening) {
     SCOPED_TRACE(fast ? "fast" : "scalar");
     auto a = LlamaModel::create(config, LlamaWeights::load(*gguf, config), make_cpu_backend(fast));
     auto b = LlamaModel::create(config, LlamaWeights::load(f32, config), make_cpu_backend(fast));
-    const std::vector<int32_t> prompt = random_tokens(23, config.vocab_size, 11);
-    Batch prefill;
-    prefill.all_logits = true;
-    prefill.seqs.push_back({0, prompt, 0});
-    prefill.seqs.push_back({1, {prompt.begin(), prompt.begin() + 9}, 0});
-    Logits la, lb;
-    a->forward(prefill, la);
-    b->forward(prefill, lb);
-    ASSERT_EQ(la.all.size(), lb.all.size());
-    EXPECT_EQ(la.all, lb.all);
-    int32_t next = argmax(la.row(0));
-    for (int64_t step = 0; step < 4; ++step) {
-      Batch decode;
-      decode.seqs.push_back({0, {next}, 23 + step});
-      a->forward(decode, la);
-      b->forward(decode, lb);
-      ASSERT_EQ(la.last, lb.last) << "decode step " << step;
-      next = argmax(la.row(0));
-    }
+    expect_same_logits(*a, *b, random_tokens(23, config.vocab_size, 11), 9);
   }
 }
 

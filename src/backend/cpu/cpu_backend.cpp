@@ -15,6 +15,10 @@
 namespace qserve {
 namespace {
 
+// Stored types the CPU reads in place, widening exactly as it goes (the fast
+// matmul's weights, embedding()'s rows): F16, BF16 and the GGUF block formats.
+bool read_in_place(DType d) { return d == DType::kF16 || d == DType::kBF16 || dtype_is_blocked(d); }
+
 void check_f32(const Tensor& t, const char* what) {
   QS_CHECK(!t.empty() && t.dtype() == DType::kF32) << what << ": expected an F32 tensor, got " << t.describe();
 }
@@ -67,12 +71,10 @@ class CpuBackend final : public Backend {
     if (host.dtype() == DType::kF32) return host;  // host memory already: share it (no copy)
     return to_f32(host);
   }
-  // The embedding table as stored where embedding() reads its rows (F16, BF16, GGUF blocks):
-  // a looked-up row is widened exactly, so the rows are the upload()ed table's.
+  // The embedding table as stored where embedding() reads its rows: a looked-up
+  // row is widened exactly, so the rows are the upload()ed table's.
   Tensor upload_table(const Tensor& host) override {
-    const DType d = host.dtype();
-    if (host.rank() == 2 && (d == DType::kF16 || d == DType::kBF16 || dtype_is_blocked(d))) return host;
-    return upload(host);
+    return host.rank() == 2 && read_in_place(host.dtype()) ? host : upload(host);
   }
   Tensor download(const Tensor& t) override { return to_f32(t); }
   void copy(const Tensor& src, Tensor& dst) override {
@@ -84,8 +86,7 @@ class CpuBackend final : public Backend {
 
   std::unique_ptr<Linear> make_linear(const Tensor& weight, const Tensor& bias) override {
     QS_CHECK(weight.rank() == 2) << "linear weight " << weight.describe();
-    const bool keep = fast_ && (weight.dtype() == DType::kF16 || weight.dtype() == DType::kBF16 || dtype_is_blocked(weight.dtype()));
-    Tensor w = keep ? weight : upload(weight);
+    Tensor w = fast_ && read_in_place(weight.dtype()) ? weight : upload(weight);
     Tensor b;
     if (!bias.empty()) {
       QS_CHECK(bias.rank() == 1 && bias.dim(0) == weight.dim(0)) << "bias " << bias.describe() << " for " << weight.describe();
@@ -105,14 +106,8 @@ class CpuBackend final : public Backend {
     const size_t row_bytes = dtype_row_bytes(table.dtype(), H);
     for (int64_t t = 0; t < T; ++t) {
       QS_CHECK(id[t] >= 0 && id[t] < V) << "token id " << id[t] << " outside [0, " << V << ")";
-      const auto* row = static_cast<const uint8_t*>(table.data()) + id[t] * row_bytes;
-      float* dst = out.data_as<float>() + t * H;
-      if (table.dtype() == DType::kF32) {
-        std::memcpy(dst, row, H * sizeof(float));
-      } else {  // F16 / BF16 / GGUF blocks (upload_table): the row widened, as to_f32 would
-        const Tensor f = to_f32(Tensor(table.dtype(), {H}, const_cast<uint8_t*>(row)));
-        std::memcpy(dst, f.data(), H * sizeof(float));
-      }
+      // F32, or F16 / BF16 / GGUF blocks kept by upload_table: the row widened exactly
+      widen_to_f32(table.dtype(), static_cast<const uint8_t*>(table.data()) + id[t] * row_bytes, out.data_as<float>() + t * H, H);
     }
   }
 

@@ -39,17 +39,12 @@ struct GgmlTypeInfo {
   std::string_view name;  // "Q4_1"
   uint32_t block_size;    // elements per block
   uint32_t type_size;     // bytes per block
-  bool can_dequantize;    // dequantize_row supports it
   // The tensor element type it loads as (F32, F16, BF16 or a block format);
-  // nullopt where can_dequantize is false.
+  // nullopt for a type this reader sizes but does not load.
   std::optional<DType> dtype;
 };
 
 // nullopt for a type id this reader does not know (its size is unknown too).
 std::optional<GgmlTypeInfo> ggml_type_info(uint32_t type);
-
-// Dequantizes `n` elements (a multiple of the block size) from `src` into `dst`.
-// Requires can_dequantize (QS_CHECK).
-void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n);
 
 }  // namespace qserve
