@@ -8,9 +8,9 @@
 // Why it matters: a cluster's CTAs must sit on SMs of one GPC, and the GPCs
 // of a 132-SM Hopper part do not all hold the same number of SMs, so fewer
 // clusters fit than SMs / size. A split-K cluster plan whose clusters exceed
-// this count runs in two waves (measured on an H100: 30 clusters of 4 at one
-// CTA per SM, so 32 output tiles x 4 splits do not fit, and the o layers'
-// /4 cluster plans take ~1.5x the time of /3: bench/results/2026-12-05-h100-r37.md).
+// this count runs in two waves: on an H100, 30 clusters of 4 at one CTA per SM,
+// so 32 output tiles x 4 splits do not fit, which is the o layers' split-4 cliff
+// of the H200 sweeps (~1.5x the time of split 3; bench/results/2026-12-05-h100-r37.md).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -18,18 +18,11 @@
 #include <cstring>
 #include <string>
 
+#include "backend/cuda/cuda_check.h"
+
 namespace {
 
 __global__ void empty_cluster_kernel() {}
-
-#define CHECK(x)                                                                    \
-  do {                                                                              \
-    cudaError_t e_ = (x);                                                           \
-    if (e_ != cudaSuccess) {                                                        \
-      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                 \
-      return 1;                                                                     \
-    }                                                                               \
-  } while (0)
 
 }  // namespace
 
@@ -49,16 +42,16 @@ int main(int argc, char** argv) {
     return 0;
   }
   cudaDeviceProp prop{};
-  CHECK(cudaGetDeviceProperties(&prop, 0));
+  QS_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   if (prop.major < 9) {
     std::printf("skipped: thread-block clusters need sm_90 (this device is sm_%d%d)\n", prop.major, prop.minor);
     return 0;
   }
   constexpr int kThreads = 384, kMaxSize = 16;
   const int per_sm = static_cast<int>(prop.sharedMemPerMultiprocessor);
-  CHECK(cudaFuncSetAttribute(empty_cluster_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(prop.sharedMemPerBlockOptin)));
-  CHECK(cudaFuncSetAttribute(empty_cluster_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  QS_CUDA_CHECK(cudaFuncSetAttribute(empty_cluster_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(prop.sharedMemPerBlockOptin)));
+  QS_CUDA_CHECK(cudaFuncSetAttribute(empty_cluster_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   std::printf("# %s, %d SMs, %d KB shared memory per SM; %d threads a CTA\n", prop.name, prop.multiProcessorCount,
               per_sm / 1024, kThreads);
   std::printf("| CTAs per SM (shared memory a CTA) |");
@@ -67,6 +60,10 @@ int main(int argc, char** argv) {
   for (int size = 1; size <= kMaxSize; ++size) std::printf("---|");
   std::printf("\n");
   FILE* json = json_path.empty() ? nullptr : std::fopen(json_path.c_str(), "w");
+  if (!json_path.empty() && json == nullptr) {
+    std::fprintf(stderr, "cannot write %s\n", json_path.c_str());
+    return 1;
+  }
   for (int ctas_per_sm = 1; ctas_per_sm <= 3; ++ctas_per_sm) {
     // Just under 1 / ctas_per_sm of the SM (1 KB a CTA is reserved).
     const int smem = std::min(static_cast<int>(prop.sharedMemPerBlockOptin), per_sm / ctas_per_sm - 2048);

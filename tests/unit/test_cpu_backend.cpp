@@ -111,7 +111,8 @@ TEST(CpuMatmul, BlockWeightsGiveTheF32Bits) {
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
     kernels.emplace_back("avx2", detail::matmul_f32_avx2);
   if (kernels.empty()) std::printf("no AVX2 or AVX-512 on this CPU: only the scalar loops are checked\n");
-  const int64_t shapes[][2] = {{1, 13}, {2, 5}, {3, 37}, {5, 4}, {9, 7}, {17, 3}};  // T, N
+  // T, N; T = 4 is one AVX-512 token tile (4 tokens) on the blocks' one-group loaders
+  const int64_t shapes[][2] = {{1, 13}, {2, 5}, {3, 37}, {4, 6}, {5, 4}, {9, 7}, {17, 3}};
   uint32_t seed = 500;
   for (DType dt : {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K}) {
     const int64_t B = dtype_block_elems(dt);
