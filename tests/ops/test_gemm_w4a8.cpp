@@ -13,7 +13,6 @@
 #include <cstring>
 #include <random>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "backend/cpu/gemm_w4a8.h"
@@ -132,17 +131,6 @@ std::vector<Case> all_cases() {
     for (int tile = cuda::kW4A8FirstClusterTile; tile < cuda::kW4A8EndClusterTile; ++tile)
       for (int splits : {2, 4})
         for (int64_t m : {37, 300}) cases.push_back({g, m, 640, 1536, tile, splits, true, "QSERVE_W4A8_PUSH_APART=0"});
-  // Pair groups (QSERVE_W4A8_PAIR_GROUPS=1): 4, 6 and 8 splits as pairs
-  // (clusters of two) whose halves meet in global memory, on every cluster
-  // tile with a pair form; k of 16 blocks (of 15.5 at 6 splits: a half block
-  // last, splits of 3, 3, 3, 3, 3 and 0.5 + ... blocks).
-  for (bool g : {false, true})
-    for (int tile = cuda::kW4A8FirstClusterTile; tile < cuda::kW4A8EndClusterTile; ++tile)
-      if (cuda::w4a8_tile_tokens(tile) % 16 == 0)
-        for (int splits : {4, 6, 8})
-          for (int64_t m : {37, 300})
-            cases.push_back(
-                {g, m, 640, splits == 6 ? 1984 : 2048, tile, splits, true, "QSERVE_W4A8_PAIR_GROUPS=1"});
   // The measured plans (sm_90) of the other benchmark layers, through the
   // top-level planner: Llama-3-8B o and gate_up, Llama-2-7B qkv, gate_up, down
   // (m = 7: the decode rule's gemv8, or the table's m <= 8 bucket where the
@@ -364,9 +352,6 @@ TEST_P(GemmW4A8, MatchesCpuReference) {
               : cuda::plan_w4a8(ctx.info(), dw, c.m, c.tile, c.splits);  // the top-level choice
   RecordProperty("tile", cuda::w4a8_tile_name(plan.tile));
   RecordProperty("splits", plan.splits);
-  // A pair-groups case runs that form (and its workspace), not the push form.
-  if (c.form && std::string_view(c.form) == "QSERVE_W4A8_PAIR_GROUPS=1")
-    ASSERT_TRUE(plan.pair_groups && plan.workspace_bytes > 0) << cuda::w4a8_plan_name(plan.tile, plan.splits);
   auto x = to_device(a.q), sx = to_device(a.s_x), asum = to_device(a.a_sum), xsum = to_device(a.x_sum);
   cuda::DeviceBuffer ws(std::max<size_t>(plan.workspace_bytes, 4));
   QS_CUDA_CHECK(cudaMemset(ws.data(), 0, ws.size()));
@@ -807,33 +792,6 @@ TEST(GemmW4A8Planner, FormSwitchesSetAtRunTime) {
   EXPECT_EQ(wg::cluster_pair(), pair);
   EXPECT_EQ(wg::unsplit_twins(), twins);
   EXPECT_EQ(wg::push_apart(), apart);
-}
-
-// Pair groups: the planner gives the form (and its workspace: a counter per
-// half tile, a half piece per half and pair) to cluster plans of 4, 6 and 8
-// splits on tiles with a pair form while the switch is on, and to no other.
-TEST(GemmW4A8Planner, PairGroupsPlans) {
-  cuda::DeviceInfo h200;
-  h200.cc_major = 9, h200.sm_count = 132;
-  const int wg128x64c = cuda::w4a8_tile("wg128x64c"), wg128x8c = cuda::w4a8_tile("wg128x8c");
-  cuda::set_w4a8_switch("QSERVE_W4A8_PAIR_GROUPS=0");
-  EXPECT_FALSE(cuda::plan_w4a8_wgmma(h200, 64, 4096, 4096, wg128x64c, 4, false).pair_groups);
-  cuda::set_w4a8_switch("QSERVE_W4A8_PAIR_GROUPS=1");
-  for (int splits : {4, 6, 8}) {
-    const cuda::W4A8Plan p = cuda::plan_w4a8_wgmma(h200, 64, 4096, 4096, wg128x64c, splits, false);
-    SCOPED_TRACE(cuda::w4a8_plan_name(p.tile, p.splits));
-    EXPECT_TRUE(p.pair_groups);
-    EXPECT_EQ(p.splits, splits);
-    EXPECT_EQ(p.ctas, 32 * splits);
-    EXPECT_EQ(p.counter_bytes(), 256u);  // 64 half-tile counters
-    EXPECT_EQ(p.workspace_bytes, 256u + size_t{32} * (splits / 2) * 128 * 64 * 4);
-  }
-  // Not: 2 or 3 splits, a tile without a pair form (8 tokens), a persistent tile.
-  EXPECT_FALSE(cuda::plan_w4a8_wgmma(h200, 64, 4096, 4096, wg128x64c, 2, false).pair_groups);
-  EXPECT_FALSE(cuda::plan_w4a8_wgmma(h200, 64, 4096, 4096, wg128x64c, 3, false).pair_groups);
-  EXPECT_FALSE(cuda::plan_w4a8_wgmma(h200, 8, 4096, 4096, wg128x8c, 4, false).pair_groups);
-  EXPECT_FALSE(cuda::plan_w4a8_wgmma(h200, 64, 4096, 4096, cuda::w4a8_tile("wg256x64"), 4, false).pair_groups);
-  cuda::reset_w4a8_switches();
 }
 
 TEST(GemmW4A8Planner, PlanOverridesSetAtRunTime) {

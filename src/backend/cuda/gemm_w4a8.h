@@ -142,10 +142,6 @@ struct W4A8Plan {
   size_t workspace_bytes = 0;
   size_t scratch_bytes = 0;    // s8 tiles: the INT8 weight copy [n, k], after the split-K part
   bool pdl = false;            // programmatic dependent launch (launch_pdl.cuh; sm_90+)
-  // Cluster tiles: the splits (4, 6 or 8) run as pairs, clusters of two CTAs,
-  // whose half tiles are summed in global memory (QSERVE_W4A8_PAIR_GROUPS,
-  // gemm_w4a8_switches.h; the workspace below).
-  bool pair_groups = false;
 
   int64_t tile_ints = 0;       // wgmma tiles: outputs per CTA tile (a partial piece's INT32 count); else 0
 
@@ -153,13 +149,8 @@ struct W4A8Plan {
   // bytes), then the INT32 partial sums when splits > 1: wgmma tiles (tile_ints
   // > 0) one piece per output tile and split, [grid_n][grid_m][splits][tile_ints];
   // the mma.sync tiles [splits, m, n]; stream-K the pieces [ctas][2][tile_ints].
-  // Pair groups: a counter per half tile [grid_n][grid_m][2], then one half
-  // piece per half and pair, [grid_n][grid_m][2][splits / 2][tile_ints / 2].
-  size_t counter_bytes() const {
-    return (static_cast<size_t>(grid_n) * grid_m * (pair_groups ? 2 : 1) * 4 + 255) / 256 * 256;
-  }
+  size_t counter_bytes() const { return (static_cast<size_t>(grid_n) * grid_m * 4 + 255) / 256 * 256; }
   size_t workspace_bytes_for(int64_t m, int64_t n) const {
-    if (pair_groups) return counter_bytes() + static_cast<size_t>(grid_n) * grid_m * (splits / 2) * tile_ints * 4;
     if (splits == kW4A8StreamK) return counter_bytes() + static_cast<size_t>(ctas) * 2 * tile_ints * 4;
     if (splits <= 1) return counter_bytes();
     if (tile_ints > 0) return counter_bytes() + static_cast<size_t>(grid_n) * grid_m * splits * tile_ints * 4;

@@ -17,14 +17,13 @@ struct Switch {
   std::atomic<int> set{-1};  // -1: the environment's value; else 0 / 1
 };
 
-constexpr int kSwitches = 5;
+constexpr int kSwitches = 4;
 
 std::array<Switch, kSwitches>& switches() {
   static std::array<Switch, kSwitches> s{{{"QSERVE_W4A8_UNSPLIT_TWINS", true},
                                   {"QSERVE_W4A8_CLUSTER_PAIR", true},
                                   {"QSERVE_W4A8_CLUSTER_PUSH", true},
-                                  {"QSERVE_W4A8_PUSH_APART", true},
-                                  {"QSERVE_W4A8_PAIR_GROUPS", false}}};
+                                  {"QSERVE_W4A8_PUSH_APART", true}}};
   return s;
 }
 
@@ -81,7 +80,6 @@ bool unsplit_twins() { return on(0); }
 bool cluster_pair() { return on(1); }
 bool cluster_push() { return on(2); }
 bool push_apart() { return on(3); }
-bool pair_groups() { return on(4); }
 }  // namespace w4a8::wgmma
 
 }  // namespace qserve::cuda

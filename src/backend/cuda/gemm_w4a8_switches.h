@@ -11,11 +11,6 @@
 //                                          received parts fit beside the stages
 //                                          takes them apart, with one cluster
 //                                          barrier fewer (push_recv_apart)
-//   QSERVE_W4A8_PAIR_GROUPS    (default 0)  cluster plans of 4, 6 or 8 splits on a
-//                                          tile with a pair form run as pairs
-//                                          (clusters of 2) whose half tiles are
-//                                          summed in global memory; read when the
-//                                          plan is made (W4A8Plan::pair_groups)
 //
 // Each starts from its environment variable ("0" or "1"; read on first use)
 // and can be set at run time for an A/B on one loaded model (qserve bench

@@ -313,12 +313,6 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
     QS_CHECK(units < (int64_t{1} << 31));
     plan.ctas = static_cast<int>(units);
     plan.workspace_bytes = 0;
-    // Pair groups (switched on): pairs of CTAs, clusters of two, whose halves
-    // meet in global memory (gemm_w4a8_wgmma_launch.h, Params::pair_groups).
-    if (w4a8::wgmma::pair_groups() && plan.splits > 2 && plan.splits % 2 == 0 && w4a8::wgmma::has_pair_form(s)) {
-      plan.pair_groups = true;
-      plan.workspace_bytes = plan.workspace_bytes_for(m, n);
-    }
   }
   if (stream_k) {
     if (!w4a8::wgmma::is_stream_k_tile(local))
@@ -369,8 +363,7 @@ w4a8::wgmma::Params wgmma_params(const W4A8Args& args, const W4A8Plan& plan, voi
   p.x_sum = args.x_sum;
   p.y = args.y;
   p.acc_out = args.acc_out;
-  // (The cluster tiles need no workspace but in pair groups: null, and no
-  // split-K fix-up reads it.)
+  // (The cluster tiles need no workspace: null, and no split-K fix-up reads it.)
   p.counters = static_cast<int*>(workspace);
   p.partials =
       workspace ? reinterpret_cast<int32_t*>(static_cast<char*>(workspace) + plan.counter_bytes()) : nullptr;
@@ -390,7 +383,6 @@ w4a8::wgmma::Params wgmma_params(const W4A8Args& args, const W4A8Plan& plan, voi
   }
   p.splits = plan.splits;
   p.kt_per_split = plan.kt_per_split;
-  p.pair_groups = plan.pair_groups ? 1 : 0;
   p.units = (s.mc ? (plan.grid_n + 1) / 2 : plan.grid_n) * plan.grid_m * plan.splits;
   return p;
 }

@@ -38,14 +38,13 @@ void allow_smem_once(int smem) {
 }
 
 // Tile kTile's push form of kWays splits (a cluster of kWays CTAs a tile; 2:
-// the pair form), if the tile has one (has_push_form) and p.splits is kWays
-// (the pair form in pair groups: p.pair_groups, p.splits / 2 pairs a tile):
+// the pair form), if the tile has one (has_push_form) and p.splits is kWays:
 // whether it was launched.
 template <int kTile, bool kG128, int kWays>
 bool launch_push_form(const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas,
                       cudaStream_t stream, bool pdl) {
   if constexpr (has_push_form(kTiles[kTile], kWays)) {
-    if (p.pair_groups ? kWays != 2 : p.splits != kWays) return false;
+    if (p.splits != kWays) return false;
     constexpr auto push = kKernel<kTile, kG128, false, false, kWays>;
     allow_smem_once<push>(push_smem_bytes(kTiles[kTile], kWays));
     // The received parts apart from the stages where they fit and switched on.
@@ -106,14 +105,6 @@ void launch(const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p,
       constexpr auto twin = kKernel<kTile, kG128, kSK, true>;
       allow_smem_once<twin>(smem);
       launch_maybe_pdl(twin, dim3(ctas), dim3(kThreads), smem, stream, pdl, x_map, w_map, p);
-      return;
-    }
-    // Pair groups (the plan's form): pairs of CTAs, clusters of two, their
-    // halves summed in global memory (the counters and pieces in p's workspace).
-    if (p.pair_groups) {
-      if (p.splits <= 2 || p.splits % 2 != 0 || !p.counters || !p.partials ||
-          !launch_push_form<kTile, kG128, 2>(x_map, w_map, p, ctas, stream, pdl))
-        QS_CUDA_CHECK(cudaErrorInvalidValue);
       return;
     }
     // Two splits: the pair form, halves exchanged by distributed shared-memory

@@ -46,14 +46,6 @@ struct Params {
   // parts go to their own region (launch_push_form: QSERVE_W4A8_PUSH_APART,
   // gemm_w4a8_switches.h; the launch then sizes the shared memory for it).
   int push_recv_apart;
-  // Pair groups (W4A8Plan::pair_groups; a cluster tile with a pair form,
-  // splits 4, 6 or 8): the splits / 2 pairs of one output tile are clusters
-  // of two CTAs each (split z: pair z / 2, rank z % 2); each pair sums its
-  // halves as the pair form does, then the pairs' halves meet in global
-  // memory: pieces [grid_n][grid_m][2 halves][splits / 2][BN * BM / 2] INT32
-  // and one counter per half [grid_n][grid_m][2], the last pair to arrive
-  // adding the others' pieces and storing the half.
-  int pair_groups;
 };
 
 // CTA tile: BN = 128 * MT output channels (two consumer warpgroups of 64 * MT
@@ -395,11 +387,6 @@ bool cluster_push();
 // the stages (push_recv_apart) takes them in a region of their own, with one
 // cluster barrier fewer.
 bool push_apart();
-// pair_groups: cluster plans of 4, 6 or 8 splits on a tile with a pair form
-// run as pairs summed in global memory (Params::pair_groups), so that a
-// split-4 plan of 128 CTAs needs 64 clusters of 2 resident, not 32 of 4
-// (docs/gemm-hopper.md "Pair groups"). Read by the planner.
-bool pair_groups();
 
 // Launches tile `tile` (index into kTiles: a W4, pd or cluster tile) on `ctas` persistent CTAs; builds
 // the activations' tensor map. Only for sm_90 devices. `pdl`: programmatic

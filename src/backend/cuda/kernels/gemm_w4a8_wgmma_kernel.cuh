@@ -59,12 +59,6 @@
 // instead, and the first barrier becomes a split one, arrived at the
 // kernel's start (every CTA of the cluster running) and waited for before
 // the stores.
-// Pair groups (p.pair_groups, the pair form with p.splits = 4, 6 or 8):
-// the splits of one output tile are p.splits / 2 clusters of two; after the
-// pair's exchange each CTA's half goes through global memory to the last pair
-// to arrive (a counter per half tile), which adds the others' and stores it:
-// 128 CTAs of a 4096-row layer as 64 clusters of 2, where 32 clusters of 4
-// do not all fit at once (docs/gemm-hopper.md, "Pair groups").
 // kMC (multicast pairs): a cluster of two CTAs walks pairs of n blocks
 // (rank r: n block 2 j + r) over the same token blocks and k ranges; each
 // producer loads rows [r BM / 2, (r + 1) BM / 2) of a stage's X box and
@@ -639,52 +633,6 @@ __global__ void __launch_bounds__(kThreads, OCC)
             for (int e = 0; e < 4; ++e) acc[j][4 * ii + e] = sum[e];
           }
         row_off = static_cast<int>(rank) * kEpiRows;
-        if constexpr (kPR == 2)
-          if (p.pair_groups) {
-            // Pair groups: pair un.slot / 2 of the tile's p.splits / 2 holds
-            // its sum of half `rank`; the pairs' halves meet in global memory
-            // (pieces [tile][2 halves][pairs][MT][kOwn][256 threads][16 B] in
-            // the accumulators' register order, a counter per half tile), and
-            // the last pair to arrive adds the others' and stores the half.
-            // No CTA waits for another: a CTA that is not last exits.
-            constexpr int kHalfInts = MT * kOwn * 256 * 4;
-            // (The split from blockIdx.x, one unit per CTA: un.slot would stay
-            // live across the exchange, a spill at two CTAs per SM.)
-            const int pairs = p.splits >> 1, pair = static_cast<int>(blockIdx.x % p.splits) >> 1;
-            const size_t half = (static_cast<size_t>(n_blk) * p.grid_m + m_blk) * 2 + rank;
-            auto piece = [&](int z) {
-              return reinterpret_cast<int4*>(p.partials + (half * pairs + z) * kHalfInts) + ctid;
-            };
-            int4* mine = piece(pair);
-#pragma unroll
-            for (int j = 0; j < MT; ++j)
-#pragma unroll
-              for (int ii = 0; ii < kOwn; ++ii)
-                __stcg(mine + (j * kOwn + ii) * 256,
-                       make_int4(acc[j][4 * ii], acc[j][4 * ii + 1], acc[j][4 * ii + 2], acc[j][4 * ii + 3]));
-            __threadfence();
-            ptx::named_barrier(1, 256);
-            if (ctid == 0) {
-              int* counter = p.counters + half;
-              const int arrived = atomicAdd(counter, 1);
-              *s_is_last = arrived == pairs - 1;
-              if (arrived == pairs - 1) *counter = 0;  // reset for the next launch
-            }
-            ptx::named_barrier(1, 256);
-            if (!*s_is_last) continue;
-            __threadfence();
-            for (int z = 0; z < pairs; ++z) {
-              if (z == pair) continue;
-              const int4* other = piece(z);
-#pragma unroll
-              for (int j = 0; j < MT; ++j)
-#pragma unroll
-                for (int ii = 0; ii < kOwn; ++ii) {
-                  const int4 v = __ldcg(other + (j * kOwn + ii) * 256);
-                  acc[j][4 * ii] += v.x, acc[j][4 * ii + 1] += v.y, acc[j][4 * ii + 2] += v.z, acc[j][4 * ii + 3] += v.w;
-                }
-            }
-          }
       } else if constexpr (kCL) {
         // Both warpgroups are done with the stages (every stage of the unit
         // was waited for, so no copy into them is in flight): they now hold
