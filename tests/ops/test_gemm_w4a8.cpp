@@ -131,6 +131,14 @@ std::vector<Case> all_cases() {
     for (int tile = cuda::kW4A8FirstClusterTile; tile < cuda::kW4A8EndClusterTile; ++tile)
       for (int splits : {2, 4})
         for (int64_t m : {37, 300}) cases.push_back({g, m, 640, 1536, tile, splits, true, "QSERVE_W4A8_PUSH_APART=0"});
+  // The push forms with their parts sent by st.async onto the owner's
+  // mbarrier (QSERVE_W4A8_PUSH_ASYNC=1) on every cluster tile at 2, 4 and 6
+  // splits (the default publishes them by a release cluster barrier, so the
+  // cases above run that form).
+  for (bool g : {false, true})
+    for (int tile = cuda::kW4A8FirstClusterTile; tile < cuda::kW4A8EndClusterTile; ++tile)
+      for (int splits : {2, 4, 6})
+        for (int64_t m : {37, 300}) cases.push_back({g, m, 640, 1536, tile, splits, true, "QSERVE_W4A8_PUSH_ASYNC=1"});
   // The measured plans (sm_90) of the other benchmark layers, through the
   // top-level planner: Llama-3-8B o and gate_up, Llama-2-7B qkv, gate_up, down
   // (m = 7: the decode rule's gemv8, or the table's m <= 8 bucket where the
@@ -769,7 +777,7 @@ TEST(GemmW4A8Planner, FormSwitchesSetAtRunTime) {
   namespace wg = cuda::w4a8::wgmma;
   cuda::reset_w4a8_switches();
   const bool push = wg::cluster_push(), pair = wg::cluster_pair(), twins = wg::unsplit_twins(),
-             apart = wg::push_apart();
+             apart = wg::push_apart(), async = wg::push_async();
   cuda::set_w4a8_switch(push ? "QSERVE_W4A8_CLUSTER_PUSH=0" : "QSERVE_W4A8_CLUSTER_PUSH=1");
   EXPECT_EQ(wg::cluster_push(), !push);
   EXPECT_EQ(wg::cluster_pair(), pair);
@@ -779,6 +787,8 @@ TEST(GemmW4A8Planner, FormSwitchesSetAtRunTime) {
   EXPECT_FALSE(wg::cluster_pair());
   EXPECT_FALSE(wg::unsplit_twins());
   EXPECT_EQ(wg::push_apart(), !apart);
+  cuda::set_w4a8_switch(async ? "QSERVE_W4A8_PUSH_ASYNC=0" : "QSERVE_W4A8_PUSH_ASYNC=1");
+  EXPECT_EQ(wg::push_async(), !async);
   for (const char* bad : {"QSERVE_W4A8_CLUSTER_PUSH", "QSERVE_W4A8_CLUSTER_PUSH=", "QSERVE_W4A8_CLUSTER_PUSH=2",
                           "QSERVE_W4A8_CLUSTER_PUSH=on", "QSERVE_W4A8_PLANS=1", "cluster_push=1", ""}) {
     EXPECT_THROW(cuda::set_w4a8_switch(bad), Error) << bad;
@@ -792,6 +802,7 @@ TEST(GemmW4A8Planner, FormSwitchesSetAtRunTime) {
   EXPECT_EQ(wg::cluster_pair(), pair);
   EXPECT_EQ(wg::unsplit_twins(), twins);
   EXPECT_EQ(wg::push_apart(), apart);
+  EXPECT_EQ(wg::push_async(), async);
 }
 
 TEST(GemmW4A8Planner, PlanOverridesSetAtRunTime) {

@@ -50,6 +50,7 @@ bool launch_push_form(const CUtensorMap& x_map, const CUtensorMap& w_map, const 
     // The received parts apart from the stages where they fit and switched on.
     Params pp = p;
     pp.push_recv_apart = push_recv_apart(kTiles[kTile], kWays) && push_apart();
+    pp.push_async = push_async();
     const int smem = pp.push_recv_apart ? push_smem_bytes(kTiles[kTile], kWays) : smem_bytes(kTiles[kTile]);
     launch_clustered(push, dim3(ctas), dim3(kThreads), smem, stream, pdl, kWays, x_map, w_map, pp);
     return true;

@@ -46,6 +46,12 @@ struct Params {
   // parts go to their own region (launch_push_form: QSERVE_W4A8_PUSH_APART,
   // gemm_w4a8_switches.h; the launch then sizes the shared memory for it).
   int push_recv_apart;
+  // Push forms (kPR): 1 when the parts go by st.async, each completing on the
+  // owner's mbarrier (the owner waits there), instead of distributed
+  // shared-memory stores published by a cluster barrier with release /
+  // acquire, whose release compiles to MEMBAR.ALL.GPU (launch_push_form:
+  // QSERVE_W4A8_PUSH_ASYNC, gemm_w4a8_switches.h).
+  int push_async;
 };
 
 // CTA tile: BN = 128 * MT output channels (two consumer warpgroups of 64 * MT
@@ -387,6 +393,10 @@ bool cluster_push();
 // the stages (push_recv_apart) takes them in a region of their own, with one
 // cluster barrier fewer.
 bool push_apart();
+// push_async: the push forms (the pair included) send their parts by
+// st.async onto the owner's mbarrier (Params::push_async), with one cluster
+// barrier and no fence instead of two barriers, the second a release.
+bool push_async();
 
 // Launches tile `tile` (index into kTiles: a W4, pd or cluster tile) on `ctas` persistent CTAs; builds
 // the activations' tensor map. Only for sm_90 devices. `pdl`: programmatic

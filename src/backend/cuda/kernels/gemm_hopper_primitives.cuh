@@ -189,6 +189,19 @@ __device__ __forceinline__ void st_shared_cluster_v4(uint32_t addr, int32_t x, i
                : "memory");
 }
 
+// 16-B store to a shared::cluster address (addr) that completes as 16 bytes
+// of transactions on the mbarrier at shared::cluster address `bar` (both in
+// the same CTA of the cluster, map_shared_rank): the receiving CTA waits on
+// that barrier (mbar_arrive_expect_tx, mbar_wait) and then reads the data, as
+// after a TMA copy. No fence and no cluster barrier: cluster_sync's release
+// compiles to MEMBAR.ALL.GPU, which waits for every outstanding memory
+// access of the thread.
+__device__ __forceinline__ void st_async_v4(uint32_t addr, int32_t x, int32_t y, int32_t z, int32_t w, uint32_t bar) {
+  QS_SM90A_ASM("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];\n" ::"r"(addr),
+               "r"(x), "r"(y), "r"(z), "r"(w), "r"(bar)
+               : "memory");
+}
+
 // ---- register reallocation between warpgroups ----
 
 template <int R>

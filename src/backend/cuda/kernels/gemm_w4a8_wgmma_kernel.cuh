@@ -234,6 +234,9 @@ __global__ void __launch_bounds__(kThreads, OCC)
   // kCL: s_is_last, epi and fac point past the allocation (smem_bytes leaves
   // the epilogue's buffers out) and are never used.
   int* s_is_last = reinterpret_cast<int*>(afull + (kPD ? 4 : 0));
+  // kPR with p.push_async: the barrier on which the other ranks' parts arrive
+  // (st_async_v4), in the second half of the split-K flag's 16 bytes.
+  uint64_t* recv_bar = afull + (kPD ? 4 : 0) + 1;
   // (Every field that sizes the shared memory, as the host computed it: smem_bytes.)
   constexpr TileShape kShape{BM, MT, STAGES, ASETS, kS8, kPD, kCL, KD, kMC, OCC};
   constexpr int kEpiBufs = epi_buffers(kShape);
@@ -272,6 +275,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
         ptx::mbar_init(&afull[a], 128);  // one arrival per producer thread
         ptx::mbar_init(&aempty[a], 8);   // one arrival per consumer warp
       }
+    if constexpr (kPR) ptx::mbar_init(recv_bar, 1);  // one arrival: the owner's expect_tx
     ptx::fence_mbar_init();
   }
   // kMC: both CTAs' barriers are initialized before either multicasts into
@@ -405,9 +409,17 @@ __global__ void __launch_bounds__(kThreads, OCC)
     // The cluster tiles' barriers: every thread of the cluster takes part
     // (kPR: two barriers, as the consumers'; ra: the wait of the split first
     // one, arrived at the start, then the second).
+    // (push_async: the first only; the parts arrive on mbarriers.)
     if (ra) {
       ptx::cluster_wait();
-      ptx::cluster_sync();
+      if (!p.push_async) ptx::cluster_sync();
+    } else if constexpr (kPR) {
+      if (p.push_async) {
+        ptx::cluster_arrive_relaxed();
+        ptx::cluster_wait();
+      } else {
+        cluster_reduce_barriers_only(p.splits);
+      }
     } else if constexpr (kCL && !kUN) {
       cluster_reduce_barriers_only(p.splits);
     }
@@ -597,24 +609,40 @@ __global__ void __launch_bounds__(kThreads, OCC)
           for (int c = kOwners - 2; c >= 0; --c) v = o == static_cast<uint32_t>(c) ? acc[j][4 * (c * kOwn + ii) + e] : v;
           return v;
         };
-        // To the owner d ranks on: its groups, into slot kPR - 1 - d there.
+        // To the owner d ranks on: its groups, into slot kPR - 1 - d there
+        // (push_async: stores that complete on the owner's recv_bar).
+        const bool pa = p.push_async;
 #pragma unroll
         for (int d = 1; d < kPR; ++d) {
           const uint32_t to = kPR == 2 ? rank ^ 1u : (rank + d) % kPR;
           if (kOwners == kPR || to < kOwners) {
             const uint32_t dst = ptx::map_shared_rank(ptx::smem_addr(recv_base), to) + static_cast<uint32_t>(ctid) * 16;
+            const uint32_t bar = ptx::map_shared_rank(ptx::smem_addr(recv_bar), to);
 #pragma unroll
             for (int j = 0; j < MT; ++j)
 #pragma unroll
-              for (int ii = 0; ii < kOwn; ++ii)
-                ptx::st_shared_cluster_v4(dst + static_cast<uint32_t>(((kPR - 1 - d) * MT + j) * kOwn + ii) * 4096,
-                                          owner_part(to, j, ii, 0), owner_part(to, j, ii, 1),
-                                          owner_part(to, j, ii, 2), owner_part(to, j, ii, 3));
+              for (int ii = 0; ii < kOwn; ++ii) {
+                const uint32_t at = dst + static_cast<uint32_t>(((kPR - 1 - d) * MT + j) * kOwn + ii) * 4096;
+                if (pa)
+                  ptx::st_async_v4(at, owner_part(to, j, ii, 0), owner_part(to, j, ii, 1), owner_part(to, j, ii, 2),
+                                   owner_part(to, j, ii, 3), bar);
+                else
+                  ptx::st_shared_cluster_v4(at, owner_part(to, j, ii, 0), owner_part(to, j, ii, 1),
+                                            owner_part(to, j, ii, 2), owner_part(to, j, ii, 3));
+              }
           }
         }
-        ptx::cluster_sync();  // the parts arrived (release / acquire)
-        if constexpr (kOwners < kPR)
-          if (rank >= kOwners) continue;  // a sender only
+        if (pa) {
+          if constexpr (kOwners < kPR)
+            if (rank >= kOwners) continue;  // a sender only
+          // The kPR - 1 senders' parts: push_recv_bytes in all.
+          if (ctid == 0) ptx::mbar_arrive_expect_tx(recv_bar, push_recv_bytes(kShape, kPR));
+          ptx::mbar_wait(recv_bar, 0);
+        } else {
+          ptx::cluster_sync();  // the parts arrived (release / acquire)
+          if constexpr (kOwners < kPR)
+            if (rank >= kOwners) continue;  // a sender only
+        }
         // Own groups into the low slots, plus the received parts.
         const int4* recv = reinterpret_cast<const int4*>(recv_base) + ctid;
 #pragma unroll
