@@ -236,7 +236,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
   int* s_is_last = reinterpret_cast<int*>(afull + (kPD ? 4 : 0));
   // kPR with p.push_async: the barrier on which the other ranks' parts arrive
   // (st_async_v4), in the second half of the split-K flag's 16 bytes.
-  uint64_t* recv_bar = afull + (kPD ? 4 : 0) + 1;
+  uint64_t* recv_bar = reinterpret_cast<uint64_t*>(s_is_last) + 1;
   // (Every field that sizes the shared memory, as the host computed it: smem_bytes.)
   constexpr TileShape kShape{BM, MT, STAGES, ASETS, kS8, kPD, kCL, KD, kMC, OCC};
   constexpr int kEpiBufs = epi_buffers(kShape);
@@ -413,15 +413,13 @@ __global__ void __launch_bounds__(kThreads, OCC)
     if (ra) {
       ptx::cluster_wait();
       if (!p.push_async) ptx::cluster_sync();
-    } else if constexpr (kPR) {
-      if (p.push_async) {
+    } else if constexpr (kCL && !kUN) {
+      if (kPR && p.push_async) {
         ptx::cluster_arrive_relaxed();
         ptx::cluster_wait();
       } else {
         cluster_reduce_barriers_only(p.splits);
       }
-    } else if constexpr (kCL && !kUN) {
-      cluster_reduce_barriers_only(p.splits);
     }
   } else {
     // ---------------- consumers ----------------
@@ -623,25 +621,21 @@ __global__ void __launch_bounds__(kThreads, OCC)
 #pragma unroll
               for (int ii = 0; ii < kOwn; ++ii) {
                 const uint32_t at = dst + static_cast<uint32_t>(((kPR - 1 - d) * MT + j) * kOwn + ii) * 4096;
+                const int32_t x = owner_part(to, j, ii, 0), y = owner_part(to, j, ii, 1), z = owner_part(to, j, ii, 2),
+                              w = owner_part(to, j, ii, 3);
                 if (pa)
-                  ptx::st_async_v4(at, owner_part(to, j, ii, 0), owner_part(to, j, ii, 1), owner_part(to, j, ii, 2),
-                                   owner_part(to, j, ii, 3), bar);
+                  ptx::st_async_v4(at, x, y, z, w, bar);
                 else
-                  ptx::st_shared_cluster_v4(at, owner_part(to, j, ii, 0), owner_part(to, j, ii, 1),
-                                            owner_part(to, j, ii, 2), owner_part(to, j, ii, 3));
+                  ptx::st_shared_cluster_v4(at, x, y, z, w);
               }
           }
         }
-        if (pa) {
-          if constexpr (kOwners < kPR)
-            if (rank >= kOwners) continue;  // a sender only
-          // The kPR - 1 senders' parts: push_recv_bytes in all.
+        if (!pa) ptx::cluster_sync();  // the parts arrived (release / acquire)
+        if constexpr (kOwners < kPR)
+          if (rank >= kOwners) continue;  // a sender only
+        if (pa) {  // the kPR - 1 senders' parts, push_recv_bytes in all, arrive on recv_bar
           if (ctid == 0) ptx::mbar_arrive_expect_tx(recv_bar, push_recv_bytes(kShape, kPR));
           ptx::mbar_wait(recv_bar, 0);
-        } else {
-          ptx::cluster_sync();  // the parts arrived (release / acquire)
-          if constexpr (kOwners < kPR)
-            if (rank >= kOwners) continue;  // a sender only
         }
         // Own groups into the low slots, plus the received parts.
         const int4* recv = reinterpret_cast<const int4*>(recv_base) + ctid;
