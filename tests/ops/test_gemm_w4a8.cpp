@@ -129,14 +129,14 @@ std::vector<Case> all_cases() {
     for (int tile = cuda::kW4A8FirstClusterTile; tile < cuda::kW4A8EndClusterTile; ++tile)
       for (int splits : {2, 4})
         for (int64_t m : {37, 300}) cases.push_back({g, m, 640, 1536, tile, splits, true, "QSERVE_W4A8_PUSH_APART=0"});
-  // The push forms with their parts sent by st.async onto the owner's
-  // mbarrier (QSERVE_W4A8_PUSH_ASYNC=1) on every cluster tile at 2, 4 and 6
-  // splits (the default publishes them by a release cluster barrier, so the
-  // cases above run that form).
+  // The push forms with their parts published by a release cluster barrier
+  // (QSERVE_W4A8_PUSH_ASYNC=0) on every cluster tile at 2, 4 and 6 splits:
+  // the default sends them by st.async onto the owner's mbarrier, so the
+  // cases above run that form (apart, and in the stages: _push_apart0).
   for (bool g : {false, true})
     for (int tile = cuda::kW4A8FirstClusterTile; tile < cuda::kW4A8EndClusterTile; ++tile)
       for (int splits : {2, 4, 6})
-        for (int64_t m : {37, 300}) cases.push_back({g, m, 640, 1536, tile, splits, true, "QSERVE_W4A8_PUSH_ASYNC=1"});
+        for (int64_t m : {37, 300}) cases.push_back({g, m, 640, 1536, tile, splits, true, "QSERVE_W4A8_PUSH_ASYNC=0"});
   // The measured plans (sm_90) of the other benchmark layers, through the
   // top-level planner: Llama-3-8B o and gate_up, Llama-2-7B qkv, gate_up, down
   // (m = 7: the decode rule's gemv8, or the table's m <= 8 bucket where the

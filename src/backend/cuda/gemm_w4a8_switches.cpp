@@ -24,7 +24,7 @@ std::array<Switch, kSwitches>& switches() {
                                   {"QSERVE_W4A8_CLUSTER_PAIR", true},
                                   {"QSERVE_W4A8_CLUSTER_PUSH", true},
                                   {"QSERVE_W4A8_PUSH_APART", true},
-                                  {"QSERVE_W4A8_PUSH_ASYNC", false}}};
+                                  {"QSERVE_W4A8_PUSH_ASYNC", true}}};
   return s;
 }
 

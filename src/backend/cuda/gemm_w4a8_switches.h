@@ -11,12 +11,12 @@
 //                                          received parts fit beside the stages
 //                                          takes them apart, with one cluster
 //                                          barrier fewer (push_recv_apart)
-//   QSERVE_W4A8_PUSH_ASYNC     (default 0)  the push forms send their parts by
+//   QSERVE_W4A8_PUSH_ASYNC     (default 1)  the push forms send their parts by
 //                                          st.async onto the owner's mbarrier,
 //                                          without the release barrier (and its
-//                                          MEMBAR.ALL.GPU) that published them;
-//                                          not yet run on a GPU (docs/gemm-hopper.md,
-//                                          "The parts by st.async")
+//                                          MEMBAR.ALL.GPU) that published them
+//                                          (docs/gemm-hopper.md, "The parts by
+//                                          st.async"; the default since round 39)
 //
 // Each starts from its environment variable ("0" or "1"; read on first use)
 // and can be set at run time for an A/B on one loaded model (qserve bench
