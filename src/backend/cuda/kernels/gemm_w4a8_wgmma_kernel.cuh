@@ -275,7 +275,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
         ptx::mbar_init(&afull[a], 128);  // one arrival per producer thread
         ptx::mbar_init(&aempty[a], 8);   // one arrival per consumer warp
       }
-    if constexpr (kPR) ptx::mbar_init(recv_bar, 1);  // one arrival: the owner's expect_tx
+    if constexpr (kPR > 0) ptx::mbar_init(recv_bar, 1);  // one arrival: the owner's expect_tx
     ptx::fence_mbar_init();
   }
   // kMC: both CTAs' barriers are initialized before either multicasts into
@@ -406,20 +406,15 @@ __global__ void __launch_bounds__(kThreads, OCC)
         }
       }
     }
-    // The cluster tiles' barriers: every thread of the cluster takes part
-    // (kPR: two barriers, as the consumers'; ra: the wait of the split first
-    // one, arrived at the start, then the second).
-    // (push_async: the first only; the parts arrive on mbarriers.)
-    if (ra) {
+    // The cluster tiles' barriers: every thread of the cluster takes part.
+    // kPR: the consumers' sequence (ra: the first one's wait, arrived at the
+    // start; push_async: no second, the parts arrive on mbarriers).
+    if constexpr (kPR > 0) {
+      if (!ra) ptx::cluster_arrive_relaxed();
       ptx::cluster_wait();
       if (!p.push_async) ptx::cluster_sync();
     } else if constexpr (kCL && !kUN) {
-      if (kPR && p.push_async) {
-        ptx::cluster_arrive_relaxed();
-        ptx::cluster_wait();
-      } else {
-        cluster_reduce_barriers_only(p.splits);
-      }
+      cluster_reduce_barriers_only(p.splits);
     }
   } else {
     // ---------------- consumers ----------------
@@ -635,7 +630,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
           if (rank >= kOwners) continue;  // a sender only
         if (pa) {  // the kPR - 1 senders' parts, push_recv_bytes in all, arrive on recv_bar
           if (ctid == 0) ptx::mbar_arrive_expect_tx(recv_bar, push_recv_bytes(kShape, kPR));
-          ptx::mbar_wait(recv_bar, 0);
+          ptx::mbar_wait(recv_bar, 0);  // phase 0: a cluster tile's CTA takes one unit
         }
         // Own groups into the low slots, plus the received parts.
         const int4* recv = reinterpret_cast<const int4*>(recv_base) + ctid;
