@@ -49,15 +49,35 @@ struct Case {
   int splits = 0;  // forced split-K (0: the planner's choice; kW4A8StreamK: stream-K)
   bool wgmma = false;  // the sm_90a wgmma family (planner's tile unless forced)
   // A kernel-form switch set for this case only (gemm_w4a8_switches.h), e.g.
-  // "QSERVE_W4A8_CLUSTER_PUSH=1"; nullptr: the process's settings.
+  // "QSERVE_W4A8_CLUSTER_PUSH=1", or several separated by spaces; nullptr:
+  // the process's settings.
   const char* form = nullptr;
 };
 
-// "QSERVE_W4A8_CLUSTER_PUSH=1" -> "_cluster_push1".
+// The assignments of a case's form ("A=1 B=0" -> {"A=1", "B=0"}).
+std::vector<std::string> form_assignments(const char* form) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (const char* p = form; *p; ++p) {
+    if (*p == ' ') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += *p;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+// "QSERVE_W4A8_CLUSTER_PUSH=1" -> "_cluster_push1" (one such part per assignment).
 std::string form_suffix(const char* form) {
-  std::string s = "_";
-  for (const char* p = form + std::strlen("QSERVE_W4A8_"); *p; ++p)
-    if (*p != '=') s += static_cast<char>(std::tolower(static_cast<unsigned char>(*p)));
+  std::string s;
+  for (const std::string& a : form_assignments(form)) {
+    s += "_";
+    for (size_t i = std::strlen("QSERVE_W4A8_"); i < a.size(); ++i)
+      if (a[i] != '=') s += static_cast<char>(std::tolower(static_cast<unsigned char>(a[i])));
+  }
   return s;
 }
 
@@ -137,6 +157,20 @@ std::vector<Case> all_cases() {
     for (int tile = cuda::kW4A8FirstClusterTile; tile < cuda::kW4A8EndClusterTile; ++tile)
       for (int splits : {2, 4, 6})
         for (int64_t m : {37, 300}) cases.push_back({g, m, 640, 1536, tile, splits, true, "QSERVE_W4A8_PUSH_ASYNC=0"});
+  // The push forms with one stage fewer and their parts apart
+  // (QSERVE_W4A8_PUSH_FEWER_STAGES=1) on every cluster tile and split count
+  // that has one (has_push_fewer_form: the parts do not fit beside the
+  // tile's own stages), with both ways of sending the parts.
+  for (bool g : {false, true})
+    for (int tile = cuda::kW4A8FirstClusterTile; tile < cuda::kW4A8EndClusterTile; ++tile)
+      for (int splits : {2, 3, 4, 6}) {
+        namespace wg = cuda::w4a8::wgmma;
+        if (!wg::has_push_fewer_form(wg::kTiles[tile - cuda::kW4A8FirstWgmmaTile], splits)) continue;
+        for (int64_t m : {37, 300}) {
+          cases.push_back({g, m, 640, 1536, tile, splits, true, "QSERVE_W4A8_PUSH_FEWER_STAGES=1"});
+          if (m == 37) cases.push_back({g, m, 640, 1536, tile, splits, true, "QSERVE_W4A8_PUSH_FEWER_STAGES=1 QSERVE_W4A8_PUSH_ASYNC=0"});
+        }
+      }
   // The measured plans (sm_90) of the other benchmark layers, through the
   // top-level planner: Llama-3-8B o and gate_up, Llama-2-7B qkv, gate_up, down
   // (m = 7: the decode rule's gemv8, or the table's m <= 8 bucket where the
@@ -328,7 +362,8 @@ TEST_P(GemmW4A8, MatchesCpuReference) {
   // The case's kernel form, back to the process's settings at the end.
   struct FormScope {
     explicit FormScope(const char* form) {
-      if (form) cuda::set_w4a8_switch(form);
+      if (form)
+        for (const std::string& a : form_assignments(form)) cuda::set_w4a8_switch(a);
     }
     ~FormScope() { cuda::reset_w4a8_switches(); }
   } form_scope(c.form);

@@ -17,14 +17,15 @@ struct Switch {
   std::atomic<int> set{-1};  // -1: the environment's value; else 0 / 1
 };
 
-constexpr int kSwitches = 5;
+constexpr int kSwitches = 6;
 
 std::array<Switch, kSwitches>& switches() {
   static std::array<Switch, kSwitches> s{{{"QSERVE_W4A8_UNSPLIT_TWINS", true},
                                   {"QSERVE_W4A8_CLUSTER_PAIR", true},
                                   {"QSERVE_W4A8_CLUSTER_PUSH", true},
                                   {"QSERVE_W4A8_PUSH_APART", true},
-                                  {"QSERVE_W4A8_PUSH_ASYNC", true}}};
+                                  {"QSERVE_W4A8_PUSH_ASYNC", true},
+                                  {"QSERVE_W4A8_PUSH_FEWER_STAGES", false}}};
   return s;
 }
 
@@ -82,6 +83,7 @@ bool cluster_pair() { return on(1); }
 bool cluster_push() { return on(2); }
 bool push_apart() { return on(3); }
 bool push_async() { return on(4); }
+bool push_fewer_stages() { return on(5); }
 }  // namespace w4a8::wgmma
 
 }  // namespace qserve::cuda

@@ -21,9 +21,10 @@ namespace detail {
 // The instantiation of tile kTile (index into kTiles); kUN: a cluster tile's
 // unsplit twin, kPR: its push form of kPR splits (2: the pair form;
 // kernels/gemm_w4a8_wgmma_kernel.cuh).
-template <int kTile, bool kG128, bool kSK, bool kUN = false, int kPR = 0>
+// kStages: the pipeline's depth (the tile's, or one fewer: has_push_fewer_form).
+template <int kTile, bool kG128, bool kSK, bool kUN = false, int kPR = 0, int kStages = kTiles[kTile].stages>
 inline constexpr auto kKernel =
-    &gemm_w4a8_wgmma_kernel<kTiles[kTile].bm, kTiles[kTile].mt, kTiles[kTile].stages, kG128, kTiles[kTile].acc_sets,
+    &gemm_w4a8_wgmma_kernel<kTiles[kTile].bm, kTiles[kTile].mt, kStages, kG128, kTiles[kTile].acc_sets,
                             kTiles[kTile].s8, kTiles[kTile].pd, kTiles[kTile].cluster, kTiles[kTile].kd, kSK,
                             kTiles[kTile].mc, kTiles[kTile].occ, kUN, kPR>;
 
@@ -45,6 +46,20 @@ bool launch_push_form(const CUtensorMap& x_map, const CUtensorMap& w_map, const 
                       cudaStream_t stream, bool pdl) {
   if constexpr (has_push_form(kTiles[kTile], kWays)) {
     if (p.splits != kWays) return false;
+    if constexpr (has_push_fewer_form(kTiles[kTile], kWays)) {
+      // One stage fewer, the received parts apart (where switched on).
+      if (push_fewer_stages() && push_apart()) {
+        constexpr TileShape f = one_stage_fewer(kTiles[kTile]);
+        constexpr auto fewer = kKernel<kTile, kG128, false, false, kWays, f.stages>;
+        allow_smem_once<fewer>(push_smem_bytes(f, kWays));
+        Params pp = p;
+        pp.push_recv_apart = 1;
+        pp.push_async = push_async();
+        launch_clustered(fewer, dim3(ctas), dim3(kThreads), push_smem_bytes(f, kWays), stream, pdl, kWays, x_map,
+                         w_map, pp);
+        return true;
+      }
+    }
     constexpr auto push = kKernel<kTile, kG128, false, false, kWays>;
     allow_smem_once<push>(push_smem_bytes(kTiles[kTile], kWays));
     // The received parts apart from the stages where they fit and switched on.
