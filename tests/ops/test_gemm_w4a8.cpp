@@ -157,18 +157,19 @@ std::vector<Case> all_cases() {
     for (int tile = cuda::kW4A8FirstClusterTile; tile < cuda::kW4A8EndClusterTile; ++tile)
       for (int splits : {2, 4, 6})
         for (int64_t m : {37, 300}) cases.push_back({g, m, 640, 1536, tile, splits, true, "QSERVE_W4A8_PUSH_ASYNC=0"});
-  // The push forms with one stage fewer and their parts apart
-  // (QSERVE_W4A8_PUSH_FEWER_STAGES=1) on every cluster tile and split count
-  // that has one (has_push_fewer_form: the parts do not fit beside the
-  // tile's own stages), with both ways of sending the parts.
+  // The push forms of 3 or more splits whose parts do not fit beside the
+  // stages run with one stage fewer, the parts apart, by default
+  // (has_push_fewer_form; the cases above run that form there, with st.async
+  // and, _push_async0, without); here their in-stage form
+  // (QSERVE_W4A8_PUSH_FEWER_STAGES=0), with st.async and without.
   for (bool g : {false, true})
     for (int tile = cuda::kW4A8FirstClusterTile; tile < cuda::kW4A8EndClusterTile; ++tile)
-      for (int splits : {2, 3, 4, 6}) {
+      for (int splits : {3, 4, 6}) {
         namespace wg = cuda::w4a8::wgmma;
         if (!wg::has_push_fewer_form(wg::kTiles[tile - cuda::kW4A8FirstWgmmaTile], splits)) continue;
         for (int64_t m : {37, 300}) {
-          cases.push_back({g, m, 640, 1536, tile, splits, true, "QSERVE_W4A8_PUSH_FEWER_STAGES=1"});
-          if (m == 37) cases.push_back({g, m, 640, 1536, tile, splits, true, "QSERVE_W4A8_PUSH_FEWER_STAGES=1 QSERVE_W4A8_PUSH_ASYNC=0"});
+          cases.push_back({g, m, 640, 1536, tile, splits, true, "QSERVE_W4A8_PUSH_FEWER_STAGES=0"});
+          if (m == 37) cases.push_back({g, m, 640, 1536, tile, splits, true, "QSERVE_W4A8_PUSH_FEWER_STAGES=0 QSERVE_W4A8_PUSH_ASYNC=0"});
         }
       }
   // The measured plans (sm_90) of the other benchmark layers, through the

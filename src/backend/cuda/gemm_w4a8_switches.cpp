@@ -25,7 +25,7 @@ std::array<Switch, kSwitches>& switches() {
                                   {"QSERVE_W4A8_CLUSTER_PUSH", true},
                                   {"QSERVE_W4A8_PUSH_APART", true},
                                   {"QSERVE_W4A8_PUSH_ASYNC", true},
-                                  {"QSERVE_W4A8_PUSH_FEWER_STAGES", false}}};
+                                  {"QSERVE_W4A8_PUSH_FEWER_STAGES", true}}};
   return s;
 }
 

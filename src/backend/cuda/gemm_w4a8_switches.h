@@ -17,10 +17,12 @@
 //                                          MEMBAR.ALL.GPU) that published them
 //                                          (docs/gemm-hopper.md, "The parts by
 //                                          st.async"; the default since round 39)
-//   QSERVE_W4A8_PUSH_FEWER_STAGES (default 0) a push form whose parts do not
-//                                          fit beside the stages runs with one
-//                                          stage fewer, the parts apart
-//                                          (has_push_fewer_form; round 40)
+//   QSERVE_W4A8_PUSH_FEWER_STAGES (default 1) a push form of 3 or more
+//                                          splits whose parts do not fit beside
+//                                          the stages runs with one stage
+//                                          fewer, the parts apart
+//                                          (has_push_fewer_form; the default
+//                                          since round 40)
 //
 // Each starts from its environment variable ("0" or "1"; read on first use)
 // and can be set at run time for an A/B on one loaded model (qserve bench

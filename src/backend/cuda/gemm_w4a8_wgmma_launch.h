@@ -354,20 +354,25 @@ inline constexpr bool has_push_form(const TileShape& s, int ways) {
          push_recv_bytes(s, ways) + epi_staging_bytes(8 * push_own_groups(s.bm, ways), s.mt, 2) + 2 * 2 * s.bm * 4 <=
              s.stages * s.stage_bytes();
 }
-// A push form whose received parts do not fit beside the stages, with one
-// stage fewer so that they do (round 40): the apart form then sends its parts
-// as soon as its main loop ends, where the in-stage form waits for every CTA
-// of the cluster to be done with its stages; the price is a shallower
-// pipeline. Where the tile has such a form (at least 3 stages left, the
-// parts apart and the owner's epilogue in the stages), QSERVE_W4A8_PUSH_FEWER_STAGES
-// runs it instead (an instantiation of its own, STAGES - 1).
+// A push form of 3 or more splits whose received parts do not fit beside the
+// stages, with one stage fewer so that they do (round 40): the apart form then
+// sends its parts as soon as its main loop ends, where the in-stage form waits
+// for every CTA of the cluster to be done with its stages; the price is a
+// shallower pipeline. Where the tile has such a form (at least 3 stages left,
+// the parts apart and the owner's epilogue in the stages), it runs instead
+// (QSERVE_W4A8_PUSH_FEWER_STAGES, default on; an instantiation of its own,
+// STAGES - 1). Measured on an H100 (bench/results/2026-12-06-gemm-h100-r40.md,
+// A B B A): every 3 / 4 / 6-split plan with the form 2.9-12.8% faster (Llama-2-7B
+// down per-channel m = 32 wg256x32c/6 10.6 -> 9.2 us); at 2 splits (half a
+// tile's parts, a short wait) -1.1% to +1.4%, and wg128x128c-k256/2 at m = 256
+// 4.6-11.7% slower (4 -> 3 stages of 256 k): the pair keeps its stages.
 inline constexpr TileShape one_stage_fewer(const TileShape& s) {
   TileShape f = s;
   f.stages = s.stages - 1;
   return f;
 }
 inline constexpr bool has_push_fewer_form(const TileShape& s, int ways) {
-  if (!has_push_form(s, ways) || push_recv_apart(s, ways) || s.stages < 4) return false;
+  if (ways < 3 || !has_push_form(s, ways) || push_recv_apart(s, ways) || s.stages < 4) return false;
   const TileShape f = one_stage_fewer(s);
   return push_recv_apart(f, ways) && has_push_form(f, ways) &&
          cluster_reduce_bytes(f) <= f.stages * f.kd * (f.bm * 128 + f.w_stage_bytes()) &&
@@ -416,9 +421,9 @@ bool push_apart();
 // st.async onto the owner's mbarrier (Params::push_async), with one cluster
 // barrier and no fence instead of two barriers, the second a release.
 bool push_async();
-// push_fewer_stages: a push form whose parts do not fit beside the stages
-// runs its one-stage-fewer form with the parts apart (has_push_fewer_form),
-// where push_apart is on too.
+// push_fewer_stages: a push form of 3 or more splits whose parts do not fit
+// beside the stages runs its one-stage-fewer form with the parts apart
+// (has_push_fewer_form), where push_apart is on too.
 bool push_fewer_stages();
 
 // Launches tile `tile` (index into kTiles: a W4, pd or cluster tile) on `ctas` persistent CTAs; builds
