@@ -362,7 +362,7 @@ inline constexpr bool has_push_form(const TileShape& s, int ways) {
 // the parts apart and the owner's epilogue in the stages), it runs instead
 // (QSERVE_W4A8_PUSH_FEWER_STAGES, default on; an instantiation of its own,
 // STAGES - 1). Measured on an H100 (bench/results/2026-12-06-gemm-h100-r40.md,
-// A B B A): every 3 / 4 / 6-split plan with the form 2.9-12.8% faster (Llama-2-7B
+// A B B A): every 3 / 4 / 6-split plan with the form 2.8-12.8% faster (Llama-2-7B
 // down per-channel m = 32 wg256x32c/6 10.6 -> 9.2 us); at 2 splits (half a
 // tile's parts, a short wait) -1.1% to +1.4%, and wg128x128c-k256/2 at m = 256
 // 4.6-11.7% slower (4 -> 3 stages of 256 k): the pair keeps its stages.
