@@ -10,7 +10,7 @@
 //              [--g128-s8-only] [--graph-us US]
 //              [--json FILE] [--md FILE] [--m 1,16,...] [--shapes NAME,...] [--shape N,K ...]
 //              [--neighbor-us US | --neighbor-mb MB | --predecessor] [--interleave N] [--soak-ms MS]
-//              [--host-paced]
+//              [--host-paced] [--timeline]
 //
 // Each replay is queued behind a held GPU (gpu_hold.h), so that the graph's
 // launch latency is not in its time; --host-paced times as before
@@ -52,6 +52,13 @@
 // GEMM then reads, under programmatic dependent launch as in the model (the
 // GEMM waits for it, not for a stand-in); its time alone at that m
 // subtracted (JSON predecessor_us).
+//
+// --timeline (a build configured with -DQSERVE_GEMM_TIMELINE=ON): after a
+// row's timings, each shipped W4 wgmma plan is timed once more with its
+// kernels recording their phases (gemm_w4a8_timeline.h), and the last
+// launch's record is printed: per point, the median and largest time since
+// each CTA's entry (the fill: first_stage; the reduction: cluster_wait_done,
+// parts_done; the epilogue: end - parts_done).
 //
 // --shape N,K (repeatable): time these layer shapes ("custom/NxK") instead of
 // the built-in list, e.g. the same layer at several k to separate a kernel's
@@ -103,6 +110,7 @@
 #include "backend/cuda/gemm_cublas.h"
 #include "backend/cuda/gemm_s8.h"
 #include "backend/cuda/gemm_w4a8.h"
+#include "backend/cuda/gemm_w4a8_timeline.h"
 #include "backend/cuda/kernels/fused_ops.h"
 #include "core/half.h"
 #include "quant/weight_format.h"
@@ -325,6 +333,7 @@ int run(int argc, char** argv) {
   bool predecessor = false;  // --predecessor
   int interleave = 0;      // --interleave
   double soak_ms = 0;      // --soak-ms
+  bool timeline = false;   // --timeline
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -371,6 +380,7 @@ int run(int argc, char** argv) {
     else if (a == "--predecessor") predecessor = true;
     else if (a == "--interleave") interleave = std::stoi(next());
     else if (a == "--soak-ms") soak_ms = std::stod(next());
+    else if (a == "--timeline") timeline = true;
     else if (a == "--host-paced") bench::queued_timing = false;
     else if (a == "--quick") ms = {1, 16, 64, 256, 1024, 4096};
     else {
@@ -380,6 +390,10 @@ int run(int argc, char** argv) {
   }
   if ((neighbor_us > 0) + (neighbor_mb > 0) + predecessor > 1) {
     std::fprintf(stderr, "--neighbor-us, --neighbor-mb and --predecessor exclude each other\n");
+    return 2;
+  }
+  if (timeline && !cuda::w4a8_timeline_built()) {
+    std::fprintf(stderr, "--timeline: this build's kernels do not record (configure with -DQSERVE_GEMM_TIMELINE=ON)\n");
     return 2;
   }
   if (cuda::device_count() == 0) {
@@ -625,6 +639,25 @@ int run(int argc, char** argv) {
                     "x%.2f int8\n",
                     sh.model, sh.layer, static_cast<long long>(m), r.pc_ship_us, r.pc_ship_nopdl_us,
                     r.int8_us / r.pc_ship_us, r.g_ship_us, r.g_ship_nopdl_us, r.int8_us / r.g_ship_us);
+      }
+      if (timeline) {
+        // The shipped W4 wgmma plans once more, recording (the last launch's record).
+        for (const bool g : {false, true}) {
+          const int tile = g ? r.gs_tile : r.pcs_tile, splits = g ? r.gs_splits : r.pcs_splits;
+          const char* kind = g ? "g128" : "pc";
+          if (!cuda::w4a8_tile_is_wgmma(tile) || cuda::w4a8_tile_is_gemv(tile)) {
+            std::printf("# timeline %s/%s m=%lld %s %s: not a W4 wgmma plan\n", sh.model, sh.layer,
+                        static_cast<long long>(m), kind, cuda::w4a8_plan_name(tile, splits).c_str());
+            continue;
+          }
+          cuda::W4A8Plan plan;
+          cuda::set_w4a8_timeline(true, stream);
+          const double us = time_w4(g ? dg : dp, tile, splits, &plan);
+          cuda::set_w4a8_timeline(false, stream);
+          std::printf("# timeline %s/%s m=%lld %s %s (%d CTAs, %.2f us a launch):\n%s", sh.model, sh.layer,
+                      static_cast<long long>(m), kind, cuda::w4a8_plan_name(tile, splits).c_str(), plan.ctas, us,
+                      cuda::summarize_w4a8_timeline(cuda::read_w4a8_timeline(stream), plan.ctas).c_str());
+        }
       }
       if (interleave > 0) {
         // Each timing above ran once, in its place in the row (cuBLASLt

@@ -8,6 +8,7 @@
 #include "backend/cuda/gemm_w4a8_dequant.h"
 #include "backend/cuda/gemm_w4a8_gemv.h"
 #include "backend/cuda/gemm_w4a8_measured.h"
+#include "backend/cuda/gemm_w4a8_timeline.h"
 #include "backend/cuda/gemm_w4a8_wgmma_launch.h"
 #include "core/error.h"
 #include "quant/w4a8_repack.h"
@@ -374,6 +375,9 @@ w4a8::wgmma::Params wgmma_params(const W4A8Args& args, const W4A8Plan& plan, voi
   p.blocks128 = static_cast<int>(cdiv(n, 128));
   p.grid_n = plan.grid_n;
   p.grid_m = plan.grid_m;
+#ifdef QSERVE_GEMM_TIMELINE
+  p.timeline = w4a8_timeline_buffer();  // (null unless switched on)
+#endif
   if (plan.splits == kW4A8StreamK) {
     p.stream_k = 1;
     p.splits = 1;

@@ -52,6 +52,12 @@ struct Params {
   // acquire, whose release compiles to MEMBAR.ALL.GPU (launch_push_form:
   // QSERVE_W4A8_PUSH_ASYNC, gemm_w4a8_switches.h).
   int push_async;
+#ifdef QSERVE_GEMM_TIMELINE
+  // The phases' timestamps [kW4A8TimelineCtas][kW4A8TimelinePoints]
+  // (gemm_w4a8_timeline.h), or null: not recording. Only in a build
+  // configured for it, so that the other builds' kernels stay as they are.
+  uint64_t* timeline;
+#endif
 };
 
 // CTA tile: BN = 128 * MT output channels (two consumer warpgroups of 64 * MT

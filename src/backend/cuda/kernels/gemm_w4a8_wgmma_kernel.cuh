@@ -103,6 +103,7 @@
 #include <cuda.h>
 #include <cuda_fp16.h>
 
+#include "backend/cuda/gemm_w4a8_timeline.h"
 #include "backend/cuda/gemm_w4a8_wgmma_launch.h"
 #include "backend/cuda/kernels/gemm_hopper_primitives.cuh"
 #include "backend/cuda/kernels/gemm_w4a8_unpack.cuh"
@@ -116,6 +117,22 @@
 #include "quant/w4a8_repack.h"
 
 namespace qserve::cuda::w4a8::wgmma {
+
+// The phase timestamps of a profiling build (gemm_w4a8_timeline.h): the
+// calling thread writes %globaltimer at `point` for its CTA where recording;
+// in other builds nothing.
+__device__ __forceinline__ void timeline_mark(const Params& p, int point) {
+#ifdef QSERVE_GEMM_TIMELINE
+  if (p.timeline != nullptr && blockIdx.x < kW4A8TimelineCtas) {
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    p.timeline[blockIdx.x * kW4A8TimelinePoints + point] = t;
+  }
+#else
+  (void)p;
+  (void)point;
+#endif
+}
 
 // Consumer, one stage: waits for the stage's data and turns this warp's
 // weights into wgmma A registers: a[j][0..7] the first k64 half of m64 tile
@@ -264,6 +281,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
 
   const int k64_total = p.k >> 6;
   const int kt_total = (k64_total + 1) >> 1;  // 128-wide stages (the last may be half)
+  if (threadIdx.x == 0) timeline_mark(p, kTlEntry);
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       ptx::mbar_init(&full[s], kXThread ? 2 : 1);  // the issuing threads' arrivals (below)
@@ -341,6 +359,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
       };
       if (kXThread && threadIdx.x == 32) {  // the activations
         ptx::pdl_wait();
+        timeline_mark(p, kTlXAfterWait);
         int it = 0;
         UnitWalk<kCL, kSK, kMC> walk(p, kt_total);
         Unit un;
@@ -393,6 +412,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
               const uint8_t* src = p.w + ((static_cast<size_t>(n_blk) * MT + b) * k64_total + 2 * kt) * 4096;
               ptx::tma_load_1d(ws + s * kWStage + b * KD * 8192, src, halves * 4096, &full[s]);
             }
+            if (it == 0) timeline_mark(p, kTlFirstWeights);
             if constexpr (kG128)
               for (int b = 0; b < blocks; ++b)
                 ptx::tma_load_1d(l2s + s * (kL2Stage / 4) + b * KD * 64,
@@ -423,6 +443,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
     else
       ptx::setmaxnreg_inc<OCC == 1 ? 232 : 104>();
     ptx::pdl_wait();  // before reading s_x / a_sum and writing y, partials, counters
+    if (threadIdx.x == 128) timeline_mark(p, kTlConsumerAfterWait);
     const int cw = wg - 1;                  // consumer warpgroup 0 / 1
     const int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
     const int g = lane >> 2, q = lane & 3;
@@ -549,6 +570,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
         else ++sub;
       };
       load(a0);
+      if (threadIdx.x == 128) timeline_mark(p, kTlFirstStage);
       while (true) {
         issue_stage<BM, MT, kG128>(acc, a0, x_desc());
         next_step();
@@ -564,6 +586,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
       }
       }  // kSS
       ptx::wgmma_wait<0>();
+      if (threadIdx.x == 128) timeline_mark(p, kTlMainLoopDone);
 #pragma unroll
       for (int j = 0; j < MT; ++j) ptx::reg_fence(acc[j]);
       if constexpr (ASETS > 1) {
@@ -593,6 +616,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
         // stores go to the owners' regions apart from their stages.)
         if (!ra) ptx::cluster_arrive_relaxed();
         ptx::cluster_wait();
+        if (threadIdx.x == 128) timeline_mark(p, kTlClusterWaitDone);
         const uint32_t rank = ptx::cluster_ctarank();
         // acc[j][4 (o kOwn + ii) + e] of owner o (a runtime rank) through
         // selects, so that the register indices stay constants.
@@ -626,11 +650,13 @@ __global__ void __launch_bounds__(kThreads, OCC)
           }
         }
         if (!pa) ptx::cluster_sync();  // the parts arrived (release / acquire)
+        if (threadIdx.x == 128) timeline_mark(p, kTlPartsDone);  // (a sender: its stores issued)
         if constexpr (kOwners < kPR)
           if (rank >= kOwners) continue;  // a sender only
         if (pa) {  // the kPR - 1 senders' parts, push_recv_bytes in all, arrive on recv_bar
           if (ctid == 0) ptx::mbar_arrive_expect_tx(recv_bar, push_recv_bytes(kShape, kPR));
           ptx::mbar_wait(recv_bar, 0);  // phase 0: a cluster tile's CTA takes one unit
+          if (threadIdx.x == 128) timeline_mark(p, kTlPartsDone);
         }
         // Own groups into the low slots, plus the received parts.
         const int4* recv = reinterpret_cast<const int4*>(recv_base) + ctid;
@@ -655,6 +681,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
         // was waited for, so no copy into them is in flight): they now hold
         // the partial tile and the factors.
         ptx::named_barrier(1, 256);
+        if (threadIdx.x == 128) timeline_mark(p, kTlClusterWaitDone);
         // Distributed shared-memory loads in flight per thread in the sum: 4
         // where 8 would spill (two CTAs per SM; the 256 x 128 accumulators).
         constexpr int kSumLoads = OCC == 2 || BM * MT >= 256 ? 4 : 8;
@@ -910,6 +937,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
         }
       }
     }
+    if (threadIdx.x == 128) timeline_mark(p, kTlEnd);
     // The TMA stores must have read their staging before the CTA exits and its
     // shared memory goes (their writes complete with the grid, as CUTLASS's
     // TMA epilogues rely on).

@@ -1,0 +1,99 @@
+#include "backend/cuda/gemm_w4a8_timeline.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+
+#include "backend/cuda/cuda_check.h"
+#include "core/error.h"
+
+namespace qserve::cuda {
+namespace {
+
+constexpr size_t kBufferBytes = sizeof(uint64_t) * kW4A8TimelineCtas * kW4A8TimelinePoints;
+
+uint64_t* allocated = nullptr;              // once, never freed (a profiling build's)
+std::atomic<uint64_t*> recording{nullptr};  // allocated while on
+
+}  // namespace
+
+const char* w4a8_timeline_point_name(int point) {
+  static const char* const names[kW4A8TimelinePoints] = {
+      "entry",      "first_weights",     "x_after_wait", "consumer_after_wait", "first_stage",
+      "main_loop_done", "cluster_wait_done", "parts_done",   "end"};
+  return point >= 0 && point < kW4A8TimelinePoints ? names[point] : nullptr;
+}
+
+bool w4a8_timeline_built() {
+#ifdef QSERVE_GEMM_TIMELINE
+  return true;
+#else
+  return false;
+#endif
+}
+
+void set_w4a8_timeline(bool on, cudaStream_t stream) {
+  if (!on) {
+    recording.store(nullptr);
+    return;
+  }
+  if (!w4a8_timeline_built())
+    fail(ErrorCode::kUnsupported,
+         "W4A8 timeline: this build's kernels do not record (configure with -DQSERVE_GEMM_TIMELINE=ON)");
+  if (allocated == nullptr) QS_CUDA_CHECK(cudaMalloc(&allocated, kBufferBytes));
+  QS_CUDA_CHECK(cudaMemsetAsync(allocated, 0, kBufferBytes, stream));
+  recording.store(allocated);
+}
+
+uint64_t* w4a8_timeline_buffer() { return recording.load(); }
+
+std::vector<uint64_t> read_w4a8_timeline(cudaStream_t stream) {
+  std::vector<uint64_t> out(static_cast<size_t>(kW4A8TimelineCtas) * kW4A8TimelinePoints, 0);
+  if (allocated == nullptr) return out;
+  QS_CUDA_CHECK(cudaMemcpyAsync(out.data(), allocated, kBufferBytes, cudaMemcpyDeviceToHost, stream));
+  QS_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return out;
+}
+
+std::string summarize_w4a8_timeline(const std::vector<uint64_t>& record, int ctas) {
+  ctas = std::min(ctas, kW4A8TimelineCtas);
+  auto at = [&](int cta, int point) { return record[static_cast<size_t>(cta) * kW4A8TimelinePoints + point]; };
+  uint64_t first = 0, last_end = 0;
+  int entered = 0;
+  for (int c = 0; c < ctas; ++c) {
+    if (at(c, kTlEntry) == 0) continue;
+    first = entered == 0 ? at(c, kTlEntry) : std::min(first, at(c, kTlEntry));
+    last_end = std::max(last_end, at(c, kTlEnd));
+    ++entered;
+  }
+  std::string out;
+  char line[160];
+  std::snprintf(line, sizeof line, "  %d of %d CTAs recorded\n", entered, ctas);
+  out += line;
+  if (entered == 0) return out;
+  auto row = [&](const char* name, std::vector<double> us) {
+    if (us.empty()) return;
+    std::sort(us.begin(), us.end());
+    std::snprintf(line, sizeof line, "  %-22s median %8.3f us  max %8.3f us  (%zu CTAs)\n", name, us[us.size() / 2],
+                  us.back(), us.size());
+    out += line;
+  };
+  std::vector<double> skew;
+  for (int c = 0; c < ctas; ++c)
+    if (at(c, kTlEntry) != 0) skew.push_back((at(c, kTlEntry) - first) * 1e-3);
+  row("entry (from earliest)", skew);
+  for (int point = kTlEntry + 1; point < kW4A8TimelinePoints; ++point) {
+    std::vector<double> us;
+    for (int c = 0; c < ctas; ++c)
+      if (at(c, kTlEntry) != 0 && at(c, point) >= at(c, kTlEntry))  // (0 or a stale earlier launch's: not reached)
+        us.push_back((at(c, point) - at(c, kTlEntry)) * 1e-3);
+    row(w4a8_timeline_point_name(point), us);
+  }
+  if (last_end > first) {
+    std::snprintf(line, sizeof line, "  span (earliest entry to latest end) %.3f us\n", (last_end - first) * 1e-3);
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace qserve::cuda

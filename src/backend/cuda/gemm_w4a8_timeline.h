@@ -1,0 +1,58 @@
+// Per-CTA timestamps of the sm_90a W4 wgmma kernels' phases, for profiling
+// what a small-m launch spends its time on (docs/gemm-hopper.md, "What
+// limits it"): the pipeline's fill, the main loop, the split-K reduction's
+// barriers, the epilogue. Compiled into the kernels only in a build
+// configured with -DQSERVE_GEMM_TIMELINE=ON (a separate build: the kernels of
+// the normal build carry no trace of it); there, while switched on, each CTA
+// of a W4 wgmma launch writes %globaltimer (ns) at each point it reaches into
+// a device buffer [kW4A8TimelineCtas][kW4A8TimelinePoints] u64, every launch
+// over the previous one's values (so that a read after a series of launches
+// gives the last one's). bench_gemm --timeline prints them.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace qserve::cuda {
+
+// The points, in the order a CTA passes them. A point a kernel form does not
+// have (no cluster, no push parts) stays 0.
+enum W4A8TimelinePoint : int {
+  kTlEntry = 0,         // thread 0, the kernel's first instruction
+  kTlFirstWeights,      // the producer's thread 0, the first stage's weight copies issued
+  kTlXAfterWait,        // the producer's activation thread, past the PDL wait
+  kTlConsumerAfterWait, // the first consumer thread, past the PDL wait
+  kTlFirstStage,        // the first consumer thread, its first stage complete (loaded)
+  kTlMainLoopDone,      // the first consumer thread, the last wgmma done
+  kTlClusterWaitDone,   // the first consumer thread, past the cluster barrier's wait
+                        // (cluster reduction: past the warpgroups' barrier)
+  kTlPartsDone,         // push forms: an owner's parts arrived; a sender's stores issued
+  kTlEnd,               // the first consumer thread, its epilogue done
+  kW4A8TimelinePoints
+};
+inline constexpr int kW4A8TimelineCtas = 1024;  // CTAs recorded (blockIdx.x below it)
+
+// "entry", "first_weights", ... (nullptr outside the range).
+const char* w4a8_timeline_point_name(int point);
+// Whether this build's kernels record (QSERVE_GEMM_TIMELINE).
+bool w4a8_timeline_built();
+// On: allocates the buffer once and zeroes it (on `stream`); the launches
+// that follow record. Off: the launches do not record. Throws
+// kUnsupported where the build does not record.
+void set_w4a8_timeline(bool on, cudaStream_t stream);
+// The buffer the launches record into, or nullptr while off.
+uint64_t* w4a8_timeline_buffer();
+// The buffer's contents [kW4A8TimelineCtas][kW4A8TimelinePoints] after
+// `stream`'s work (synchronizes it).
+std::vector<uint64_t> read_w4a8_timeline(cudaStream_t stream);
+// One line per point of a launch's record (`ctas` CTAs, at most
+// kW4A8TimelineCtas counted): of the CTAs that reached it, the median and the
+// largest microseconds since the CTA's own entry; first, the entries' spread
+// from the earliest, last, the launch's span (earliest entry to latest end).
+// A point no CTA reached is left out.
+std::string summarize_w4a8_timeline(const std::vector<uint64_t>& record, int ctas);
+
+}  // namespace qserve::cuda
