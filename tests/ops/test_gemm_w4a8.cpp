@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -57,16 +58,8 @@ struct Case {
 // The assignments of a case's form ("A=1 B=0" -> {"A=1", "B=0"}).
 std::vector<std::string> form_assignments(const char* form) {
   std::vector<std::string> out;
-  std::string cur;
-  for (const char* p = form; *p; ++p) {
-    if (*p == ' ') {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += *p;
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
+  std::istringstream in(form);
+  for (std::string a; in >> a;) out.push_back(a);
   return out;
 }
 

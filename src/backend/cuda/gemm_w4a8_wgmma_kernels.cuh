@@ -38,36 +38,38 @@ void allow_smem_once(int smem) {
   (void)done;
 }
 
+// Launches tile kTile's push form of kWays splits, at the tile's depth or
+// (kFewer) one stage fewer, with the received parts apart from the stages or
+// in them.
+template <int kTile, bool kG128, int kWays, bool kFewer>
+void launch_push_instance(bool apart, const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas,
+                          cudaStream_t stream, bool pdl) {
+  constexpr TileShape s = kFewer ? one_stage_fewer(kTiles[kTile]) : kTiles[kTile];
+  constexpr auto kernel = kKernel<kTile, kG128, false, false, kWays, s.stages>;
+  allow_smem_once<kernel>(push_smem_bytes(s, kWays));
+  Params pp = p;
+  pp.push_recv_apart = apart;
+  pp.push_async = push_async();
+  launch_clustered(kernel, dim3(ctas), dim3(kThreads), apart ? push_smem_bytes(s, kWays) : smem_bytes(s), stream, pdl,
+                   kWays, x_map, w_map, pp);
+}
 // Tile kTile's push form of kWays splits (a cluster of kWays CTAs a tile; 2:
 // the pair form), if the tile has one (has_push_form) and p.splits is kWays:
-// whether it was launched.
+// whether it was launched. Its received parts go apart from the stages where
+// they fit and that is switched on; where they fit only with a stage fewer,
+// that form runs (has_push_fewer_form, where switched on).
 template <int kTile, bool kG128, int kWays>
 bool launch_push_form(const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas,
                       cudaStream_t stream, bool pdl) {
   if constexpr (has_push_form(kTiles[kTile], kWays)) {
     if (p.splits != kWays) return false;
-    if constexpr (has_push_fewer_form(kTiles[kTile], kWays)) {
-      // One stage fewer, the received parts apart (where switched on).
+    if constexpr (has_push_fewer_form(kTiles[kTile], kWays))
       if (push_fewer_stages() && push_apart()) {
-        constexpr TileShape f = one_stage_fewer(kTiles[kTile]);
-        constexpr auto fewer = kKernel<kTile, kG128, false, false, kWays, f.stages>;
-        allow_smem_once<fewer>(push_smem_bytes(f, kWays));
-        Params pp = p;
-        pp.push_recv_apart = 1;
-        pp.push_async = push_async();
-        launch_clustered(fewer, dim3(ctas), dim3(kThreads), push_smem_bytes(f, kWays), stream, pdl, kWays, x_map,
-                         w_map, pp);
+        launch_push_instance<kTile, kG128, kWays, true>(true, x_map, w_map, p, ctas, stream, pdl);
         return true;
       }
-    }
-    constexpr auto push = kKernel<kTile, kG128, false, false, kWays>;
-    allow_smem_once<push>(push_smem_bytes(kTiles[kTile], kWays));
-    // The received parts apart from the stages where they fit and switched on.
-    Params pp = p;
-    pp.push_recv_apart = push_recv_apart(kTiles[kTile], kWays) && push_apart();
-    pp.push_async = push_async();
-    const int smem = pp.push_recv_apart ? push_smem_bytes(kTiles[kTile], kWays) : smem_bytes(kTiles[kTile]);
-    launch_clustered(push, dim3(ctas), dim3(kThreads), smem, stream, pdl, kWays, x_map, w_map, pp);
+    launch_push_instance<kTile, kG128, kWays, false>(push_recv_apart(kTiles[kTile], kWays) && push_apart(), x_map,
+                                                     w_map, p, ctas, stream, pdl);
     return true;
   }
   return false;

@@ -365,7 +365,7 @@ inline constexpr bool has_push_form(const TileShape& s, int ways) {
 // sends its parts as soon as its main loop ends, where the in-stage form waits
 // for every CTA of the cluster to be done with its stages; the price is a
 // shallower pipeline. Where the tile has such a form (at least 3 stages left,
-// the parts apart and the owner's epilogue in the stages), it runs instead
+// the parts apart, the owner's epilogue in the stages: has_push_form), it runs instead
 // (QSERVE_W4A8_PUSH_FEWER_STAGES, default on; an instantiation of its own,
 // STAGES - 1). Measured on an H100 (bench/results/2026-12-06-gemm-h100-r40.md,
 // A B B A): every 3 / 4 / 6-split plan with the form 2.8-12.8% faster (Llama-2-7B
@@ -380,9 +380,7 @@ inline constexpr TileShape one_stage_fewer(const TileShape& s) {
 inline constexpr bool has_push_fewer_form(const TileShape& s, int ways) {
   if (ways < 3 || !has_push_form(s, ways) || push_recv_apart(s, ways) || s.stages < 4) return false;
   const TileShape f = one_stage_fewer(s);
-  return push_recv_apart(f, ways) && has_push_form(f, ways) &&
-         cluster_reduce_bytes(f) <= f.stages * f.kd * (f.bm * 128 + f.w_stage_bytes()) &&
-         epi_bytes(f, 2) <= f.stages * f.stage_bytes();
+  return push_recv_apart(f, ways) && has_push_form(f, ways);
 }
 // The split counts with push-form instantiations besides 2 (the pair), on the
 // tiles that have them (has_push_form: all 16 at 3 and 4; at 6 not those of
