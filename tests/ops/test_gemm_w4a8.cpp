@@ -159,7 +159,7 @@ std::vector<Case> all_cases() {
     for (int tile = cuda::kW4A8FirstClusterTile; tile < cuda::kW4A8EndClusterTile; ++tile)
       for (int splits : {3, 4, 6}) {
         namespace wg = cuda::w4a8::wgmma;
-        if (!wg::has_push_fewer_form(wg::kTiles[tile - cuda::kW4A8FirstWgmmaTile], splits)) continue;
+        if (!wg::has_push_fewer_form(wg::kind_shape(wg::kTiles[tile - cuda::kW4A8FirstWgmmaTile], g), splits)) continue;
         for (int64_t m : {37, 300}) {
           cases.push_back({g, m, 640, 1536, tile, splits, true, "QSERVE_W4A8_PUSH_FEWER_STAGES=0"});
           if (m == 37) cases.push_back({g, m, 640, 1536, tile, splits, true, "QSERVE_W4A8_PUSH_FEWER_STAGES=0 QSERVE_W4A8_PUSH_ASYNC=0"});

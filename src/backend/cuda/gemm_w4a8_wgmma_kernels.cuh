@@ -27,6 +27,9 @@ inline constexpr auto kKernel =
     &gemm_w4a8_wgmma_kernel<kTiles[kTile].bm, kTiles[kTile].mt, kStages, kG128, kTiles[kTile].acc_sets,
                             kTiles[kTile].s8, kTiles[kTile].pd, kTiles[kTile].cluster, kTiles[kTile].kd, kSK,
                             kTiles[kTile].mc, kTiles[kTile].occ, kUN, kPR>;
+// The shape tile kTile's kernels of one kind lay out (per-channel: no level-2 region).
+template <int kTile, bool kG128>
+inline constexpr TileShape kShapeOf = kind_shape(kTiles[kTile], kG128);
 
 // Raises kernel K's dynamic shared-memory limit to `smem`, once (its first launch).
 template <auto K>
@@ -44,7 +47,7 @@ void allow_smem_once(int smem) {
 template <int kTile, bool kG128, int kWays, bool kFewer>
 void launch_push_instance(bool apart, const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas,
                           cudaStream_t stream, bool pdl) {
-  constexpr TileShape s = kFewer ? one_stage_fewer(kTiles[kTile]) : kTiles[kTile];
+  constexpr TileShape s = kFewer ? one_stage_fewer(kShapeOf<kTile, kG128>) : kShapeOf<kTile, kG128>;
   constexpr auto kernel = kKernel<kTile, kG128, false, false, kWays, s.stages>;
   allow_smem_once<kernel>(push_smem_bytes(s, kWays));
   Params pp = p;
@@ -61,15 +64,16 @@ void launch_push_instance(bool apart, const CUtensorMap& x_map, const CUtensorMa
 template <int kTile, bool kG128, int kWays>
 bool launch_push_form(const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas,
                       cudaStream_t stream, bool pdl) {
-  if constexpr (has_push_form(kTiles[kTile], kWays)) {
+  constexpr TileShape s = kShapeOf<kTile, kG128>;
+  if constexpr (has_push_form(s, kWays)) {
     if (p.splits != kWays) return false;
-    if constexpr (has_push_fewer_form(kTiles[kTile], kWays))
+    if constexpr (has_push_fewer_form(s, kWays))
       if (push_fewer_stages() && push_apart()) {
         launch_push_instance<kTile, kG128, kWays, true>(true, x_map, w_map, p, ctas, stream, pdl);
         return true;
       }
-    launch_push_instance<kTile, kG128, kWays, false>(push_recv_apart(kTiles[kTile], kWays) && push_apart(), x_map,
-                                                     w_map, p, ctas, stream, pdl);
+    launch_push_instance<kTile, kG128, kWays, false>(push_recv_apart(s, kWays) && push_apart(), x_map, w_map, p,
+                                                     ctas, stream, pdl);
     return true;
   }
   return false;
@@ -110,7 +114,7 @@ namespace detail {
 template <int kTile, bool kG128, bool kSK = false>
 void launch(const CUtensorMap& x_map, const CUtensorMap& w_map, const Params& p, int ctas, cudaStream_t stream,
             bool pdl) {
-  constexpr TileShape s = kTiles[kTile];
+  constexpr TileShape s = kShapeOf<kTile, kG128>;
   constexpr auto kernel = kKernel<kTile, kG128, kSK>;
   if (static_cast<bool>(p.stream_k) != kSK) QS_CUDA_CHECK(cudaErrorInvalidValue);
   constexpr int smem = smem_bytes(s);

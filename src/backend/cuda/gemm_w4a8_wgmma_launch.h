@@ -103,6 +103,13 @@ struct TileShape {
   // twice the consumer warps per SM and twice the resident CTAs for the same
   // splits (bench/results/2026-12-02-gemm-h200-r22.md).
   int occ = 1;
+  // Whether the stages carry the level-2 words (W4 tiles of g128). The tile
+  // table leaves it on; kind_shape turns it off for per-channel kernels,
+  // which never read the words: their stages are mt * 256 bytes per block
+  // smaller, which is what lets some push forms hold their received parts
+  // apart at full depth (docs/gemm-hopper.md, "Per-channel stages without
+  // the level-2 words").
+  bool level2 = true;
   int bn() const { return 128 * mt; }
   // Bytes of one 128-wide k block's weights (a stage holds kd blocks): W4
   // repacked (8 KB per 128 channels x 128 k) or INT8 (16 KB per 128 channels
@@ -111,8 +118,8 @@ struct TileShape {
   constexpr int w_stage_bytes() const { return mt * (s8 ? 16384 : 8192); }
   // W4 tiles (register-A): one block's g128 level-2 words (s2, scaled zero)
   // of the CTA's 8 mt 16-channel tiles, [8 mt][8] uint32, copied with the
-  // weights (reserved for per-channel too, unused there).
-  constexpr int l2_stage_bytes() const { return s8 || pd ? 0 : mt * 256; }
+  // weights (g128 only: level2).
+  constexpr int l2_stage_bytes() const { return s8 || pd || !level2 ? 0 : mt * 256; }
   // One pipeline stage (kd blocks): activations, weights, level-2 words.
   constexpr int stage_bytes() const { return kd * (bm * 128 + w_stage_bytes() + l2_stage_bytes()); }
   constexpr int a_slot_bytes() const { return pd ? 2 * mt * 16384 : 0; }
@@ -146,6 +153,8 @@ inline constexpr int kMaxClusterSplits = 8;   // the portable cluster size
 inline constexpr int kFirstStreamKTile = 0, kEndStreamKTile = kFirstS8Tile;
 inline constexpr int kFirstLargeStreamKTile = 4, kEndLargeStreamKTile = 7;
 inline constexpr bool is_stream_k_tile(int tile) { return tile >= kFirstStreamKTile && tile < kEndStreamKTile; }
+// The tile table (TileShape::level2 on: the layout of the g128 kernels; the
+// per-channel kernels lay out kind_shape(tile, false)).
 inline constexpr TileShape kTiles[kTileCount] = {
     {8, 2, 12},    // decode
     {16, 2, 11},
@@ -279,6 +288,14 @@ inline constexpr int tma_epi_bytes(const TileShape& s) {
   return 1024 + 2 * s.mt * tma_epi_box_bytes(s.bm) + 2 * 2 * s.bm * 4;
 }
 
+// The shape whose shared memory a kind's kernels lay out: per-channel (g128
+// false) without the level-2 words' region in its stages.
+inline constexpr TileShape kind_shape(const TileShape& s, bool g128) {
+  TileShape k = s;
+  k.level2 = g128;
+  return k;
+}
+
 // Shared memory of one CTA (+1 KB for the 1024-B alignment of the swizzled tiles):
 // stages (X, weights, level-2 words), mbarriers and the split-K flag, the
 // epilogue buffers (not for the cluster tiles: their epilogue runs in the stages).
@@ -313,8 +330,10 @@ static_assert([] {
 // (kernels/gemm_w4a8_wgmma_kernel.cuh, kUN): the staged epilogue of the other
 // tiles, two buffers and the per-token factors, in the stages.
 static_assert([] {
-  for (const TileShape& s : kTiles)
-    if (s.cluster && epi_bytes(s, 2) > s.stages * s.stage_bytes()) return false;
+  for (const TileShape& t : kTiles)
+    for (const bool g128 : {true, false})
+      if (const TileShape s = kind_shape(t, g128); s.cluster && epi_bytes(s, 2) > s.stages * s.stage_bytes())
+        return false;
   return true;
 }());
 // The push forms of a cluster tile (bm a multiple of 16; the kernel's kPR =
@@ -387,9 +406,11 @@ inline constexpr bool has_push_fewer_form(const TileShape& s, int ways) {
 // 16 tokens, nor 256 x 128, whose parts would not fit).
 using PushWays = std::integer_sequence<int, 3, 4, 6>;
 static_assert([] {
-  for (const TileShape& s : kTiles)
-    if (has_pair_form(s) && (pair_recv_bytes(s) != s.mt * s.bm * 256 || !has_push_form(s, 2)))
-      return false;  // the pair: half a tile, always fits
+  for (const TileShape& t : kTiles)
+    for (const bool g128 : {true, false})
+      if (const TileShape s = kind_shape(t, g128);
+          has_pair_form(s) && (pair_recv_bytes(s) != s.mt * s.bm * 256 || !has_push_form(s, 2)))
+        return false;  // the pair: half a tile, always fits
   return true;
 }());
 // Multicast pairs: persistent W4 tiles of 128-wide stages, each CTA's half of

@@ -225,7 +225,8 @@ __global__ void __launch_bounds__(kThreads, OCC)
   static_assert(!kPR || (kCL && !kUN && BM % 16 == 0 && kPR >= 2 && kPR <= kMaxClusterSplits),
                 "the push forms: cluster tiles of token groups in pairs");
   constexpr int kXBytes = BM * 128, kWBytes = MT * (kSS ? 16384 : 8192), kW4Bytes = kPD ? MT * 8192 : 0;
-  constexpr int kL2Bytes = kSS ? 0 : MT * 256;  // level-2 words per 128-wide block (W4 tiles; used by g128)
+  // Level-2 words per 128-wide block (W4 tiles of g128; per-channel stages have no such region: kind_shape).
+  constexpr int kL2Bytes = kSS || !kG128 ? 0 : MT * 256;
   static_assert(KD == 1 || !kSS, "deep stages: W4 tiles only");
   // One stage: KD blocks (kXBytes, kWBytes, kL2Bytes are per block).
   constexpr int kXStage = KD * kXBytes, kWStage = KD * kWBytes, kL2Stage = KD * kL2Bytes;
@@ -255,7 +256,9 @@ __global__ void __launch_bounds__(kThreads, OCC)
   // (st_async_v4), in the second half of the split-K flag's 16 bytes.
   uint64_t* recv_bar = reinterpret_cast<uint64_t*>(s_is_last) + 1;
   // (Every field that sizes the shared memory, as the host computed it: smem_bytes.)
-  constexpr TileShape kShape{BM, MT, STAGES, ASETS, kS8, kPD, kCL, KD, kMC, OCC};
+  constexpr TileShape kShape{BM, MT, STAGES, ASETS, kS8, kPD, kCL, KD, kMC, OCC, kG128};
+  static_assert(kShape.stage_bytes() == kXStage + (kPD ? KD * MT * 8192 : kWStage) + kL2Stage,
+                "the host's stage (TileShape::stage_bytes) is the kernel's");
   constexpr int kEpiBufs = epi_buffers(kShape);
   constexpr bool kTmaEpi = tma_epilogue(kShape);  // 128 x 192..256: outputs stored through TMA (launch.h)
   // Staged chunks: [2 warpgroups][kEpiBufs][epi_chunk(BM, MT)][epi_row_bytes(MT)];
