@@ -89,6 +89,44 @@ std::string summarize_w4a8_timeline(const std::vector<uint64_t>& record, int cta
         us.push_back((at(c, point) - at(c, kTlEntry)) * 1e-3);
     row(w4a8_timeline_point_name(point), us);
   }
+  // Per-CTA phases (the median of each CTA's own difference, not a
+  // difference of the medians above: with PDL the CTAs enter microseconds
+  // apart and wait different times).
+  struct Phase {
+    const char* name;
+    int from, to, alt_from;  // alt_from: where `from` was not reached (-1: none)
+  };
+  static const Phase kPhases[] = {
+      {"phase: PDL wait", kTlEntry, kTlXAfterWait, -1},
+      {"phase: fill", kTlXAfterWait, kTlFirstStage, -1},
+      {"phase: main loop", kTlFirstStage, kTlMainLoopDone, -1},
+      {"phase: cluster wait", kTlMainLoopDone, kTlClusterWaitDone, -1},
+      {"phase: parts", kTlClusterWaitDone, kTlPartsDone, -1},
+      {"phase: epilogue", kTlPartsDone, kTlEnd, kTlClusterWaitDone},
+      {"phase: wait to end", kTlXAfterWait, kTlEnd, -1},
+  };
+  for (const Phase& ph : kPhases) {
+    std::vector<double> us;
+    for (int c = 0; c < ctas; ++c) {
+      const uint64_t e = at(c, kTlEntry);
+      if (e == 0) continue;
+      int from = ph.from;
+      if (at(c, from) < e && ph.alt_from >= 0) from = ph.alt_from;
+      if (at(c, from) < e || at(c, ph.to) < at(c, from)) continue;  // a point not reached in this launch
+      us.push_back((at(c, ph.to) - at(c, from)) * 1e-3);
+    }
+    row(ph.name, us);
+  }
+  // The launch after its dependency: from the latest release of the PDL wait
+  // (about when the previous kernel ended) to the latest end.
+  uint64_t last_release = 0;
+  for (int c = 0; c < ctas; ++c)
+    if (at(c, kTlEntry) != 0 && at(c, kTlXAfterWait) >= at(c, kTlEntry))
+      last_release = std::max(last_release, at(c, kTlXAfterWait));
+  if (last_release > 0 && last_end > last_release) {
+    std::snprintf(line, sizeof line, "  latest wait release to latest end %.3f us\n", (last_end - last_release) * 1e-3);
+    out += line;
+  }
   if (last_end > first) {
     std::snprintf(line, sizeof line, "  span (earliest entry to latest end) %.3f us\n", (last_end - first) * 1e-3);
     out += line;

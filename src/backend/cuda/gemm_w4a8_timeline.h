@@ -51,8 +51,11 @@ std::vector<uint64_t> read_w4a8_timeline(cudaStream_t stream);
 // One line per point of a launch's record (`ctas` CTAs, at most
 // kW4A8TimelineCtas counted): of the CTAs that reached it, the median and the
 // largest microseconds since the CTA's own entry; first, the entries' spread
-// from the earliest, last, the launch's span (earliest entry to latest end).
-// A point no CTA reached is left out.
+// from the earliest; then the phases between points, each the median and
+// largest of the CTAs' own differences (PDL wait, fill, main loop, cluster
+// wait, parts, epilogue, wait release to end); last, the latest wait release
+// to the latest end and the launch's span (earliest entry to latest end).
+// A point or phase no CTA reached is left out.
 std::string summarize_w4a8_timeline(const std::vector<uint64_t>& record, int ctas);
 
 }  // namespace qserve::cuda

@@ -1,0 +1,94 @@
+// The W4A8 timeline's summary on the host (no GPU needed): per-point times
+// since each CTA's entry, the per-CTA phases (each CTA's own differences, so
+// that CTAs entering apart under PDL do not blur them), the wait release to
+// the latest end. The recording itself runs only in a build configured with
+// -DQSERVE_GEMM_TIMELINE=ON (bench_gemm --timeline).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#ifdef QSERVE_HAVE_CUDA
+#include "backend/cuda/gemm_w4a8_timeline.h"
+#endif
+
+namespace qserve {
+namespace {
+
+#ifdef QSERVE_HAVE_CUDA
+
+using namespace cuda;
+
+// The line of `name` in `text` (empty if none).
+std::string line_of(const std::string& text, const std::string& name) {
+  const size_t at = text.find("  " + name + " ");
+  if (at == std::string::npos) return {};
+  return text.substr(at, text.find('\n', at) - at);
+}
+
+TEST(GemmW4A8Timeline, PhasesAreEachCtasOwnDifferences) {
+  std::vector<uint64_t> rec(static_cast<size_t>(kW4A8TimelineCtas) * kW4A8TimelinePoints, 0);
+  auto set = [&](int cta, int point, uint64_t ns) { rec[static_cast<size_t>(cta) * kW4A8TimelinePoints + point] = ns; };
+  // Three CTAs entering 0, 2 and 4 us apart; the wait releases at the same
+  // instant (10 us) for all; fill 3 / 1 / 2 us (median 2, where the
+  // difference of the points' medians since entry, 9 - 8, would say 1),
+  // main loop 5 us, cluster wait 0.1 us, parts 0.5 us (the third CTA sends
+  // only: no parts point), epilogue 0.4 us.
+  for (int c = 0; c < 3; ++c) {
+    const uint64_t e = 1'000'000 + 2'000 * c, release = 1'010'000;
+    const uint64_t stage = release + 1'000 * (c == 0 ? 3 : c);
+    set(c, kTlEntry, e);
+    set(c, kTlFirstWeights, e + 500);
+    set(c, kTlXAfterWait, release);
+    set(c, kTlConsumerAfterWait, release);
+    set(c, kTlFirstStage, stage);
+    set(c, kTlMainLoopDone, stage + 5'000);
+    set(c, kTlClusterWaitDone, stage + 5'100);
+    if (c < 2) set(c, kTlPartsDone, stage + 5'600);
+    set(c, kTlEnd, stage + (c < 2 ? 6'000 : 5'500));
+  }
+  const std::string s = summarize_w4a8_timeline(rec, 3);
+  EXPECT_NE(s.find("3 of 3 CTAs recorded"), std::string::npos) << s;
+  // Since each CTA's entry the wait releases at 10 / 8 / 6 us: median 8.
+  EXPECT_NE(line_of(s, "x_after_wait").find("median    8.000 us  max   10.000 us"), std::string::npos) << s;
+  EXPECT_NE(line_of(s, "phase: PDL wait").find("median    8.000 us  max   10.000 us  (3 CTAs)"), std::string::npos) << s;
+  EXPECT_NE(line_of(s, "phase: fill").find("median    2.000 us  max    3.000 us"), std::string::npos) << s;
+  EXPECT_NE(line_of(s, "phase: main loop").find("median    5.000 us  max    5.000 us"), std::string::npos) << s;
+  EXPECT_NE(line_of(s, "phase: cluster wait").find("median    0.100 us"), std::string::npos) << s;
+  EXPECT_NE(line_of(s, "phase: parts").find("(2 CTAs)"), std::string::npos) << s;
+  // The sender's epilogue counts from the cluster barrier (0.4 us like the owners').
+  EXPECT_NE(line_of(s, "phase: epilogue").find("median    0.400 us  max    0.400 us  (3 CTAs)"), std::string::npos) << s;
+  // The latest release (10 us after the first entry) to the latest end (the
+  // first CTA: 10 + 3 + 6 = 19 us).
+  EXPECT_NE(s.find("latest wait release to latest end 9.000 us"), std::string::npos) << s;
+  EXPECT_NE(s.find("span (earliest entry to latest end) 19.000 us"), std::string::npos) << s;
+}
+
+TEST(GemmW4A8Timeline, PointsFromAnEarlierLaunchAreNotCounted) {
+  std::vector<uint64_t> rec(static_cast<size_t>(kW4A8TimelineCtas) * kW4A8TimelinePoints, 0);
+  auto set = [&](int cta, int point, uint64_t ns) { rec[static_cast<size_t>(cta) * kW4A8TimelinePoints + point] = ns; };
+  // One CTA of this launch past its main loop; its cluster and parts points
+  // are an earlier launch's (before this entry): not reached here.
+  set(0, kTlEntry, 2'000'000);
+  set(0, kTlXAfterWait, 2'001'000);
+  set(0, kTlFirstStage, 2'002'000);
+  set(0, kTlMainLoopDone, 2'006'000);
+  set(0, kTlClusterWaitDone, 1'500'000);
+  set(0, kTlPartsDone, 1'500'500);
+  set(0, kTlEnd, 2'006'500);
+  const std::string s = summarize_w4a8_timeline(rec, 1);
+  EXPECT_EQ(line_of(s, "phase: cluster wait"), "") << s;
+  EXPECT_EQ(line_of(s, "phase: parts"), "") << s;
+  EXPECT_EQ(line_of(s, "phase: epilogue"), "") << s;  // neither start point reached
+  EXPECT_NE(line_of(s, "phase: wait to end").find("median    5.500 us"), std::string::npos) << s;
+}
+
+#else
+
+TEST(GemmW4A8Timeline, NeedsTheCudaBuild) { GTEST_SKIP() << "skipped: built without CUDA"; }
+
+#endif
+
+}  // namespace
+}  // namespace qserve
