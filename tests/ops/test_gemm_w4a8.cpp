@@ -165,6 +165,21 @@ std::vector<Case> all_cases() {
           if (m == 37) cases.push_back({g, m, 640, 1536, tile, splits, true, "QSERVE_W4A8_PUSH_FEWER_STAGES=0 QSERVE_W4A8_PUSH_ASYNC=0"});
         }
       }
+  // The deep-stage tiles (kd > 1) with a stage's activation blocks in one 3-D
+  // box (QSERVE_W4A8_X_3D=1; k % 128 == 0): unsplit (the twins), the pair,
+  // three splits (push forms), and with k % 128 == 64 (k = 1600), where the
+  // launch keeps the 2-D boxes; then the planner's plans on two real layers.
+  for (bool g : {false, true})
+    for (int tile = cuda::kW4A8FirstClusterTile; tile < cuda::kW4A8EndClusterTile; ++tile) {
+      namespace wg = cuda::w4a8::wgmma;
+      if (wg::kTiles[tile - cuda::kW4A8FirstWgmmaTile].kd == 1) continue;
+      for (int splits : {1, 2, 3})
+        for (int64_t m : {37, 300}) cases.push_back({g, m, 640, 1536, tile, splits, true, "QSERVE_W4A8_X_3D=1"});
+      cases.push_back({g, 37, 640, 1600, tile, 2, true, "QSERVE_W4A8_X_3D=1"});
+    }
+  for (bool g : {false, true})
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{6144, 4096}, {4096, 14336}})
+      for (int64_t m : {16, 33, 64}) cases.push_back({g, m, n, k, -1, 0, true, "QSERVE_W4A8_X_3D=1"});
   // The measured plans (sm_90) of the other benchmark layers, through the
   // top-level planner: Llama-3-8B o and gate_up, Llama-2-7B qkv, gate_up, down
   // (m = 7: the decode rule's gemv8, or the table's m <= 8 bucket where the

@@ -23,6 +23,10 @@
 //                                          fewer, the parts apart
 //                                          (has_push_fewer_form; the default
 //                                          since round 40)
+//   QSERVE_W4A8_X_3D           (default 0)  the deep-stage tiles take a stage's
+//                                          activation blocks in one 3-D box
+//                                          (k % 128 == 0), not one per block
+//                                          (round 41; not yet measured)
 //
 // Each starts from its environment variable ("0" or "1"; read on first use)
 // and can be set at run time for an A/B on one loaded model (qserve bench

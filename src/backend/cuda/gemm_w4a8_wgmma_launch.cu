@@ -52,6 +52,26 @@ CUtensorMap make_x_map(const int8_t* x, int m, int k, int bm) {
   return map;
 }
 
+// X [m, k] int8 row-major (k % 128 == 0) as a 3-D tensor [k/128 blocks][m
+// rows][128 B] (a block's stride 128 B, a row's k): box [kd blocks][bm
+// rows][128 B], written as kd 2-D boxes of make_x_map would be (rows, then
+// blocks; the 128-byte swizzle by address), rows >= m and blocks >= k/128
+// zeros. (With k % 128 == 64 the last block's second half would read the
+// next row's first bytes instead of zeros, hence the 2-D map there.)
+CUtensorMap make_x_map_3d(const int8_t* x, int m, int k, int bm, int kd) {
+  CUtensorMap map{};
+  const cuuint64_t dims[3] = {128, static_cast<cuuint64_t>(m), static_cast<cuuint64_t>(k / 128)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(k), 128};  // bytes, dims 1..
+  const cuuint32_t box[3] = {128, static_cast<cuuint32_t>(bm), static_cast<cuuint32_t>(kd)};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  const CUresult r = tensor_map_encode_fn()(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, const_cast<int8_t*>(x), dims,
+                                            strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) QS_CUDA_CHECK(cudaErrorInvalidValue);
+  return map;
+}
+
 // Y [m, n] fp16 row-major (16-B aligned, n % 8 == 0) for the TMA epilogue's
 // stores: box [rows][64 channels] (128 B) in the 128-byte swizzle of its
 // staging; elements past m or n are not written.
@@ -88,11 +108,14 @@ void launch_kernel(int tile, bool g128, const Params& p_in, int ctas, cudaStream
   if (tile < 0 || tile >= kTileCount || (tile >= kFirstS8Tile && tile < kFirstPdTile) ||
       (p_in.stream_k && !is_stream_k_tile(tile)))
     QS_CUDA_CHECK(cudaErrorInvalidValue);
-  // (A multicast pair's CTA loads half of the token rows of a stage.)
-  const CUtensorMap map = make_x_map(p_in.x, p_in.m, p_in.k, kTiles[tile].mc ? kTiles[tile].bm / 2 : kTiles[tile].bm);
+  // (A multicast pair's CTA loads half of the token rows of a stage; the
+  // deep-stage tiles a stage's blocks in one box where switched on.)
+  Params p = p_in;
+  p.x_3d = kTiles[tile].kd > 1 && !kTiles[tile].mc && p.k % 128 == 0 && x_3d();
+  const CUtensorMap map = p.x_3d ? make_x_map_3d(p.x, p.m, p.k, kTiles[tile].bm, kTiles[tile].kd)
+                                 : make_x_map(p.x, p.m, p.k, kTiles[tile].mc ? kTiles[tile].bm / 2 : kTiles[tile].bm);
   // The TMA epilogue's tiles get y's tensor map where it can describe y;
   // otherwise they copy their staged outputs out themselves.
-  Params p = p_in;
   p.y_tma = 0;
   CUtensorMap y_map = map;  // (unused unless p.y_tma)
   if (tma_epilogue(kTiles[tile]) && p.y && p.n % 8 == 0 && reinterpret_cast<uintptr_t>(p.y) % 16 == 0) {
@@ -109,10 +132,12 @@ void launch_kernel_s8(int tile, bool g128, const int8_t* w8, const Params& p, in
   if (tile < kFirstS8Tile || tile >= kFirstPdTile) QS_CUDA_CHECK(cudaErrorInvalidValue);
   const CUtensorMap x_map = make_x_map(p.x, p.m, p.k, kTiles[tile].bm);
   const CUtensorMap w_map = make_x_map(w8, p.n, p.k, kTiles[tile].bn());
+  Params pp = p;
+  pp.x_3d = 0;  // (the s8 tiles: kd = 1)
   if (g128)
-    launch_kind_s8<true>(tile, x_map, w_map, p, ctas, stream, pdl);
+    launch_kind_s8<true>(tile, x_map, w_map, pp, ctas, stream, pdl);
   else
-    launch_kind_s8<false>(tile, x_map, w_map, p, ctas, stream, pdl);
+    launch_kind_s8<false>(tile, x_map, w_map, pp, ctas, stream, pdl);
 }
 
 }  // namespace qserve::cuda::w4a8::wgmma

@@ -42,6 +42,10 @@ struct Params {
   // stream writes them (the g128 dequantization pass): the producer then
   // waits for the previous kernel before its first weight copy.
   int w_after_wait;
+  // Deep-stage tiles (TileShape::kd > 1): 1 when x_map is the 3-D view of X
+  // [k/128 blocks][m][128 B] (launch_kernel: QSERVE_W4A8_X_3D, k % 128 == 0),
+  // so that a stage's kd activation blocks come in one copy instead of kd.
+  int x_3d;
   // Push forms (kPR) of tiles where push_recv_apart: 1 when the received
   // parts go to their own region (launch_push_form: QSERVE_W4A8_PUSH_APART,
   // gemm_w4a8_switches.h; the launch then sizes the shared memory for it).
@@ -450,6 +454,11 @@ bool push_async();
 // beside the stages runs its one-stage-fewer form with the parts apart
 // (has_push_fewer_form), where push_apart is on too.
 bool push_fewer_stages();
+// x_3d: the deep-stage tiles (kd > 1) take a stage's activation blocks in one
+// 3-D box (Params::x_3d) where k % 128 == 0, not one 2-D box per block: a
+// copy under 16 KB costs the TMA unit ~140 ns whatever its size, and at m =
+// 32-64 the activations are as many copies as the weights (round 41).
+bool x_3d();
 
 // Launches tile `tile` (index into kTiles: a W4, pd or cluster tile) on `ctas` persistent CTAs; builds
 // the activations' tensor map. Only for sm_90 devices. `pdl`: programmatic

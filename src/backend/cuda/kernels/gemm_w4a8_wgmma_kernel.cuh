@@ -342,6 +342,14 @@ __global__ void __launch_bounds__(kThreads, OCC)
       // A stage's activations: KD blocks from kt (a box may reach past the
       // split's blocks: unused; past k: zeros). Counted whole by TMA.
       auto issue_x_stage = [&](int s, int kt, int m_blk) {
+        if constexpr (KD > 1 && !kMC) {
+          // p.x_3d: the KD blocks as one box of the [k/128][m][128 B] view
+          // (rows, then blocks: the layout of KD 2-D boxes; blocks past k zeros).
+          if (p.x_3d) {
+            ptx::tma_load_3d(xs + s * kXStage, &x_map, 0, m_blk * BM, kt, &full[s]);
+            return;
+          }
+        }
 #pragma unroll
         for (int i = 0; i < KD; ++i) {
           if constexpr (kMC) {  // this CTA's half of the rows (its rank's), into both CTAs (the box: BM / 2 rows)
