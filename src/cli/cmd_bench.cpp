@@ -58,7 +58,7 @@ void add_bench_command(CLI::App& app) {
   tp->add_option("--ab-switch", o->ab_switches,
                  "A/B of a W4A8 kernel-form switch on one loaded model (--device cuda), as --ab-plans: B with "
                  "NAME=0|1 set (QSERVE_W4A8_CLUSTER_PUSH, QSERVE_W4A8_CLUSTER_PAIR, QSERVE_W4A8_UNSPLIT_TWINS, "
-                 "QSERVE_W4A8_PUSH_APART, QSERVE_W4A8_PUSH_ASYNC, QSERVE_W4A8_PUSH_FEWER_STAGES, QSERVE_W4A8_X_3D), "
+                 "QSERVE_W4A8_PUSH_APART, QSERVE_W4A8_PUSH_ASYNC, QSERVE_W4A8_PUSH_FEWER_STAGES, QSERVE_W4A8_X_3D, QSERVE_W4A8_FIRST_STAGES), "
                  "A with the environment's; repeatable, and with --ab-plans both go to B");
   tp->add_option("--ab-order", o->ab_order, "The passes of --ab-plans / --ab-switch, A and B letters")
       ->capture_default_str();

@@ -295,7 +295,7 @@ TEST(GemmW4A8Planner, FormSwitchesSetAtRunTime) {
   cuda::reset_w4a8_switches();
   const bool push = wg::cluster_push(), pair = wg::cluster_pair(), twins = wg::unsplit_twins(),
              apart = wg::push_apart(), async = wg::push_async(), fewer = wg::push_fewer_stages(),
-             x3d = wg::x_3d();
+             x3d = wg::x_3d(), first = wg::first_stages();
   cuda::set_w4a8_switch(push ? "QSERVE_W4A8_CLUSTER_PUSH=0" : "QSERVE_W4A8_CLUSTER_PUSH=1");
   EXPECT_EQ(wg::cluster_push(), !push);
   EXPECT_EQ(wg::cluster_pair(), pair);
@@ -311,6 +311,8 @@ TEST(GemmW4A8Planner, FormSwitchesSetAtRunTime) {
   EXPECT_EQ(wg::push_fewer_stages(), !fewer);
   cuda::set_w4a8_switch(x3d ? "QSERVE_W4A8_X_3D=0" : "QSERVE_W4A8_X_3D=1");
   EXPECT_EQ(wg::x_3d(), !x3d);
+  cuda::set_w4a8_switch(first ? "QSERVE_W4A8_FIRST_STAGES=0" : "QSERVE_W4A8_FIRST_STAGES=1");
+  EXPECT_EQ(wg::first_stages(), !first);
   for (const char* bad : {"QSERVE_W4A8_CLUSTER_PUSH", "QSERVE_W4A8_CLUSTER_PUSH=", "QSERVE_W4A8_CLUSTER_PUSH=2",
                           "QSERVE_W4A8_CLUSTER_PUSH=on", "QSERVE_W4A8_PLANS=1", "cluster_push=1", ""}) {
     EXPECT_THROW(cuda::set_w4a8_switch(bad), Error) << bad;
@@ -327,6 +329,7 @@ TEST(GemmW4A8Planner, FormSwitchesSetAtRunTime) {
   EXPECT_EQ(wg::push_async(), async);
   EXPECT_EQ(wg::push_fewer_stages(), fewer);
   EXPECT_EQ(wg::x_3d(), x3d);
+  EXPECT_EQ(wg::first_stages(), first);
 }
 
 TEST(GemmW4A8Planner, PlanOverridesSetAtRunTime) {

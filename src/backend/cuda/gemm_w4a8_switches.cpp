@@ -17,7 +17,7 @@ struct Switch {
   std::atomic<int> set{-1};  // -1: the environment's value; else 0 / 1
 };
 
-constexpr int kSwitches = 7;
+constexpr int kSwitches = 8;
 
 std::array<Switch, kSwitches>& switches() {
   static std::array<Switch, kSwitches> s{{{"QSERVE_W4A8_UNSPLIT_TWINS", true},
@@ -26,7 +26,8 @@ std::array<Switch, kSwitches>& switches() {
                                   {"QSERVE_W4A8_PUSH_APART", true},
                                   {"QSERVE_W4A8_PUSH_ASYNC", true},
                                   {"QSERVE_W4A8_PUSH_FEWER_STAGES", true},
-                                  {"QSERVE_W4A8_X_3D", false}}};
+                                  {"QSERVE_W4A8_X_3D", false},
+                                  {"QSERVE_W4A8_FIRST_STAGES", false}}};
   return s;
 }
 
@@ -86,6 +87,7 @@ bool push_apart() { return on(3); }
 bool push_async() { return on(4); }
 bool push_fewer_stages() { return on(5); }
 bool x_3d() { return on(6); }
+bool first_stages() { return on(7); }
 }  // namespace w4a8::wgmma
 
 }  // namespace qserve::cuda

@@ -27,6 +27,11 @@
 //                                          activation blocks in one 3-D box
 //                                          (k % 128 == 0), not one per block
 //                                          (round 41; not yet measured)
+//   QSERVE_W4A8_FIRST_STAGES   (default 0)  the register-A W4 tiles request the
+//                                          weights of their first 4 stages at
+//                                          the start, the rest once stage 0
+//                                          is complete (round 41; not yet
+//                                          measured)
 //
 // Each starts from its environment variable ("0" or "1"; read on first use)
 // and can be set at run time for an A/B on one loaded model (qserve bench

@@ -112,6 +112,7 @@ void launch_kernel(int tile, bool g128, const Params& p_in, int ctas, cudaStream
   // deep-stage tiles a stage's blocks in one box where switched on.)
   Params p = p_in;
   p.x_3d = kTiles[tile].kd > 1 && !kTiles[tile].mc && p.k % 128 == 0 && x_3d();
+  p.first_stages = first_stages() ? kFirstStagesAhead : 0;  // (the kernels with two issuing threads read it)
   const CUtensorMap map = p.x_3d ? make_x_map_3d(p.x, p.m, p.k, kTiles[tile].bm, kTiles[tile].kd)
                                  : make_x_map(p.x, p.m, p.k, kTiles[tile].mc ? kTiles[tile].bm / 2 : kTiles[tile].bm);
   // The TMA epilogue's tiles get y's tensor map where it can describe y;
@@ -134,6 +135,7 @@ void launch_kernel_s8(int tile, bool g128, const int8_t* w8, const Params& p, in
   const CUtensorMap w_map = make_x_map(w8, p.n, p.k, kTiles[tile].bn());
   Params pp = p;
   pp.x_3d = 0;  // (the s8 tiles: kd = 1)
+  pp.first_stages = 0;
   if (g128)
     launch_kind_s8<true>(tile, x_map, w_map, pp, ctas, stream, pdl);
   else

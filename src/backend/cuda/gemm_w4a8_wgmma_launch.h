@@ -46,6 +46,12 @@ struct Params {
   // [k/128 blocks][m][128 B] (launch_kernel: QSERVE_W4A8_X_3D, k % 128 == 0),
   // so that a stage's kd activation blocks come in one copy instead of kd.
   int x_3d;
+  // The register-A W4 tiles with two issuing threads and one CTA per SM
+  // (the two-per-SM tiles ignore it): > 0 when the weights
+  // of only the first `first_stages` stages are requested at the CTA's
+  // start, the others once stage 0 is complete (launch_kernel:
+  // QSERVE_W4A8_FIRST_STAGES); 0: every stage's weights at the start.
+  int first_stages;
   // Push forms (kPR) of tiles where push_recv_apart: 1 when the received
   // parts go to their own region (launch_push_form: QSERVE_W4A8_PUSH_APART,
   // gemm_w4a8_switches.h; the launch then sizes the shared memory for it).
@@ -459,6 +465,13 @@ bool push_fewer_stages();
 // copy under 16 KB costs the TMA unit ~140 ns whatever its size, and at m =
 // 32-64 the activations are as many copies as the weights (round 41).
 bool x_3d();
+// first_stages: the register-A W4 tiles request the weights of their first
+// kFirstStagesAhead stages at the start and the others once stage 0 is
+// complete (Params::first_stages), not every stage's at the start: at m =
+// 16-64 the first stage's weights waited 0.2-1.5 us in DRAM's queue behind
+// every CTA's prefetch (round 41's timeline, hot against cold weights).
+bool first_stages();
+inline constexpr int kFirstStagesAhead = 4;
 
 // Launches tile `tile` (index into kTiles: a W4, pd or cluster tile) on `ctas` persistent CTAs; builds
 // the activations' tensor map. Only for sm_90 devices. `pdl`: programmatic

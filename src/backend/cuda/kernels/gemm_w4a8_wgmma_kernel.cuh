@@ -399,6 +399,13 @@ __global__ void __launch_bounds__(kThreads, OCC)
               waited = true;
               issue_x(STAGES);
             }
+            // p.first_stages (two issuing threads, one CTA per SM: the
+            // two-per-SM tiles' 80 registers would spill): the stages after
+            // the first ones wait until stage 0 is complete, so that the first
+            // stage's weights do not queue in DRAM behind every prefetched
+            // stage of every CTA (round 41's timeline: the fill).
+            if constexpr (kXThread && OCC == 1)
+              if (p.first_stages > 0 && it == p.first_stages && it < STAGES) ptx::mbar_wait(&full[0], 0);
             ptx::mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
             if constexpr (kS8) {
               // The whole box is counted (rows past n, columns past k read as zeros).
