@@ -56,9 +56,10 @@
 // --timeline (a build configured with -DQSERVE_GEMM_TIMELINE=ON): after a
 // row's timings, each shipped W4 wgmma plan is timed once more with its
 // kernels recording their phases (gemm_w4a8_timeline.h), and the last
-// launch's record is printed: per point, the median and largest time since
-// each CTA's entry (the fill: first_stage; the reduction: cluster_wait_done,
-// parts_done; the epilogue: end - parts_done).
+// launch's record is printed (cuda::summarize_w4a8_timeline): per point, the
+// median and largest time since each CTA's entry, then per phase (PDL wait,
+// fill, main loop, cluster wait, parts, epilogue) the median and largest of
+// the CTAs' own durations.
 //
 // --shape N,K (repeatable): time these layer shapes ("custom/NxK") instead of
 // the built-in list, e.g. the same layer at several k to separate a kernel's

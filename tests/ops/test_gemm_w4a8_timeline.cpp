@@ -20,6 +20,12 @@ namespace {
 
 using namespace cuda;
 
+// A launch's record [kW4A8TimelineCtas][kW4A8TimelinePoints], all points unreached.
+struct Record {
+  std::vector<uint64_t> ns = std::vector<uint64_t>(static_cast<size_t>(kW4A8TimelineCtas) * kW4A8TimelinePoints, 0);
+  void set(int cta, int point, uint64_t t) { ns[static_cast<size_t>(cta) * kW4A8TimelinePoints + point] = t; }
+};
+
 // The line of `name` in `text` (empty if none).
 std::string line_of(const std::string& text, const std::string& name) {
   const size_t at = text.find("  " + name + " ");
@@ -28,8 +34,7 @@ std::string line_of(const std::string& text, const std::string& name) {
 }
 
 TEST(GemmW4A8Timeline, PhasesAreEachCtasOwnDifferences) {
-  std::vector<uint64_t> rec(static_cast<size_t>(kW4A8TimelineCtas) * kW4A8TimelinePoints, 0);
-  auto set = [&](int cta, int point, uint64_t ns) { rec[static_cast<size_t>(cta) * kW4A8TimelinePoints + point] = ns; };
+  Record rec;
   // Three CTAs entering 0, 2 and 4 us apart; the wait releases at the same
   // instant (10 us) for all; fill 3 / 1 / 2 us (median 2, where the
   // difference of the points' medians since entry, 9 - 8, would say 1),
@@ -38,17 +43,17 @@ TEST(GemmW4A8Timeline, PhasesAreEachCtasOwnDifferences) {
   for (int c = 0; c < 3; ++c) {
     const uint64_t e = 1'000'000 + 2'000 * c, release = 1'010'000;
     const uint64_t stage = release + 1'000 * (c == 0 ? 3 : c);
-    set(c, kTlEntry, e);
-    set(c, kTlFirstWeights, e + 500);
-    set(c, kTlXAfterWait, release);
-    set(c, kTlConsumerAfterWait, release);
-    set(c, kTlFirstStage, stage);
-    set(c, kTlMainLoopDone, stage + 5'000);
-    set(c, kTlClusterWaitDone, stage + 5'100);
-    if (c < 2) set(c, kTlPartsDone, stage + 5'600);
-    set(c, kTlEnd, stage + (c < 2 ? 6'000 : 5'500));
+    rec.set(c, kTlEntry, e);
+    rec.set(c, kTlFirstWeights, e + 500);
+    rec.set(c, kTlXAfterWait, release);
+    rec.set(c, kTlConsumerAfterWait, release);
+    rec.set(c, kTlFirstStage, stage);
+    rec.set(c, kTlMainLoopDone, stage + 5'000);
+    rec.set(c, kTlClusterWaitDone, stage + 5'100);
+    if (c < 2) rec.set(c, kTlPartsDone, stage + 5'600);
+    rec.set(c, kTlEnd, stage + (c < 2 ? 6'000 : 5'500));
   }
-  const std::string s = summarize_w4a8_timeline(rec, 3);
+  const std::string s = summarize_w4a8_timeline(rec.ns, 3);
   EXPECT_NE(s.find("3 of 3 CTAs recorded"), std::string::npos) << s;
   // Since each CTA's entry the wait releases at 10 / 8 / 6 us: median 8.
   EXPECT_NE(line_of(s, "x_after_wait").find("median    8.000 us  max   10.000 us"), std::string::npos) << s;
@@ -66,18 +71,17 @@ TEST(GemmW4A8Timeline, PhasesAreEachCtasOwnDifferences) {
 }
 
 TEST(GemmW4A8Timeline, PointsFromAnEarlierLaunchAreNotCounted) {
-  std::vector<uint64_t> rec(static_cast<size_t>(kW4A8TimelineCtas) * kW4A8TimelinePoints, 0);
-  auto set = [&](int cta, int point, uint64_t ns) { rec[static_cast<size_t>(cta) * kW4A8TimelinePoints + point] = ns; };
+  Record rec;
   // One CTA of this launch past its main loop; its cluster and parts points
   // are an earlier launch's (before this entry): not reached here.
-  set(0, kTlEntry, 2'000'000);
-  set(0, kTlXAfterWait, 2'001'000);
-  set(0, kTlFirstStage, 2'002'000);
-  set(0, kTlMainLoopDone, 2'006'000);
-  set(0, kTlClusterWaitDone, 1'500'000);
-  set(0, kTlPartsDone, 1'500'500);
-  set(0, kTlEnd, 2'006'500);
-  const std::string s = summarize_w4a8_timeline(rec, 1);
+  rec.set(0, kTlEntry, 2'000'000);
+  rec.set(0, kTlXAfterWait, 2'001'000);
+  rec.set(0, kTlFirstStage, 2'002'000);
+  rec.set(0, kTlMainLoopDone, 2'006'000);
+  rec.set(0, kTlClusterWaitDone, 1'500'000);
+  rec.set(0, kTlPartsDone, 1'500'500);
+  rec.set(0, kTlEnd, 2'006'500);
+  const std::string s = summarize_w4a8_timeline(rec.ns, 1);
   EXPECT_EQ(line_of(s, "phase: cluster wait"), "") << s;
   EXPECT_EQ(line_of(s, "phase: parts"), "") << s;
   EXPECT_EQ(line_of(s, "phase: epilogue"), "") << s;  // neither start point reached
@@ -86,7 +90,8 @@ TEST(GemmW4A8Timeline, PointsFromAnEarlierLaunchAreNotCounted) {
 
 #else
 
-TEST(GemmW4A8Timeline, NeedsTheCudaBuild) { GTEST_SKIP() << "skipped: built without CUDA"; }
+// The summary is part of the CUDA backend, which a CPU-only build does not have.
+TEST(GemmW4A8Timeline, NeedsTheCudaBuild) { GTEST_SKIP() << "skipped: no CUDA backend in this build (CPU-only build)"; }
 
 #endif
 

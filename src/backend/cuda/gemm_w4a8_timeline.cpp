@@ -58,12 +58,15 @@ std::vector<uint64_t> read_w4a8_timeline(cudaStream_t stream) {
 std::string summarize_w4a8_timeline(const std::vector<uint64_t>& record, int ctas) {
   ctas = std::min(ctas, kW4A8TimelineCtas);
   auto at = [&](int cta, int point) { return record[static_cast<size_t>(cta) * kW4A8TimelinePoints + point]; };
-  uint64_t first = 0, last_end = 0;
+  // first / last_end: the earliest entry and the latest end; last_release:
+  // the latest release of the PDL wait (about when the previous kernel ended).
+  uint64_t first = 0, last_end = 0, last_release = 0;
   int entered = 0;
   for (int c = 0; c < ctas; ++c) {
     if (at(c, kTlEntry) == 0) continue;
     first = entered == 0 ? at(c, kTlEntry) : std::min(first, at(c, kTlEntry));
     last_end = std::max(last_end, at(c, kTlEnd));
+    if (at(c, kTlXAfterWait) >= at(c, kTlEntry)) last_release = std::max(last_release, at(c, kTlXAfterWait));
     ++entered;
   }
   std::string out;
@@ -117,12 +120,7 @@ std::string summarize_w4a8_timeline(const std::vector<uint64_t>& record, int cta
     }
     row(ph.name, us);
   }
-  // The launch after its dependency: from the latest release of the PDL wait
-  // (about when the previous kernel ended) to the latest end.
-  uint64_t last_release = 0;
-  for (int c = 0; c < ctas; ++c)
-    if (at(c, kTlEntry) != 0 && at(c, kTlXAfterWait) >= at(c, kTlEntry))
-      last_release = std::max(last_release, at(c, kTlXAfterWait));
+  // The launch after its dependency.
   if (last_release > 0 && last_end > last_release) {
     std::snprintf(line, sizeof line, "  latest wait release to latest end %.3f us\n", (last_end - last_release) * 1e-3);
     out += line;

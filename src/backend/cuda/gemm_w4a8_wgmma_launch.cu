@@ -34,22 +34,30 @@ void launch_kind_s8(int tile, const CUtensorMap& x_map, const CUtensorMap& w_map
 
 namespace {
 
-// X [m, k] int8 row-major as a 2-D tensor (k innermost); box [bm rows][128 B]
-// in the 128-byte swizzle that the wgmma B descriptor reads; rows >= m and
-// columns >= k are filled with zeros. The INT8 weights [n, k] (s8 tiles) are
-// mapped the same way with box [bn rows][128 B] (the A descriptor's layout).
-CUtensorMap make_x_map(const int8_t* x, int m, int k, int bm) {
+// An INT8 tensor of `rank` dimensions (dims[0] innermost, byte strides of
+// dims 1..) with boxes `box`, in the 128-byte swizzle that the wgmma
+// descriptors read; elements out of range are filled with zeros.
+CUtensorMap encode_int8_map(const int8_t* base, int rank, const cuuint64_t* dims, const cuuint64_t* strides,
+                            const cuuint32_t* box) {
   CUtensorMap map{};
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(m)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(k)};  // bytes, dims 1..
-  const cuuint32_t box[2] = {128, static_cast<cuuint32_t>(bm)};
-  const cuuint32_t elem_strides[2] = {1, 1};
-  const CUresult r = tensor_map_encode_fn()(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<int8_t*>(x), dims,
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  const CUresult r = tensor_map_encode_fn()(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, rank, const_cast<int8_t*>(base), dims,
                                             strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
                                             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                                             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) QS_CUDA_CHECK(cudaErrorInvalidValue);  // bad shape or alignment (checked by the caller)
   return map;
+}
+
+// X [m, k] int8 row-major as a 2-D tensor (k innermost); box [bm rows][128 B]
+// in the 128-byte swizzle that the wgmma B descriptor reads; rows >= m and
+// columns >= k are filled with zeros. The INT8 weights [n, k] (s8 tiles) are
+// mapped the same way with box [bn rows][128 B] (the A descriptor's layout).
+CUtensorMap make_x_map(const int8_t* x, int m, int k, int bm) {
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(m)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(k)};
+  const cuuint32_t box[2] = {128, static_cast<cuuint32_t>(bm)};
+  return encode_int8_map(x, 2, dims, strides, box);
 }
 
 // X [m, k] int8 row-major (k % 128 == 0) as a 3-D tensor [k/128 blocks][m
@@ -59,17 +67,10 @@ CUtensorMap make_x_map(const int8_t* x, int m, int k, int bm) {
 // zeros. (With k % 128 == 64 the last block's second half would read the
 // next row's first bytes instead of zeros, hence the 2-D map there.)
 CUtensorMap make_x_map_3d(const int8_t* x, int m, int k, int bm, int kd) {
-  CUtensorMap map{};
   const cuuint64_t dims[3] = {128, static_cast<cuuint64_t>(m), static_cast<cuuint64_t>(k / 128)};
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(k), 128};  // bytes, dims 1..
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(k), 128};
   const cuuint32_t box[3] = {128, static_cast<cuuint32_t>(bm), static_cast<cuuint32_t>(kd)};
-  const cuuint32_t elem_strides[3] = {1, 1, 1};
-  const CUresult r = tensor_map_encode_fn()(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, const_cast<int8_t*>(x), dims,
-                                            strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) QS_CUDA_CHECK(cudaErrorInvalidValue);
-  return map;
+  return encode_int8_map(x, 3, dims, strides, box);
 }
 
 // Y [m, n] fp16 row-major (16-B aligned, n % 8 == 0) for the TMA epilogue's
@@ -133,13 +134,12 @@ void launch_kernel_s8(int tile, bool g128, const int8_t* w8, const Params& p, in
   if (tile < kFirstS8Tile || tile >= kFirstPdTile) QS_CUDA_CHECK(cudaErrorInvalidValue);
   const CUtensorMap x_map = make_x_map(p.x, p.m, p.k, kTiles[tile].bm);
   const CUtensorMap w_map = make_x_map(w8, p.n, p.k, kTiles[tile].bn());
-  Params pp = p;
-  pp.x_3d = 0;  // (the s8 tiles: kd = 1)
-  pp.first_stages = 0;
+  // (The s8 kernels read neither Params::x_3d, kd = 1, nor first_stages,
+  // one issuing thread.)
   if (g128)
-    launch_kind_s8<true>(tile, x_map, w_map, pp, ctas, stream, pdl);
+    launch_kind_s8<true>(tile, x_map, w_map, p, ctas, stream, pdl);
   else
-    launch_kind_s8<false>(tile, x_map, w_map, pp, ctas, stream, pdl);
+    launch_kind_s8<false>(tile, x_map, w_map, p, ctas, stream, pdl);
 }
 
 }  // namespace qserve::cuda::w4a8::wgmma
