@@ -27,7 +27,7 @@ std::array<Switch, kSwitches>& switches() {
                                   {"QSERVE_W4A8_PUSH_ASYNC", true},
                                   {"QSERVE_W4A8_PUSH_FEWER_STAGES", true},
                                   {"QSERVE_W4A8_X_3D", false},
-                                  {"QSERVE_W4A8_FIRST_STAGES", false}}};
+                                  {"QSERVE_W4A8_FIRST_STAGES", true}}};
   return s;
 }
 
@@ -88,6 +88,18 @@ bool push_async() { return on(4); }
 bool push_fewer_stages() { return on(5); }
 bool x_3d() { return on(6); }
 bool first_stages() { return on(7); }
+int first_blocks_ahead() {
+  static const int v = [] {
+    const char* e = std::getenv("QSERVE_W4A8_FIRST_BLOCKS_AHEAD");
+    if (e == nullptr || *e == '\0') return -1;
+    char* end = nullptr;
+    const long n = std::strtol(e, &end, 10);
+    if (*end != '\0' || n < 0 || n > 64)
+      fail(ErrorCode::kInvalidArgument, "QSERVE_W4A8_FIRST_BLOCKS_AHEAD='{}': expected 0..64 (128-wide k blocks)", e);
+    return static_cast<int>(n);
+  }();
+  return v;
+}
 }  // namespace w4a8::wgmma
 
 }  // namespace qserve::cuda

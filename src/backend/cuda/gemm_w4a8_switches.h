@@ -27,11 +27,12 @@
 //                                          activation blocks in one 3-D box
 //                                          (k % 128 == 0), not one per block
 //                                          (round 41; not yet measured)
-//   QSERVE_W4A8_FIRST_STAGES   (default 0)  the register-A W4 tiles request the
-//                                          weights of their first 4 stages at
-//                                          the start, the rest once stage 0
-//                                          is complete (round 41; not yet
-//                                          measured)
+//   QSERVE_W4A8_FIRST_STAGES   (default 1)  the deep-stage (kd > 1) register-A
+//                                          W4 tiles request the weights of
+//                                          their first 4 stages at the start,
+//                                          the rest once stage 0 is complete
+//                                          (round 41; kd > 1 only and the
+//                                          default since round 42's A B B A)
 //
 // Each starts from its environment variable ("0" or "1"; read on first use)
 // and can be set at run time for an A/B on one loaded model (qserve bench

@@ -3,6 +3,9 @@
 // (nvcc's host pass does not compile fmt's consteval code).
 #include "backend/cuda/gemm_w4a8_wgmma_launch.h"
 
+#include <algorithm>
+
+
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/tensor_map.h"
@@ -113,7 +116,13 @@ void launch_kernel(int tile, bool g128, const Params& p_in, int ctas, cudaStream
   // deep-stage tiles a stage's blocks in one box where switched on.)
   Params p = p_in;
   p.x_3d = kTiles[tile].kd > 1 && !kTiles[tile].mc && p.k % 128 == 0 && x_3d();
-  p.first_stages = first_stages() ? kFirstStagesAhead : 0;  // (the kernels with two issuing threads read it)
+  // (The kernels with two issuing threads read first_stages; only the deep-stage
+  // tiles take it: round 42's A B B A, gemm-hopper.md. The benchmark's
+  // QSERVE_W4A8_FIRST_BLOCKS_AHEAD gives every tile that reads it a depth in
+  // blocks instead.)
+  const int kd = kTiles[tile].kd, blocks_ahead = first_blocks_ahead();
+  p.first_stages = blocks_ahead >= 0 ? (blocks_ahead > 0 ? std::max(1, blocks_ahead / kd) : 0)
+                                     : first_stages() && kd > 1 ? kFirstStagesAhead : 0;
   const CUtensorMap map = p.x_3d ? make_x_map_3d(p.x, p.m, p.k, kTiles[tile].bm, kTiles[tile].kd)
                                  : make_x_map(p.x, p.m, p.k, kTiles[tile].mc ? kTiles[tile].bm / 2 : kTiles[tile].bm);
   // The TMA epilogue's tiles get y's tensor map where it can describe y;

@@ -465,13 +465,23 @@ bool push_fewer_stages();
 // copy under 16 KB costs the TMA unit ~140 ns whatever its size, and at m =
 // 32-64 the activations are as many copies as the weights (round 41).
 bool x_3d();
-// first_stages: the register-A W4 tiles request the weights of their first
-// kFirstStagesAhead stages at the start and the others once stage 0 is
-// complete (Params::first_stages), not every stage's at the start: at m =
-// 16-64 the first stage's weights waited 0.2-1.5 us in DRAM's queue behind
-// every CTA's prefetch (round 41's timeline, hot against cold weights).
+// first_stages: the deep-stage (kd > 1) register-A W4 tiles request the
+// weights of their first kFirstStagesAhead stages at the start and the others
+// once stage 0 is complete (Params::first_stages), not every stage's at the
+// start: at m = 16-64 the first stage's weights waited 0.2-1.5 us in DRAM's
+// queue behind every CTA's prefetch (round 41's timeline, hot against cold
+// weights). Round 42 (H100, A B B A): the kd = 2 tiles 1-6% faster on most
+// rows, the kd = 1 tiles up to 8% slower (their later stages then come too
+// late for the main loop), so the launch gives it to the kd > 1 tiles only;
+// of 4, 6, 8 and 12 blocks ahead, 8 (4 stages of kd = 2) was the best depth
+// (bench/results/2026-12-06-gemm-h100-r42.md).
 bool first_stages();
 inline constexpr int kFirstStagesAhead = 4;
+// For tuning the depth: QSERVE_W4A8_FIRST_BLOCKS_AHEAD=N (128-wide k blocks,
+// 0..64; read once) gives every tile that reads Params::first_stages N / kd
+// stages ahead (at least 1; 0: none), whatever first_stages() says; -1 when
+// unset. Not a switch: the benchmark's, not the engine's.
+int first_blocks_ahead();
 
 // Launches tile `tile` (index into kTiles: a W4, pd or cluster tile) on `ctas` persistent CTAs; builds
 // the activations' tensor map. Only for sm_90 devices. `pdl`: programmatic
