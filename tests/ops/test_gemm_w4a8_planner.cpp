@@ -110,8 +110,9 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   // 16384 gemv8d on layers of at most two 16-channel tiles per SM, gemv8 on
   // layers of at most six (two waves of its three CTAs per SM); gemv8 at m =
   // 5..8 on such layers of k <= 4096 and at least one tile per SM; gemv16 at
-  // m = 9..16 on k <= 4096 layers of one to two tiles per SM. Not above, nor
-  // on the wide, narrow (576 x 576 at m = 7, below) or longer-k layers.
+  // m = 9..16 on k <= 4096 layers of one to two tiles per SM, at m >= 12 only
+  // where the table has no entry (round 42). Not above, nor on the wide,
+  // narrow (576 x 576 at m = 7, below) or longer-k layers.
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 1, 4096, 4096, -1, 0, false).tile), "gemv8d");
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 1, 6144, 4096, -1, 0, false).tile), "gemv8");
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 4, 12288, 4096, -1, 0, true).tile), "gemv8");
@@ -127,7 +128,8 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 8, 12288, 4096, -1, 0, true).tile), "gemv8");
   EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 8, 6144, 14336, -1, 0, true).tile));
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 9, 4096, 4096, -1, 0, false).tile), "gemv16");
-  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 16, 4096, 4096, -1, 0, true).tile), "gemv16");
+  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 11, 4096, 4096, -1, 0, true).tile), "gemv16");
+  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 16, 4096, 2560, -1, 0, true).tile), "gemv16");
   EXPECT_FALSE(cuda::w4a8_tile_is_gemv(cuda::plan_w4a8(h200, 16, 6144, 4096, -1, 0, false).tile));
   // Llama-3-8B qkv g128 at m = 9..16 takes the 128 x 16 cluster tile with 4
   // splits since round 34 (the resident gemv16r before). Since round 29 the
@@ -441,12 +443,18 @@ TEST(GemmW4A8Planner, MeasuredPlans) {
   // cluster tiles against 9.1 for the persistent tile with the global split-K
   // fix-up; 5.7 us on the 128-channel cluster tile), on 96 CTAs (split 3),
   // the optimum after another kernel (the model's pattern). The table keeps
-  // it; the decode kernel gemv16 now goes before it at m = 9..16.
+  // it; the decode kernel gemv16 went before it at m = 9..16 from round 13,
+  // at m = 9..11 only since round 42 (the engine's A/B).
   const auto o = cuda::measured_w4a8_plan(16, 4096, 4096, false);
   ASSERT_TRUE(o);
   EXPECT_STREQ(cuda::w4a8_tile_name(o->tile), "wg128x16c-k256");
   EXPECT_EQ(o->splits, 3);
-  EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 16, 4096, 4096, -1, 0, false).tile), "gemv16");
+  for (bool g : {false, true})
+    for (int64_t m : {12, 16}) {
+      const cuda::W4A8Plan p = cuda::plan_w4a8(h200, m, 4096, 4096, -1, 0, g);
+      EXPECT_STREQ(cuda::w4a8_tile_name(p.tile), "wg128x16c-k256") << m << " " << g;
+      EXPECT_EQ(p.splits, 3);
+    }
 }
 
 #endif  // QSERVE_HAVE_CUDA

@@ -146,7 +146,8 @@ W4A8Plan plan_gemv(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int t
 //   to six tiles per SM (the qkv and o layers measured in
 //   bench/results/2026-11-30-gemm-h200-r13.md).
 // - 9 <= m <= 16: gemv16 (two CTAs per SM) on k <= 4096 layers of one to
-//   two tiles per SM (the o layers; ...-r13.md).
+//   two tiles per SM (the o layers; ...-r13.md), at m >= 12 only where the
+//   table has no entry (kGemv16TableFromM, plan_impl).
 int decode_tile(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k) {
   const int64_t tiles = cdiv(n, 16), sms = std::max(1, dev.sm_count);
   using w4a8::gemv::Kernel;
@@ -158,6 +159,14 @@ int decode_tile(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k) {
   if (m <= 8) return tiles <= 6 * sms ? kGemv8 : -1;
   return tiles <= 2 * sms ? kGemv16 : -1;
 }
+
+// From this m, gemv16 gives way to the table's entry in m's bucket (the
+// 4096 x 4096 layers' 128 x 16 cluster plan, split 3): round 42 (H100,
+// bench/results/2026-12-06-gemm-h100-r42.md), the engine at 12 and 16
+// sequences 1.7-3.5% faster on six of eight model x kind x batch cells, even
+// on the other two; the GEMM after a 5-us neighbor 0.92 of gemv16's time at m
+// = 16 and 1.10 at m = 9 (gemv16's work grows with m, the cluster plan's not).
+constexpr int64_t kGemv16TableFromM = 12;
 
 // table: whether the measured table may plan (false: the rule's own choice).
 W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int force_tile, int force_splits, bool g128,
@@ -174,7 +183,8 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
   const int decode = choose ? decode_tile(dev, m, n, k) : -1;
   bool overridden = false;
   const auto entry = choose && (table || decode >= 0) ? measured_w4a8_plan(m, n, k, g128, &overridden) : std::nullopt;
-  if (decode >= 0 && !overridden) return plan_gemv(dev, m, n, k, decode, g128);
+  if (decode >= 0 && !overridden && !(table && entry && m >= kGemv16TableFromM))
+    return plan_gemv(dev, m, n, k, decode, g128);
   if (table && choose) {
     if (const auto& c = entry) {
       // Below its bucket's top (where it was measured, before the 160-224-token
