@@ -26,7 +26,8 @@
 //   QSERVE_W4A8_X_3D           (default 0)  the deep-stage tiles take a stage's
 //                                          activation blocks in one 3-D box
 //                                          (k % 128 == 0), not one per block
-//                                          (round 41; not yet measured)
+//                                          (round 41; no effect in round
+//                                          42's A B B A on an H100)
 //   QSERVE_W4A8_FIRST_STAGES   (default 1)  the deep-stage (kd > 1) register-A
 //                                          W4 tiles request the weights of
 //                                          their first 4 stages at the start,

@@ -463,7 +463,8 @@ bool push_fewer_stages();
 // x_3d: the deep-stage tiles (kd > 1) take a stage's activation blocks in one
 // 3-D box (Params::x_3d) where k % 128 == 0, not one 2-D box per block: a
 // copy under 16 KB costs the TMA unit ~140 ns whatever its size, and at m =
-// 32-64 the activations are as many copies as the weights (round 41).
+// 32-64 the activations are as many copies as the weights (round 41). Round
+// 42 (H100, A B B A): no effect (median 1.000), so default off.
 bool x_3d();
 // first_stages: the deep-stage (kd > 1) register-A W4 tiles request the
 // weights of their first kFirstStagesAhead stages at the start and the others
@@ -473,8 +474,9 @@ bool x_3d();
 // weights). Round 42 (H100, A B B A): the kd = 2 tiles 1-6% faster on most
 // rows, the kd = 1 tiles up to 8% slower (their later stages then come too
 // late for the main loop), so the launch gives it to the kd > 1 tiles only;
-// of 4, 6, 8 and 12 blocks ahead, 8 (4 stages of kd = 2) was the best depth
-// (bench/results/2026-12-06-gemm-h100-r42.md).
+// of 4, 6, 8 and 12 blocks ahead, 8 (4 stages of kd = 2) was the best depth;
+// 2 stages above 64 tokens made the m = 128 GEMMs 1-4.5% faster but the
+// engine at 128 sequences 0.6-1.1% slower (bench/results/2026-12-06-gemm-h100-r42.md).
 bool first_stages();
 inline constexpr int kFirstStagesAhead = 4;
 // For tuning the depth: QSERVE_W4A8_FIRST_BLOCKS_AHEAD=N (128-wide k blocks,
