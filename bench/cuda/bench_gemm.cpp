@@ -59,7 +59,8 @@
 // launch's record is printed (cuda::summarize_w4a8_timeline): per point, the
 // median and largest time since each CTA's entry, then per phase (PDL wait,
 // fill, main loop, cluster wait, parts, epilogue) the median and largest of
-// the CTAs' own durations.
+// the CTAs' own durations, and the register-A W4 tiles' main loop split into
+// barrier waits, wgmma waits and the rest (loads, unpacking, issue).
 //
 // --shape N,K (repeatable): time these layer shapes ("custom/NxK") instead of
 // the built-in list, e.g. the same layer at several k to separate a kernel's

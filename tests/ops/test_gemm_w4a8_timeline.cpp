@@ -88,6 +88,50 @@ TEST(GemmW4A8Timeline, PointsFromAnEarlierLaunchAreNotCounted) {
   EXPECT_NE(line_of(s, "phase: wait to end").find("median    5.500 us"), std::string::npos) << s;
 }
 
+TEST(GemmW4A8Timeline, MainLoopSplitAtEachCtasOwnClock) {
+  Record rec;
+  // Two CTAs, each a 4-us main loop over 16 blocks (0.25 us a block): the
+  // first at 1.8 GHz (7,200 cycles: 1,800 at the barriers = 1 us, 3,600 in
+  // wgmma waits = 2 us, the rest 1 us), the second at 1.5 GHz (6,000 cycles:
+  // 1,500 = 1 us, 3,000 = 2 us); a third CTA without the counters (a tile
+  // that does not record them) is left out of the split.
+  for (int c = 0; c < 3; ++c) {
+    const uint64_t e = 1'000'000 + 1'000 * c;
+    rec.set(c, kTlEntry, e);
+    rec.set(c, kTlFirstStage, e + 2'000);
+    rec.set(c, kTlMainLoopDone, e + 6'000);
+    rec.set(c, kTlEnd, e + 6'500);
+    if (c == 2) continue;
+    const uint64_t cycles = c == 0 ? 7'200 : 6'000;
+    rec.set(c, kTlLoopCycles, cycles);
+    rec.set(c, kTlLoopBarrierCycles, cycles / 4);
+    rec.set(c, kTlLoopWgmmaCycles, cycles / 2);
+    rec.set(c, kTlLoopSteps, 16);
+  }
+  const std::string s = summarize_w4a8_timeline(rec.ns, 3);
+  EXPECT_NE(line_of(s, "loop: barrier waits").find("median    1.000 us  max    1.000 us  (2 CTAs)"), std::string::npos) << s;
+  EXPECT_NE(line_of(s, "loop: wgmma waits").find("median    2.000 us"), std::string::npos) << s;
+  EXPECT_NE(line_of(s, "loop: loads+unpack+issue").find("median    1.000 us"), std::string::npos) << s;
+  EXPECT_NE(line_of(s, "loop: per 128-k block").find("median    0.250 us"), std::string::npos) << s;
+  EXPECT_NE(s.find("loop: SM clock median 1.80 GHz"), std::string::npos) << s;
+  // The counters are not timestamps: no per-point rows for them.
+  EXPECT_EQ(line_of(s, "loop_cycles"), "") << s;
+}
+
+TEST(GemmW4A8Timeline, MainLoopSplitNeedsConsistentCounters) {
+  Record rec;
+  // Barrier and wgmma cycles above the loop's (another launch's counters): no split.
+  rec.set(0, kTlEntry, 1'000'000);
+  rec.set(0, kTlFirstStage, 1'002'000);
+  rec.set(0, kTlMainLoopDone, 1'006'000);
+  rec.set(0, kTlLoopCycles, 1'000);
+  rec.set(0, kTlLoopBarrierCycles, 900);
+  rec.set(0, kTlLoopWgmmaCycles, 900);
+  rec.set(0, kTlLoopSteps, 4);
+  const std::string s = summarize_w4a8_timeline(rec.ns, 1);
+  EXPECT_EQ(line_of(s, "loop: barrier waits"), "") << s;
+}
+
 #else
 
 // The summary is part of the CUDA backend, which a CPU-only build does not have.

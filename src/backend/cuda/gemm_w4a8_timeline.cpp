@@ -20,7 +20,8 @@ std::atomic<uint64_t*> recording{nullptr};  // allocated while on
 const char* w4a8_timeline_point_name(int point) {
   static const char* const names[kW4A8TimelinePoints] = {
       "entry",      "first_weights",     "x_after_wait", "consumer_after_wait", "first_stage",
-      "main_loop_done", "cluster_wait_done", "parts_done",   "end"};
+      "main_loop_done", "cluster_wait_done", "parts_done",   "end",          "loop_cycles",
+      "loop_barrier_cycles", "loop_wgmma_cycles", "loop_steps"};
   return point >= 0 && point < kW4A8TimelinePoints ? names[point] : nullptr;
 }
 
@@ -85,7 +86,7 @@ std::string summarize_w4a8_timeline(const std::vector<uint64_t>& record, int cta
   for (int c = 0; c < ctas; ++c)
     if (at(c, kTlEntry) != 0) skew.push_back((at(c, kTlEntry) - first) * 1e-3);
   row("entry (from earliest)", skew);
-  for (int point = kTlEntry + 1; point < kW4A8TimelinePoints; ++point) {
+  for (int point = kTlEntry + 1; point < kW4A8TimelineStamps; ++point) {
     std::vector<double> us;
     for (int c = 0; c < ctas; ++c)
       if (at(c, kTlEntry) != 0 && at(c, point) >= at(c, kTlEntry))  // (0 or a stale earlier launch's: not reached)
@@ -127,6 +128,31 @@ std::string summarize_w4a8_timeline(const std::vector<uint64_t>& record, int cta
   }
   if (last_end > first) {
     std::snprintf(line, sizeof line, "  span (earliest entry to latest end) %.3f us\n", (last_end - first) * 1e-3);
+    out += line;
+  }
+  // The main loop's split: each CTA's cycles at its own ratio of the loop's
+  // nanoseconds (first stage to main loop done) to its cycles.
+  std::vector<double> barrier, wgmma, rest, per_block, ghz;
+  for (int c = 0; c < ctas; ++c) {
+    const uint64_t e = at(c, kTlEntry), cycles = at(c, kTlLoopCycles), steps = at(c, kTlLoopSteps);
+    const uint64_t from = at(c, kTlFirstStage), to = at(c, kTlMainLoopDone);
+    if (e == 0 || cycles == 0 || steps == 0 || from < e || to <= from) continue;
+    const uint64_t b = at(c, kTlLoopBarrierCycles), w = at(c, kTlLoopWgmmaCycles);
+    if (b + w > cycles) continue;  // (not this launch's)
+    const double ns_per_cycle = static_cast<double>(to - from) / static_cast<double>(cycles);
+    barrier.push_back(b * ns_per_cycle * 1e-3);
+    wgmma.push_back(w * ns_per_cycle * 1e-3);
+    rest.push_back((cycles - b - w) * ns_per_cycle * 1e-3);
+    per_block.push_back(static_cast<double>(to - from) / static_cast<double>(steps) * 1e-3);
+    ghz.push_back(1.0 / ns_per_cycle);  // cycles per ns
+  }
+  if (!barrier.empty()) {
+    row("loop: barrier waits", barrier);
+    row("loop: wgmma waits", wgmma);
+    row("loop: loads+unpack+issue", rest);
+    row("loop: per 128-k block", per_block);
+    std::sort(ghz.begin(), ghz.end());
+    std::snprintf(line, sizeof line, "  loop: SM clock median %.2f GHz\n", ghz[ghz.size() / 2]);
     out += line;
   }
   return out;

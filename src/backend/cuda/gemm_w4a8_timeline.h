@@ -31,8 +31,15 @@ enum W4A8TimelinePoint : int {
                         // (cluster reduction: past the warpgroups' barrier)
   kTlPartsDone,         // push forms: an owner's parts arrived; a sender's stores issued
   kTlEnd,               // the first consumer thread, its epilogue done
+  // Not timestamps: the first consumer thread's main loop in SM cycles
+  // (clock64), summed over its units, register-A W4 tiles only (0 elsewhere).
+  kTlLoopCycles,        // from its first stage loaded to its last wgmma done
+  kTlLoopBarrierCycles, // of those, waiting on the stages' full barriers
+  kTlLoopWgmmaCycles,   // of those, in wgmma.wait_group (a step's wgmmas behind the previous)
+  kTlLoopSteps,         // the 128-wide k blocks it stepped through
   kW4A8TimelinePoints
 };
+inline constexpr int kW4A8TimelineStamps = kTlLoopCycles;  // the points that are timestamps
 inline constexpr int kW4A8TimelineCtas = 1024;  // CTAs recorded (blockIdx.x below it)
 
 // "entry", "first_weights", ... (nullptr outside the range).
@@ -54,8 +61,11 @@ std::vector<uint64_t> read_w4a8_timeline(cudaStream_t stream);
 // from the earliest; then the phases between points, each the median and
 // largest of the CTAs' own differences (PDL wait, fill, main loop, cluster
 // wait, parts, epilogue, wait release to end); last, the latest wait release
-// to the latest end and the launch's span (earliest entry to latest end).
-// A point or phase no CTA reached is left out.
+// to the latest end and the launch's span (earliest entry to latest end);
+// then the main loop's split (median per CTA of its barrier waits, wgmma
+// waits and the rest - shared loads, unpacking, issue - in ns at its own
+// cycles-to-ns ratio, and per block). A point or phase no CTA reached is
+// left out.
 std::string summarize_w4a8_timeline(const std::vector<uint64_t>& record, int ctas);
 
 }  // namespace qserve::cuda

@@ -118,21 +118,40 @@
 
 namespace qserve::cuda::w4a8::wgmma {
 
-// The phase timestamps of a profiling build (gemm_w4a8_timeline.h): the
-// calling thread writes %globaltimer at `point` for its CTA where recording;
-// in other builds nothing.
-__device__ __forceinline__ void timeline_mark(const Params& p, int point) {
 #ifdef QSERVE_GEMM_TIMELINE
-  if (p.timeline != nullptr && blockIdx.x < kW4A8TimelineCtas) {
-    uint64_t t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    p.timeline[blockIdx.x * kW4A8TimelinePoints + point] = t;
-  }
+inline constexpr bool kTimeline = true;  // a profiling build (gemm_w4a8_timeline.h)
+#else
+inline constexpr bool kTimeline = false;
+#endif
+
+// The calling thread writes `value` at `point` for its CTA where recording;
+// in other builds nothing.
+__device__ __forceinline__ void timeline_store(const Params& p, int point, uint64_t value) {
+#ifdef QSERVE_GEMM_TIMELINE
+  if (p.timeline != nullptr && blockIdx.x < kW4A8TimelineCtas) p.timeline[blockIdx.x * kW4A8TimelinePoints + point] = value;
 #else
   (void)p;
   (void)point;
+  (void)value;
 #endif
 }
+
+// The phase timestamps of a profiling build: %globaltimer at `point`.
+__device__ __forceinline__ void timeline_mark(const Params& p, int point) {
+  if constexpr (kTimeline) {
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    timeline_store(p, point, t);
+  }
+}
+
+// A profiling build's main-loop split (kTlLoop*): SM cycles of the consumer
+// thread, summed over its steps and units; in other builds nothing is read.
+struct LoopClock {
+  long long loop = 0, barrier = 0, wgmma = 0, start = 0;
+  int steps = 0;
+  __device__ __forceinline__ static long long now() { return kTimeline ? clock64() : 0; }
+};
 
 // Consumer, one stage: waits for the stage's data and turns this warp's
 // weights into wgmma A registers: a[j][0..7] the first k64 half of m64 tile
@@ -467,6 +486,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
     const int g = lane >> 2, q = lane & 3;
     const int ctid = threadIdx.x - 128;     // 0..255 among consumers
     int it = 0;
+    LoopClock clk;  // (a profiling build's)
     UnitWalk<kCL, kSK, kMC> walk(p, kt_total);
     Unit un;
     while (walk.next(p, kt_total, un)) {
@@ -571,6 +591,11 @@ __global__ void __launch_bounds__(kThreads, OCC)
       int sub = 0;
       auto load = [&](uint32_t(&a)[MT][16]) {
         const int s_ = stage_of(it);
+        if constexpr (kTimeline) {  // the barrier wait timed on its own (load_stage's wait then passes at once)
+          const long long t0 = LoopClock::now();
+          ptx::mbar_wait(&full[s_], (it / STAGES) & 1);
+          clk.barrier += LoopClock::now() - t0;
+        }
         load_stage<MT, kG128>(&full[s_], (it / STAGES) & 1, ws + s_ * kWStage + sub * 8192,
                               l2s + s_ * (kL2Stage / 4) + sub * 64, w_off, l2_off, a);
       };
@@ -579,7 +604,9 @@ __global__ void __launch_bounds__(kThreads, OCC)
       // release the previous step's stage if that step was its last block;
       // then move on (prev: this step's stage if it is its last block, else -1).
       auto next_step = [&] {
+        const long long t0 = LoopClock::now();
         ptx::wgmma_wait<1>();
+        if constexpr (kTimeline) clk.wgmma += LoopClock::now() - t0, ++clk.steps;
         if (prev >= 0) release(prev);
         const bool last_block = sub + 1 == KD || kt + 1 == ke;
         prev = last_block ? stage_of(it) : -1;
@@ -589,6 +616,8 @@ __global__ void __launch_bounds__(kThreads, OCC)
       };
       load(a0);
       if (threadIdx.x == 128) timeline_mark(p, kTlFirstStage);
+      // (the unit's split from here: its first wait is the fill's; the last unit's is recorded)
+      if constexpr (kTimeline) clk = LoopClock{}, clk.start = LoopClock::now();
       while (true) {
         issue_stage<BM, MT, kG128>(acc, a0, x_desc());
         next_step();
@@ -603,8 +632,19 @@ __global__ void __launch_bounds__(kThreads, OCC)
         load(a0);
       }
       }  // kSS
+      const long long t_drain = LoopClock::now();
       ptx::wgmma_wait<0>();
-      if (threadIdx.x == 128) timeline_mark(p, kTlMainLoopDone);
+      if (threadIdx.x == 128) {
+        timeline_mark(p, kTlMainLoopDone);
+        if constexpr (kTimeline)
+          if (clk.start != 0) {  // (the register-A W4 path)
+            const long long t = LoopClock::now();
+            timeline_store(p, kTlLoopCycles, t - clk.start);
+            timeline_store(p, kTlLoopBarrierCycles, clk.barrier);
+            timeline_store(p, kTlLoopWgmmaCycles, clk.wgmma + (t - t_drain));
+            timeline_store(p, kTlLoopSteps, clk.steps);
+          }
+      }
 #pragma unroll
       for (int j = 0; j < MT; ++j) ptx::reg_fence(acc[j]);
       if constexpr (ASETS > 1) {
