@@ -146,9 +146,11 @@ __device__ __forceinline__ void timeline_mark(const Params& p, int point) {
 }
 
 // A profiling build's main-loop split (kTlLoop*): SM cycles of the consumer
-// thread, summed over its steps and units; in other builds nothing is read.
+// thread since `start` (its unit's first stage loaded), summed over the
+// unit's steps (a multi-unit walk records its last unit's); in other builds
+// nothing is read.
 struct LoopClock {
-  long long loop = 0, barrier = 0, wgmma = 0, start = 0;
+  long long barrier = 0, wgmma = 0, start = 0;
   int steps = 0;
   __device__ __forceinline__ static long long now() { return kTimeline ? clock64() : 0; }
 };
