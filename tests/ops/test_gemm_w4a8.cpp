@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <random>
 #include <sstream>
 #include <string>
@@ -88,11 +89,15 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
 
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
-  const int64_t ms[] = {1, 2, 7, 16, 33, 64, 128, 255, 1024, 4097};
-  // Real layers: Llama-3-8B qkv (6144 x 4096) and down (4096 x 14336).
-  for (bool g : {false, true})
-    for (auto [n, k] : {std::pair<int64_t, int64_t>{6144, 4096}, {4096, 14336}})
-      for (int64_t m : ms) cases.push_back({g, m, n, k});
+  const std::initializer_list<int64_t> ms = {1, 2, 7, 16, 33, 64, 128, 255, 1024, 4097};
+  // Real layers, Llama-3-8B qkv (6144 x 4096) and down (4096 x 14336), at
+  // `m_list`, both kinds, the planner's plans (of the wgmma family, with `form`).
+  auto on_real_layers = [&](std::initializer_list<int64_t> m_list, bool wgmma, const char* form) {
+    for (bool g : {false, true})
+      for (auto [n, k] : {std::pair<int64_t, int64_t>{6144, 4096}, {4096, 14336}})
+        for (int64_t m : m_list) cases.push_back({g, m, n, k, -1, 0, wgmma, form});
+  };
+  on_real_layers(ms, false, nullptr);
   // The small default model's layers (k = 576 has a partial last group) and
   // odd multiples of the tile sizes, n not a multiple of 16.
   for (bool g : {false, true})
@@ -106,9 +111,7 @@ std::vector<Case> all_cases() {
         for (int64_t m : {1, 37, 300}) cases.push_back({g, m, 640, 576, tile, splits});
   // The sm_90a wgmma family (skipped on other GPUs): the same matrix, then
   // each of its tiles with and without split-K.
-  for (bool g : {false, true})
-    for (auto [n, k] : {std::pair<int64_t, int64_t>{6144, 4096}, {4096, 14336}})
-      for (int64_t m : ms) cases.push_back({g, m, n, k, -1, 0, true});
+  on_real_layers(ms, true, nullptr);
   for (bool g : {false, true})
     for (auto [n, k] : {std::pair<int64_t, int64_t>{576, 576}, {192, 576}, {1536, 576}, {576, 1536}, {200, 448},
                         {640, 320}, {1408, 2880}})
@@ -177,9 +180,7 @@ std::vector<Case> all_cases() {
         for (int64_t m : {37, 300}) cases.push_back({g, m, 640, 1536, tile, splits, true, "QSERVE_W4A8_X_3D=1"});
       cases.push_back({g, 37, 640, 1600, tile, 2, true, "QSERVE_W4A8_X_3D=1"});
     }
-  for (bool g : {false, true})
-    for (auto [n, k] : {std::pair<int64_t, int64_t>{6144, 4096}, {4096, 14336}})
-      for (int64_t m : {16, 33, 64}) cases.push_back({g, m, n, k, -1, 0, true, "QSERVE_W4A8_X_3D=1"});
+  on_real_layers({16, 33, 64}, true, "QSERVE_W4A8_X_3D=1");
   // The first stages' weights ahead of the rest (QSERVE_W4A8_FIRST_STAGES,
   // the default since round 42: the producer waits for stage 0 before
   // requesting stage 4's weights; the cases above run it) switched off, on
@@ -197,9 +198,7 @@ std::vector<Case> all_cases() {
       cases.push_back({g, 300, 640, 2880, tile, 1, true, "QSERVE_W4A8_FIRST_STAGES=0"});
       cases.push_back({g, 37, 640, 2880, tile, 2, true, "QSERVE_W4A8_FIRST_STAGES=0"});
     }
-  for (bool g : {false, true})
-    for (auto [n, k] : {std::pair<int64_t, int64_t>{6144, 4096}, {4096, 14336}})
-      for (int64_t m : {16, 33, 64, 1024}) cases.push_back({g, m, n, k, -1, 0, true, "QSERVE_W4A8_FIRST_STAGES=0"});
+  on_real_layers({16, 33, 64, 1024}, true, "QSERVE_W4A8_FIRST_STAGES=0");
   // The measured plans (sm_90) of the other benchmark layers, through the
   // top-level planner: Llama-3-8B o and gate_up, Llama-2-7B qkv, gate_up, down
   // (m = 7: the decode rule's gemv8, or the table's m <= 8 bucket where the

@@ -24,6 +24,14 @@ using namespace cuda;
 struct Record {
   std::vector<uint64_t> ns = std::vector<uint64_t>(static_cast<size_t>(kW4A8TimelineCtas) * kW4A8TimelinePoints, 0);
   void set(int cta, int point, uint64_t t) { ns[static_cast<size_t>(cta) * kW4A8TimelinePoints + point] = t; }
+  // A CTA's main-loop counters (SM cycles; the loop's ns are its first_stage
+  // to main_loop_done points).
+  void set_loop(int cta, uint64_t cycles, uint64_t barrier, uint64_t wgmma, uint64_t steps) {
+    set(cta, kTlLoopCycles, cycles);
+    set(cta, kTlLoopBarrierCycles, barrier);
+    set(cta, kTlLoopWgmmaCycles, wgmma);
+    set(cta, kTlLoopSteps, steps);
+  }
 };
 
 // The line of `name` in `text` (empty if none).
@@ -103,10 +111,7 @@ TEST(GemmW4A8Timeline, MainLoopSplitAtEachCtasOwnClock) {
     rec.set(c, kTlEnd, e + 6'500);
     if (c == 2) continue;
     const uint64_t cycles = c == 0 ? 7'200 : 6'000;
-    rec.set(c, kTlLoopCycles, cycles);
-    rec.set(c, kTlLoopBarrierCycles, cycles / 4);
-    rec.set(c, kTlLoopWgmmaCycles, cycles / 2);
-    rec.set(c, kTlLoopSteps, 16);
+    rec.set_loop(c, cycles, cycles / 4, cycles / 2, 16);
   }
   const std::string s = summarize_w4a8_timeline(rec.ns, 3);
   EXPECT_NE(line_of(s, "loop: barrier waits").find("median    1.000 us  max    1.000 us  (2 CTAs)"), std::string::npos) << s;
@@ -124,10 +129,7 @@ TEST(GemmW4A8Timeline, MainLoopSplitNeedsConsistentCounters) {
   rec.set(0, kTlEntry, 1'000'000);
   rec.set(0, kTlFirstStage, 1'002'000);
   rec.set(0, kTlMainLoopDone, 1'006'000);
-  rec.set(0, kTlLoopCycles, 1'000);
-  rec.set(0, kTlLoopBarrierCycles, 900);
-  rec.set(0, kTlLoopWgmmaCycles, 900);
-  rec.set(0, kTlLoopSteps, 4);
+  rec.set_loop(0, 1'000, 900, 900, 4);
   const std::string s = summarize_w4a8_timeline(rec.ns, 1);
   EXPECT_EQ(line_of(s, "loop: barrier waits"), "") << s;
 }

@@ -1,5 +1,6 @@
 #include "backend/cuda/gemm_w4a8_switches.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdlib>
@@ -88,8 +89,8 @@ bool push_async() { return on(4); }
 bool push_fewer_stages() { return on(5); }
 bool x_3d() { return on(6); }
 bool first_stages() { return on(7); }
-int first_blocks_ahead() {
-  static const int v = [] {
+int first_stages_ahead(int kd) {
+  static const int blocks_ahead = [] {  // -1: unset
     const char* e = std::getenv("QSERVE_W4A8_FIRST_BLOCKS_AHEAD");
     if (e == nullptr || *e == '\0') return -1;
     char* end = nullptr;
@@ -98,7 +99,8 @@ int first_blocks_ahead() {
       fail(ErrorCode::kInvalidArgument, "QSERVE_W4A8_FIRST_BLOCKS_AHEAD='{}': expected 0..64 (128-wide k blocks)", e);
     return static_cast<int>(n);
   }();
-  return v;
+  if (blocks_ahead >= 0) return blocks_ahead > 0 ? std::max(1, blocks_ahead / kd) : 0;
+  return first_stages() && kd > 1 ? kFirstStagesAhead : 0;
 }
 }  // namespace w4a8::wgmma
 

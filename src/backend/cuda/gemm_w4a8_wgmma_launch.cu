@@ -3,10 +3,6 @@
 // (nvcc's host pass does not compile fmt's consteval code).
 #include "backend/cuda/gemm_w4a8_wgmma_launch.h"
 
-#include <algorithm>
-
-
-
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/tensor_map.h"
 
@@ -114,17 +110,12 @@ void launch_kernel(int tile, bool g128, const Params& p_in, int ctas, cudaStream
     QS_CUDA_CHECK(cudaErrorInvalidValue);
   // (A multicast pair's CTA loads half of the token rows of a stage; the
   // deep-stage tiles a stage's blocks in one box where switched on.)
+  const TileShape& t = kTiles[tile];
   Params p = p_in;
-  p.x_3d = kTiles[tile].kd > 1 && !kTiles[tile].mc && p.k % 128 == 0 && x_3d();
-  // (The kernels with two issuing threads read first_stages; only the deep-stage
-  // tiles take it: round 42's A B B A, gemm-hopper.md. The benchmark's
-  // QSERVE_W4A8_FIRST_BLOCKS_AHEAD gives every tile that reads it a depth in
-  // blocks instead.)
-  const int kd = kTiles[tile].kd, blocks_ahead = first_blocks_ahead();
-  p.first_stages = blocks_ahead >= 0 ? (blocks_ahead > 0 ? std::max(1, blocks_ahead / kd) : 0)
-                                     : first_stages() && kd > 1 ? kFirstStagesAhead : 0;
-  const CUtensorMap map = p.x_3d ? make_x_map_3d(p.x, p.m, p.k, kTiles[tile].bm, kTiles[tile].kd)
-                                 : make_x_map(p.x, p.m, p.k, kTiles[tile].mc ? kTiles[tile].bm / 2 : kTiles[tile].bm);
+  p.x_3d = t.kd > 1 && !t.mc && p.k % 128 == 0 && x_3d();
+  p.first_stages = first_stages_ahead(t.kd);  // (read by the kernels with two issuing threads)
+  const CUtensorMap map = p.x_3d ? make_x_map_3d(p.x, p.m, p.k, t.bm, t.kd)
+                                 : make_x_map(p.x, p.m, p.k, t.mc ? t.bm / 2 : t.bm);
   // The TMA epilogue's tiles get y's tensor map where it can describe y;
   // otherwise they copy their staged outputs out themselves.
   p.y_tma = 0;

@@ -479,11 +479,13 @@ bool x_3d();
 // engine at 128 sequences 0.6-1.1% slower (bench/results/2026-12-06-gemm-h100-r42.md).
 bool first_stages();
 inline constexpr int kFirstStagesAhead = 4;
-// For tuning the depth: QSERVE_W4A8_FIRST_BLOCKS_AHEAD=N (128-wide k blocks,
-// 0..64; read once) gives every tile that reads Params::first_stages N / kd
-// stages ahead (at least 1; 0: none), whatever first_stages() says; -1 when
-// unset. Not a switch: the benchmark's, not the engine's.
-int first_blocks_ahead();
+// Params::first_stages for a tile of `kd`-block stages: kFirstStagesAhead
+// where first_stages() and kd > 1, else 0 (every stage at the start). For
+// tuning the depth, QSERVE_W4A8_FIRST_BLOCKS_AHEAD=N (128-wide k blocks,
+// 0..64; read once; not a switch: the benchmark's, not the engine's) gives
+// every tile that reads it N / kd stages instead (at least 1; 0: none),
+// whatever first_stages() says.
+int first_stages_ahead(int kd);
 
 // Launches tile `tile` (index into kTiles: a W4, pd or cluster tile) on `ctas` persistent CTAs; builds
 // the activations' tensor map. Only for sm_90 devices. `pdl`: programmatic
