@@ -138,6 +138,15 @@ __device__ __forceinline__ void reg_fence(int32_t (&d)[R]) {
 #pragma unroll
   for (int i = 0; i < R; ++i) asm volatile("" : "+r"(d[i])::"memory");
 }
+// Register-A operands final here: every instruction that computes them comes
+// before this point in the PTX (else some may sink past wgmma.fence, between
+// the wgmmas of a group, and ptxas splits the group: load_stage in
+// gemm_w4a8_wgmma_kernel.cuh).
+template <int R>
+__device__ __forceinline__ void reg_fence(uint32_t (&d)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+r"(d[i])::"memory");
+}
 
 // Shared-memory matrix descriptor of a K-major operand in the 128-byte
 // swizzle (rows of 128 B, 8-row atoms of 1024 B, the atom 1024-B aligned):

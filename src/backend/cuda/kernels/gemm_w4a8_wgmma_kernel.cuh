@@ -128,7 +128,15 @@ namespace qserve::cuda::w4a8::wgmma {
 // issue_stage's u8 x s8 wgmmas; the level-2 words of group kt (one 128-wide
 // stage = one group) came with the stage (l2st: [8 MT tiles][8] uint32; l2_off[j]: this lane's word
 // of its tile j, or -1 past n16).
-template <int MT, bool kG128>
+// kWhole: every A register final before issue_stage's wgmma.fence. Otherwise the
+// compiler may sink part of the unpacking between the wgmmas of the group;
+// ptxas then injects a wgmma.fence before each wgmma (its C7519 notes) and
+// closes each as a group of its own, so that wgmma.wait_group 1 waits for all
+// but the last wgmma just issued. That costs the tensor-bound wide token
+// tiles (BM >= 128: 3-7.5% on an H100) and helps the latency-bound narrow ones
+// (their first wgmma starts before the unpacking ends: BM = 64 1.6-5.6%
+// faster); round 43 in docs/gemm-hopper.md.
+template <int MT, bool kG128, bool kWhole>
 __device__ __forceinline__ void load_stage(uint64_t* full_bar, uint32_t parity, const uint8_t* wst,
                                            const uint32_t* l2st, const int (&w_off)[MT], const int (&l2_off)[MT],
                                            uint32_t (&a)[MT][16]) {
@@ -147,6 +155,10 @@ __device__ __forceinline__ void load_stage(uint64_t* full_bar, uint32_t parity, 
     unpack8<kG128, kG128>(w1.z, l, a[j][12], a[j][13]);
     unpack8<kG128, kG128>(w1.w, l, a[j][14], a[j][15]);
   }
+  // kWhole: unpacked here, not between the wgmmas of the stage's group (reg_fence).
+  if constexpr (kWhole)
+#pragma unroll
+    for (int j = 0; j < MT; ++j) ptx::reg_fence(a[j]);
 }
 
 // Consumer, one stage: 4 k32 steps x MT wgmma m64nBMk32, committed as one
@@ -203,6 +215,8 @@ __global__ void __launch_bounds__(kThreads, OCC)
   constexpr bool kBiasedW = kG128 && !kSS;
   // The producer's activations issued by a thread of their own (see the producer).
   constexpr bool kXThread = !kS8 && !kPD && !kMC;
+  // Whole wgmma groups (load_stage): the wide token tiles.
+  constexpr bool kWholeGroups = BM >= 128;
   // (cluster_reduce_epilogue unbiases every g128 accumulator: W4 tiles only)
   static_assert(!kCL || !kSS, "the cluster tiles: W4 weights in registers");
   static_assert(!kUN || kCL, "the unsplit twins: of the cluster tiles");
@@ -561,8 +575,8 @@ __global__ void __launch_bounds__(kThreads, OCC)
           ptx::mbar_wait(&full[s_], (it / STAGES) & 1);
           clk.barrier += LoopClock::now() - t0;
         }
-        load_stage<MT, kG128>(&full[s_], (it / STAGES) & 1, ws + s_ * kWStage + sub * 8192,
-                              l2s + s_ * (kL2Stage / 4) + sub * 64, w_off, l2_off, a);
+        load_stage<MT, kG128, kWholeGroups>(&full[s_], (it / STAGES) & 1, ws + s_ * kWStage + sub * 8192,
+                                            l2s + s_ * (kL2Stage / 4) + sub * 64, w_off, l2_off, a);
       };
       auto x_desc = [&] { return ptx::smem_desc_sw128(xs + stage_of(it) * kXStage + sub * kXBytes); };
       // After a step's wgmmas are issued and the previous step's are done:
