@@ -132,18 +132,14 @@ template <int N>
 __device__ __forceinline__ void wgmma_wait() {
   QS_SM90A_ASM("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
-// Keeps the compiler from moving accumulator reads / writes across a wgmma wait.
-template <int R>
-__device__ __forceinline__ void reg_fence(int32_t (&d)[R]) {
-#pragma unroll
-  for (int i = 0; i < R; ++i) asm volatile("" : "+r"(d[i])::"memory");
-}
-// Register-A operands final here: every instruction that computes them comes
-// before this point in the PTX (else some may sink past wgmma.fence, between
-// the wgmmas of a group, and ptxas splits the group: load_stage in
+// The registers of d final here, in the PTX: nothing that reads or writes
+// them moves across this point. Accumulators: across a wgmma wait. Register-A
+// operands: every instruction computing them stays before the group's
+// wgmma.fence (else ptxas splits the group: load_stage in
 // gemm_w4a8_wgmma_kernel.cuh).
-template <int R>
-__device__ __forceinline__ void reg_fence(uint32_t (&d)[R]) {
+template <typename T, int R>
+__device__ __forceinline__ void reg_fence(T (&d)[R]) {
+  static_assert(sizeof(T) == 4, "32-bit registers");
 #pragma unroll
   for (int i = 0; i < R; ++i) asm volatile("" : "+r"(d[i])::"memory");
 }
