@@ -568,17 +568,23 @@ __global__ void __launch_bounds__(kThreads, OCC)
       // several steps per stage; the stage is released after its last).
       uint32_t a0[MT][16], a1[MT][16];
       int sub = 0;
+      // Stage st = it % STAGES and its full-barrier parity ph = (it / STAGES) & 1,
+      // stepped with it (no division a block); the activation descriptor as
+      // stage 0's plus the stage's and block's offset (shared addresses < 256 KB,
+      // 1024-B aligned offsets: the same bits as smem_desc_sw128 of the address).
+      int st = stage_of(it);
+      uint32_t ph = static_cast<uint32_t>(it / STAGES) & 1u;
+      const uint64_t x_desc0 = ptx::smem_desc_sw128(xs);
       auto load = [&](uint32_t(&a)[MT][16]) {
-        const int s_ = stage_of(it);
         if constexpr (kTimeline) {  // the barrier wait timed on its own (load_stage's wait then passes at once)
           const long long t0 = LoopClock::now();
-          ptx::mbar_wait(&full[s_], (it / STAGES) & 1);
+          ptx::mbar_wait(&full[st], ph);
           clk.barrier += LoopClock::now() - t0;
         }
-        load_stage<MT, kG128, kWholeGroups>(&full[s_], (it / STAGES) & 1, ws + s_ * kWStage + sub * 8192,
-                                            l2s + s_ * (kL2Stage / 4) + sub * 64, w_off, l2_off, a);
+        load_stage<MT, kG128, kWholeGroups>(&full[st], ph, ws + st * kWStage + sub * 8192,
+                                            l2s + st * (kL2Stage / 4) + sub * 64, w_off, l2_off, a);
       };
-      auto x_desc = [&] { return ptx::smem_desc_sw128(xs + stage_of(it) * kXStage + sub * kXBytes); };
+      auto x_desc = [&] { return x_desc0 + static_cast<uint32_t>((st * kXStage + sub * kXBytes) >> 4); };
       // After a step's wgmmas are issued and the previous step's are done:
       // release the previous step's stage if that step was its last block;
       // then move on (prev: this step's stage if it is its last block, else -1).
@@ -588,10 +594,14 @@ __global__ void __launch_bounds__(kThreads, OCC)
         if constexpr (kTimeline) clk.wgmma += LoopClock::now() - t0, ++clk.steps;
         if (prev >= 0) release(prev);
         const bool last_block = sub + 1 == KD || kt + 1 == ke;
-        prev = last_block ? stage_of(it) : -1;
+        prev = last_block ? st : -1;
         ++kt;
-        if (last_block) sub = 0, ++it;
-        else ++sub;
+        if (last_block) {
+          sub = 0, ++it;
+          if (++st == STAGES) st = 0, ph ^= 1u;
+        } else {
+          ++sub;
+        }
       };
       load(a0);
       if (threadIdx.x == 128) timeline_mark(p, kTlFirstStage);
