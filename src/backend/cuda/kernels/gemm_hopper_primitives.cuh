@@ -136,7 +136,7 @@ __device__ __forceinline__ void wgmma_wait() {
 // them moves across this point. Accumulators: across a wgmma wait. Register-A
 // operands: every instruction computing them stays before the group's
 // wgmma.fence (else ptxas splits the group: load_stage in
-// gemm_w4a8_wgmma_kernel.cuh).
+// gemm_w4a8_wgmma_stage.cuh).
 template <typename T, int R>
 __device__ __forceinline__ void reg_fence(T (&d)[R]) {
   static_assert(sizeof(T) == 4, "32-bit registers");
@@ -153,6 +153,13 @@ __device__ __forceinline__ void reg_fence(T (&d)[R]) {
 __device__ __forceinline__ uint64_t smem_desc_sw128(const void* p) {
   const uint64_t addr = smem_addr(p);
   return ((addr & 0x3ffff) >> 4) | (uint64_t{1} << 16) | (uint64_t{1024 >> 4} << 32) | (uint64_t{1} << 62);
+}
+// The descriptor of the tile `bytes` past desc's (bytes >= 0, a multiple of
+// 16): the start address field is the shared address / 16 in 14 bits, so
+// adding to it is the descriptor of the moved address while that stays below
+// 256 KB (any CTA's shared memory), without recomputing the address.
+__device__ __forceinline__ uint64_t smem_desc_advance(uint64_t desc, int bytes) {
+  return desc + static_cast<uint32_t>(bytes >> 4);
 }
 
 // ---- thread block clusters: barrier and distributed shared memory ----

@@ -105,96 +105,16 @@
 
 #include "backend/cuda/gemm_w4a8_wgmma_launch.h"
 #include "backend/cuda/kernels/gemm_hopper_primitives.cuh"
-#include "backend/cuda/kernels/gemm_w4a8_unpack.cuh"
 #include "backend/cuda/kernels/gemm_w4a8_wgmma_cluster.cuh"
 #include "backend/cuda/kernels/gemm_w4a8_wgmma_pd.cuh"
+#include "backend/cuda/kernels/gemm_w4a8_wgmma_stage.cuh"
 #include "backend/cuda/kernels/gemm_w4a8_wgmma_timeline.cuh"
 #include "backend/cuda/kernels/gemm_w4a8_wgmma_units.cuh"
-#include "backend/cuda/kernels/gemm_wgmma_s8.cuh"
-#include "backend/cuda/kernels/gemm_wgmma_s8_ss.cuh"
 #include "backend/cuda/kernels/pdl.cuh"
 #include "quant/gemm_epilogue.h"
 #include "quant/w4a8_repack.h"
 
 namespace qserve::cuda::w4a8::wgmma {
-
-// Consumer, one stage: waits for the stage's data and turns this warp's
-// weights into wgmma A registers: a[j][0..7] the first k64 half of m64 tile
-// j, a[j][8..15] the second. A half stage (the last one when k % 128 == 64)
-// computes the second half too, on whatever the weight buffer holds, against
-// the zeros that TMA wrote for the activations past k: no branch splits the
-// wgmma sequence (which made the compiler close the group with a dummy wgmma).
-// g128: the weights come biased by 128 (unsigned bytes, unpack8), for
-// issue_stage's u8 x s8 wgmmas; the level-2 words of group kt (one 128-wide
-// stage = one group) came with the stage (l2st: [8 MT tiles][8] uint32; l2_off[j]: this lane's word
-// of its tile j, or -1 past n16).
-// kWhole: every A register final before issue_stage's wgmma.fence. Otherwise the
-// compiler may sink part of the unpacking between the wgmmas of the group;
-// ptxas then injects a wgmma.fence before each wgmma (its C7519 notes) and
-// closes each as a group of its own, so that wgmma.wait_group 1 waits for all
-// but the last wgmma just issued. That costs the tensor-bound wide token
-// tiles (BM >= 128: 3-7.5% on an H100) and helps the latency-bound narrow ones
-// (their first wgmma starts before the unpacking ends: BM = 64 1.6-5.6%
-// faster); round 43 in docs/gemm-hopper.md.
-template <int MT, bool kG128, bool kWhole>
-__device__ __forceinline__ void load_stage(uint64_t* full_bar, uint32_t parity, const uint8_t* wst,
-                                           const uint32_t* l2st, const int (&w_off)[MT], const int (&l2_off)[MT],
-                                           uint32_t (&a)[MT][16]) {
-  ptx::mbar_wait(full_bar, parity);
-#pragma unroll
-  for (int j = 0; j < MT; ++j) {
-    const Level2 l = kG128 ? level2_params(l2_off[j] >= 0 ? l2st[l2_off[j]] : 0x00010001u) : Level2{};
-    const uint4 w0 = *reinterpret_cast<const uint4*>(wst + w_off[j]);
-    unpack8<kG128, kG128>(w0.x, l, a[j][0], a[j][1]);
-    unpack8<kG128, kG128>(w0.y, l, a[j][2], a[j][3]);
-    unpack8<kG128, kG128>(w0.z, l, a[j][4], a[j][5]);
-    unpack8<kG128, kG128>(w0.w, l, a[j][6], a[j][7]);
-    const uint4 w1 = *reinterpret_cast<const uint4*>(wst + w_off[j] + 4096);
-    unpack8<kG128, kG128>(w1.x, l, a[j][8], a[j][9]);
-    unpack8<kG128, kG128>(w1.y, l, a[j][10], a[j][11]);
-    unpack8<kG128, kG128>(w1.z, l, a[j][12], a[j][13]);
-    unpack8<kG128, kG128>(w1.w, l, a[j][14], a[j][15]);
-  }
-  // kWhole: unpacked here, not between the wgmmas of the stage's group (reg_fence).
-  if constexpr (kWhole)
-#pragma unroll
-    for (int j = 0; j < MT; ++j) ptx::reg_fence(a[j]);
-}
-
-// Consumer, one stage: 4 k32 steps x MT wgmma m64nBMk32, committed as one
-// group. B = the stage's X tile: stepping 32 B of k adds 2 to the descriptor.
-// kU8A: the A registers hold unsigned bytes (the g128 weights biased by 128).
-template <int BM, int MT, bool kU8A>
-__device__ __forceinline__ void issue_stage(int32_t (&acc)[MT][BM / 2], const uint32_t (&a)[MT][16], uint64_t desc) {
-  ptx::wgmma_fence();
-#pragma unroll
-  for (int j = 0; j < MT; ++j) {
-    ptx::wgmma_s8_rs<BM, kU8A>(acc[j], a[j][0], a[j][1], a[j][2], a[j][3], desc + 0, 1);
-    ptx::wgmma_s8_rs<BM, kU8A>(acc[j], a[j][4], a[j][5], a[j][6], a[j][7], desc + 2, 1);
-  }
-#pragma unroll
-  for (int j = 0; j < MT; ++j) {
-    ptx::wgmma_s8_rs<BM, kU8A>(acc[j], a[j][8], a[j][9], a[j][10], a[j][11], desc + 4, 1);
-    ptx::wgmma_s8_rs<BM, kU8A>(acc[j], a[j][12], a[j][13], a[j][14], a[j][15], desc + 6, 1);
-  }
-  ptx::wgmma_commit();
-}
-
-// Consumer, one stage of INT8 weights (kS8): 4 k32 steps x MT wgmma
-// m64nBMk32 with A = rows 64 (cw MT + j).. of the W stage, committed as one group.
-template <int BM, int MT>
-__device__ __forceinline__ void issue_stage_ss(int32_t (&acc)[MT][BM / 2], const uint8_t* wst, int cw,
-                                               uint64_t desc_b) {
-  uint64_t desc_a[MT];
-#pragma unroll
-  for (int j = 0; j < MT; ++j) desc_a[j] = ptx::smem_desc_sw128(wst + (cw * MT + j) * 8192);
-  ptx::wgmma_fence();
-#pragma unroll
-  for (int ks = 0; ks < 4; ++ks)
-#pragma unroll
-    for (int j = 0; j < MT; ++j) ptx::wgmma_s8_ss<BM>(acc[j], desc_a[j] + 2 * ks, desc_b + 2 * ks, 1);
-  ptx::wgmma_commit();
-}
 
 template <int BM, int MT, int STAGES, bool kG128, int ASETS, bool kS8 = false, bool kPD = false, bool kCL = false,
           int KD = 1, bool kSK = false, bool kMC = false, int OCC = 1, bool kUN = false, int kPR = 0>
@@ -570,8 +490,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
       int sub = 0;
       // Stage st = it % STAGES and its full-barrier parity ph = (it / STAGES) & 1,
       // stepped with it (no division a block); the activation descriptor as
-      // stage 0's plus the stage's and block's offset (shared addresses < 256 KB,
-      // 1024-B aligned offsets: the same bits as smem_desc_sw128 of the address).
+      // stage 0's advanced by the stage's and block's offset.
       int st = stage_of(it);
       uint32_t ph = static_cast<uint32_t>(it / STAGES) & 1u;
       const uint64_t x_desc0 = ptx::smem_desc_sw128(xs);
@@ -584,7 +503,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
         load_stage<MT, kG128, kWholeGroups>(&full[st], ph, ws + st * kWStage + sub * 8192,
                                             l2s + st * (kL2Stage / 4) + sub * 64, w_off, l2_off, a);
       };
-      auto x_desc = [&] { return x_desc0 + static_cast<uint32_t>((st * kXStage + sub * kXBytes) >> 4); };
+      auto x_desc = [&] { return ptx::smem_desc_advance(x_desc0, st * kXStage + sub * kXBytes); };
       // After a step's wgmmas are issued and the previous step's are done:
       // release the previous step's stage if that step was its last block;
       // then move on (prev: this step's stage if it is its last block, else -1).
