@@ -135,8 +135,14 @@ __global__ void __launch_bounds__(kThreads, OCC)
   constexpr bool kBiasedW = kG128 && !kSS;
   // The producer's activations issued by a thread of their own (see the producer).
   constexpr bool kXThread = !kS8 && !kPD && !kMC;
-  // Whole wgmma groups (load_stage): the wide token tiles.
+  // Whole wgmma groups (load_stage): the wide token tiles. The 64-token tiles
+  // of one m-tile a warpgroup commit each wgmma as a group of its own
+  // (issue_stage's kSplit; 1-4% on their per-channel rows, round 45); the
+  // others keep one group a stage, which ptxas splits for the first register
+  // set by itself (with every wgmma a group the 16 / 32-token and 256 x 64
+  // tiles lost 2-12%, round 45).
   constexpr bool kWholeGroups = BM >= 128;
+  constexpr bool kSplitGroups = BM == 64 && MT == 1;
   // (cluster_reduce_epilogue unbiases every g128 accumulator: W4 tiles only)
   static_assert(!kCL || !kSS, "the cluster tiles: W4 weights in registers");
   static_assert(!kUN || kCL, "the unsplit twins: of the cluster tiles");
@@ -509,7 +515,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
       // then move on (prev: this step's stage if it is its last block, else -1).
       auto next_step = [&] {
         const long long t0 = LoopClock::now();
-        ptx::wgmma_wait<1>();
+        ptx::wgmma_wait<kGroupsPerStep<MT, kSplitGroups>>();  // the previous step's groups done
         if constexpr (kTimeline) clk.wgmma += LoopClock::now() - t0, ++clk.steps;
         if (prev >= 0) release(prev);
         const bool last_block = sub + 1 == KD || kt + 1 == ke;
@@ -527,14 +533,14 @@ __global__ void __launch_bounds__(kThreads, OCC)
       // (the unit's split from here: its first wait is the fill's; the last unit's is recorded)
       if constexpr (kTimeline) clk = LoopClock{}, clk.start = LoopClock::now();
       while (true) {
-        issue_stage<BM, MT, kG128>(acc, a0, x_desc());
+        issue_stage<BM, MT, kG128, kSplitGroups>(acc, a0, x_desc());
         next_step();
         if (kt == ke) break;
         load(a1);
         if constexpr (ASETS > 1)
-          issue_stage<BM, MT, kG128>(acc_b, a1, x_desc());
+          issue_stage<BM, MT, kG128, kSplitGroups>(acc_b, a1, x_desc());
         else
-          issue_stage<BM, MT, kG128>(acc, a1, x_desc());
+          issue_stage<BM, MT, kG128, kSplitGroups>(acc, a1, x_desc());
         next_step();
         if (kt == ke) break;
         load(a0);

@@ -59,21 +59,29 @@ __device__ __forceinline__ void load_stage(uint64_t* full_bar, uint32_t parity, 
 // Consumer, one stage: 4 k32 steps x MT wgmma m64nBMk32, committed as one
 // group. B = the stage's X tile: stepping 32 B of k adds 2 to the descriptor.
 // kU8A: the A registers hold unsigned bytes (the g128 weights biased by 128).
-template <int BM, int MT, bool kU8A>
+// kSplit: each wgmma fenced and committed as a group of its own (4 MT groups
+// a stage), so that each starts as soon as its own four A registers are
+// unpacked, and the caller's wait leaves all of them in flight
+// (kGroupsPerStep): what ptxas made of the narrow tiles' first register set
+// by itself (round 43), now on both sets and without the wait for all but
+// the last wgmma of the group just issued.
+template <int BM, int MT, bool kU8A, bool kSplit = false>
 __device__ __forceinline__ void issue_stage(int32_t (&acc)[MT][BM / 2], const uint32_t (&a)[MT][16], uint64_t desc) {
-  ptx::wgmma_fence();
+  auto mma = [&](int j, int r, int dk) {
+    if constexpr (kSplit) ptx::wgmma_fence();
+    ptx::wgmma_s8_rs<BM, kU8A>(acc[j], a[j][r], a[j][r + 1], a[j][r + 2], a[j][r + 3], desc + dk, 1);
+    if constexpr (kSplit) ptx::wgmma_commit();
+  };
+  if constexpr (!kSplit) ptx::wgmma_fence();
 #pragma unroll
-  for (int j = 0; j < MT; ++j) {
-    ptx::wgmma_s8_rs<BM, kU8A>(acc[j], a[j][0], a[j][1], a[j][2], a[j][3], desc + 0, 1);
-    ptx::wgmma_s8_rs<BM, kU8A>(acc[j], a[j][4], a[j][5], a[j][6], a[j][7], desc + 2, 1);
-  }
+  for (int j = 0; j < MT; ++j) mma(j, 0, 0), mma(j, 4, 2);
 #pragma unroll
-  for (int j = 0; j < MT; ++j) {
-    ptx::wgmma_s8_rs<BM, kU8A>(acc[j], a[j][8], a[j][9], a[j][10], a[j][11], desc + 4, 1);
-    ptx::wgmma_s8_rs<BM, kU8A>(acc[j], a[j][12], a[j][13], a[j][14], a[j][15], desc + 6, 1);
-  }
-  ptx::wgmma_commit();
+  for (int j = 0; j < MT; ++j) mma(j, 8, 4), mma(j, 12, 6);
+  if constexpr (!kSplit) ptx::wgmma_commit();
 }
+// wgmma groups a stage commits (issue_stage).
+template <int MT, bool kSplit>
+inline constexpr int kGroupsPerStep = kSplit ? 4 * MT : 1;
 
 // Consumer, one stage of INT8 weights (kS8): 4 k32 steps x MT wgmma
 // m64nBMk32 with A = rows 64 (cw MT + j).. of the W stage, committed as one group.
