@@ -45,6 +45,26 @@ __device__ __forceinline__ void unpack8(uint32_t word, const Level2& l, uint32_t
   }
 }
 
+// Per-channel INT4 x 8 -> two registers of 4 unsigned bytes for the u8 x s8
+// wgmmas, one instruction each: lo = the low nibbles (rows g), hi = the high
+// nibbles masked in place (rows g + 8), i.e. 16 x those weights (0..240). The
+// rows g + 8 accumulate 16 x their dot products, which pc_rows8_exact divides
+// out after the main loop (exact: a multiple of 16). unpack8<false> spends a
+// shift more on the high nibbles.
+__device__ __forceinline__ void unpack8_pc16(uint32_t word, uint32_t& lo, uint32_t& hi) {
+  lo = word & 0x0f0f0f0fu;
+  hi = word & 0xf0f0f0f0u;
+}
+
+// The wgmma m64nNk32 accumulators of one m-tile after unpack8_pc16 weights:
+// acc[4 q + 0 / 1] hold row g of columns 8 q + 2 (lane % 4) + 0 / 1, acc[4 q +
+// 2 / 3] row g + 8 at 16 x its value; made exact by an arithmetic shift.
+template <int N>
+__device__ __forceinline__ void pc_rows8_exact(int32_t (&acc)[N]) {
+#pragma unroll
+  for (int q = 0; q < N / 4; ++q) acc[4 * q + 2] >>= 4, acc[4 * q + 3] >>= 4;
+}
+
 // The exact INT32 accumulator of the signed weights from that of the biased
 // ones: acc - 128 * x_sum (x_sum = sum_i Xq[t, i] of the output's token).
 __device__ __forceinline__ int32_t unbias_acc(int32_t acc, int32_t x_sum) { return acc - quant::kLevel2Bias * x_sum; }

@@ -533,14 +533,14 @@ __global__ void __launch_bounds__(kThreads, OCC)
       // (the unit's split from here: its first wait is the fill's; the last unit's is recorded)
       if constexpr (kTimeline) clk = LoopClock{}, clk.start = LoopClock::now();
       while (true) {
-        issue_stage<BM, MT, kG128, kSplitGroups>(acc, a0, x_desc());
+        issue_stage<BM, MT, true, kSplitGroups>(acc, a0, x_desc());
         next_step();
         if (kt == ke) break;
         load(a1);
         if constexpr (ASETS > 1)
-          issue_stage<BM, MT, kG128, kSplitGroups>(acc_b, a1, x_desc());
+          issue_stage<BM, MT, true, kSplitGroups>(acc_b, a1, x_desc());
         else
-          issue_stage<BM, MT, kG128, kSplitGroups>(acc, a1, x_desc());
+          issue_stage<BM, MT, true, kSplitGroups>(acc, a1, x_desc());
         next_step();
         if (kt == ke) break;
         load(a0);
@@ -569,6 +569,11 @@ __global__ void __launch_bounds__(kThreads, OCC)
           for (int i = 0; i < BM / 2; ++i) acc[j][i] += acc_b[j][i];
         }
       }
+      // Per-channel register-A weights: the rows g + 8 accumulated 16 x
+      // (load_stage's unpack8_pc16); exact from here, before any epilogue.
+      if constexpr (!kSS && !kG128)
+#pragma unroll
+        for (int j = 0; j < MT; ++j) pc_rows8_exact(acc[j]);
       release(prev);
       if constexpr (kPD) release_a((it - 1) & 1);
       if constexpr (kMC)

@@ -20,7 +20,10 @@ namespace qserve::cuda::w4a8::wgmma {
 // the zeros that TMA wrote for the activations past k: no branch splits the
 // wgmma sequence (which made the compiler close the group with a dummy wgmma).
 // g128: the weights come biased by 128 (unsigned bytes, unpack8), for
-// issue_stage's u8 x s8 wgmmas; the level-2 words of group kt (one 128-wide
+// issue_stage's u8 x s8 wgmmas; per-channel: unsigned bytes too, the rows
+// g + 8 (the high nibbles) at 16 x their value (unpack8_pc16: one instruction
+// a register; the caller divides those accumulators by 16 after the loop,
+// pc_rows8_exact); the level-2 words of group kt (one 128-wide
 // stage = one group) came with the stage (l2st: [8 MT tiles][8] uint32; l2_off[j]: this lane's word
 // of its tile j, or -1 past n16).
 // kWhole: every A register final before issue_stage's wgmma.fence. Otherwise the
@@ -39,16 +42,23 @@ __device__ __forceinline__ void load_stage(uint64_t* full_bar, uint32_t parity, 
 #pragma unroll
   for (int j = 0; j < MT; ++j) {
     const Level2 l = kG128 ? level2_params(l2_off[j] >= 0 ? l2st[l2_off[j]] : 0x00010001u) : Level2{};
+    // g128: biased by 128; per-channel: the rows g + 8 at 16 x (unpack8_pc16).
+    auto unpack = [&](uint32_t word, uint32_t& lo, uint32_t& hi) {
+      if constexpr (kG128)
+        unpack8<true, true>(word, l, lo, hi);
+      else
+        unpack8_pc16(word, lo, hi);
+    };
     const uint4 w0 = *reinterpret_cast<const uint4*>(wst + w_off[j]);
-    unpack8<kG128, kG128>(w0.x, l, a[j][0], a[j][1]);
-    unpack8<kG128, kG128>(w0.y, l, a[j][2], a[j][3]);
-    unpack8<kG128, kG128>(w0.z, l, a[j][4], a[j][5]);
-    unpack8<kG128, kG128>(w0.w, l, a[j][6], a[j][7]);
+    unpack(w0.x, a[j][0], a[j][1]);
+    unpack(w0.y, a[j][2], a[j][3]);
+    unpack(w0.z, a[j][4], a[j][5]);
+    unpack(w0.w, a[j][6], a[j][7]);
     const uint4 w1 = *reinterpret_cast<const uint4*>(wst + w_off[j] + 4096);
-    unpack8<kG128, kG128>(w1.x, l, a[j][8], a[j][9]);
-    unpack8<kG128, kG128>(w1.y, l, a[j][10], a[j][11]);
-    unpack8<kG128, kG128>(w1.z, l, a[j][12], a[j][13]);
-    unpack8<kG128, kG128>(w1.w, l, a[j][14], a[j][15]);
+    unpack(w1.x, a[j][8], a[j][9]);
+    unpack(w1.y, a[j][10], a[j][11]);
+    unpack(w1.z, a[j][12], a[j][13]);
+    unpack(w1.w, a[j][14], a[j][15]);
   }
   // kWhole: unpacked here, not between the wgmmas of the stage's group (reg_fence).
   if constexpr (kWhole)
