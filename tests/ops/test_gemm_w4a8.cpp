@@ -20,6 +20,7 @@
 #include "backend/cpu/gemm_w4a8.h"
 #include "core/error.h"
 #include "core/half.h"
+#include "quant/w4a8_repack.h"
 #include "quant/weight_format.h"
 
 #ifdef QSERVE_HAVE_CUDA
@@ -636,6 +637,30 @@ TEST_F(GemmBaselines, Fp16MatchesCpuReference) {
         ref += r * r;
       }
     EXPECT_LT(std::sqrt(err / ref), 2e-3) << "m " << m;
+  }
+}
+
+// The register-A kernels multiply unsigned weight bytes (g128 biased by 128,
+// per-channel rows g + 8 at 16 x) into INT32: k above kMaxU8AccK is refused
+// at upload, with the error a user sees, not an overflow.
+TEST(GemmW4A8Upload, RefusesKBeyondTheAccumulators) {
+  if (cuda::device_count() == 0) GTEST_SKIP() << "skipped: no CUDA device";
+  context();  // the test binary's device and stream
+  auto weights = [](int64_t n, int64_t k) {
+    quant::W4PerChannelWeights w;
+    w.n = n, w.k = k;
+    w.qweight.assign(static_cast<size_t>(n * k / 2), 0x77);
+    w.scale.assign(static_cast<size_t>(n), 0x3c00);  // 1.0
+    w.zero.assign(static_cast<size_t>(n), 8);
+    return w;
+  };
+  constexpr int64_t kMax = cuda::w4a8::wgmma::kMaxU8AccK;
+  EXPECT_NO_THROW(cuda::upload_w4a8(weights(16, kMax)));
+  try {
+    cuda::upload_w4a8(weights(16, kMax + quant::kMmaTileK));
+    ADD_FAILURE() << "k = " << kMax + quant::kMmaTileK << " was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
   }
 }
 

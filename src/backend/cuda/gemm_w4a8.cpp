@@ -32,6 +32,9 @@ std::vector<float> to_float(const std::vector<uint16_t>& h, int64_t padded) {
 W4A8DeviceWeights upload_common(W4A8Kind kind, int64_t n, int64_t k, const std::vector<uint8_t>& qweight) {
   if (k % quant::kMmaTileK != 0)
     fail(ErrorCode::kUnsupported, "W4A8 CUDA GEMM: k = {} is not a multiple of {}", k, quant::kMmaTileK);
+  if (k > w4a8::wgmma::kMaxU8AccK)  // the u8 x s8 MMAs' INT32 accumulators (gemm_w4a8_wgmma_launch.h)
+    fail(ErrorCode::kUnsupported, "W4A8 CUDA GEMM: k = {} is above the {} that INT32 accumulators hold", k,
+         w4a8::wgmma::kMaxU8AccK);
   W4A8DeviceWeights d;
   d.kind = kind;
   d.n = n;
