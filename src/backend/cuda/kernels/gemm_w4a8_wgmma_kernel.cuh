@@ -133,6 +133,10 @@ __global__ void __launch_bounds__(kThreads, OCC)
   // wgmmas); the accumulators are made exact before any epilogue (unbias_acc
   // with the token's code sum p.x_sum). kSS tiles read signed INT8 weights.
   constexpr bool kBiasedW = kG128 && !kSS;
+  // Per-channel W4 tiles (register A): the rows g + 8 of each m-tile at 16 x
+  // their weights (load_stage's unpack8_pc16, u8 x s8 wgmmas); those
+  // accumulators are made exact before any epilogue (pc_rows8_exact).
+  constexpr bool kPc16W = !kG128 && !kSS;
   // The producer's activations issued by a thread of their own (see the producer).
   constexpr bool kXThread = !kS8 && !kPD && !kMC;
   // Whole wgmma groups (load_stage): the wide token tiles. The 64-token tiles
@@ -533,14 +537,14 @@ __global__ void __launch_bounds__(kThreads, OCC)
       // (the unit's split from here: its first wait is the fill's; the last unit's is recorded)
       if constexpr (kTimeline) clk = LoopClock{}, clk.start = LoopClock::now();
       while (true) {
-        issue_stage<BM, MT, true, kSplitGroups>(acc, a0, x_desc());
+        issue_stage<BM, MT, kSplitGroups>(acc, a0, x_desc());
         next_step();
         if (kt == ke) break;
         load(a1);
         if constexpr (ASETS > 1)
-          issue_stage<BM, MT, true, kSplitGroups>(acc_b, a1, x_desc());
+          issue_stage<BM, MT, kSplitGroups>(acc_b, a1, x_desc());
         else
-          issue_stage<BM, MT, true, kSplitGroups>(acc, a1, x_desc());
+          issue_stage<BM, MT, kSplitGroups>(acc, a1, x_desc());
         next_step();
         if (kt == ke) break;
         load(a0);
@@ -569,9 +573,8 @@ __global__ void __launch_bounds__(kThreads, OCC)
           for (int i = 0; i < BM / 2; ++i) acc[j][i] += acc_b[j][i];
         }
       }
-      // Per-channel register-A weights: the rows g + 8 accumulated 16 x
-      // (load_stage's unpack8_pc16); exact from here, before any epilogue.
-      if constexpr (!kSS && !kG128)
+      // kPc16W: the rows g + 8 accumulated 16 x; exact from here.
+      if constexpr (kPc16W)
 #pragma unroll
         for (int j = 0; j < MT; ++j) pc_rows8_exact(acc[j]);
       release(prev);

@@ -19,13 +19,13 @@ namespace qserve::cuda::w4a8::wgmma {
 // computes the second half too, on whatever the weight buffer holds, against
 // the zeros that TMA wrote for the activations past k: no branch splits the
 // wgmma sequence (which made the compiler close the group with a dummy wgmma).
-// g128: the weights come biased by 128 (unsigned bytes, unpack8), for
-// issue_stage's u8 x s8 wgmmas; per-channel: unsigned bytes too, the rows
-// g + 8 (the high nibbles) at 16 x their value (unpack8_pc16: one instruction
-// a register; the caller divides those accumulators by 16 after the loop,
-// pc_rows8_exact); the level-2 words of group kt (one 128-wide
-// stage = one group) came with the stage (l2st: [8 MT tiles][8] uint32; l2_off[j]: this lane's word
-// of its tile j, or -1 past n16).
+// Both kinds give issue_stage's u8 x s8 wgmmas unsigned bytes: g128 the
+// weights biased by 128 (unpack8); per-channel the rows g + 8 (the high
+// nibbles) at 16 x their value (unpack8_pc16, one instruction a register; the
+// caller divides those accumulators by 16 after the loop, pc_rows8_exact).
+// g128's level-2 words of group kt (one 128-wide stage = one group) came with
+// the stage (l2st: [8 MT tiles][8] uint32; l2_off[j]: this lane's word of its
+// tile j, or -1 past n16).
 // kWhole: every A register final before issue_stage's wgmma.fence. Otherwise the
 // compiler may sink part of the unpacking between the wgmmas of the group;
 // ptxas then injects a wgmma.fence before each wgmma (its C7519 notes) and
@@ -66,20 +66,20 @@ __device__ __forceinline__ void load_stage(uint64_t* full_bar, uint32_t parity, 
     for (int j = 0; j < MT; ++j) ptx::reg_fence(a[j]);
 }
 
-// Consumer, one stage: 4 k32 steps x MT wgmma m64nBMk32, committed as one
-// group. B = the stage's X tile: stepping 32 B of k adds 2 to the descriptor.
-// kU8A: the A registers hold unsigned bytes (the g128 weights biased by 128).
+// Consumer, one stage: 4 k32 steps x MT wgmma m64nBMk32 (u8 x s8: the A
+// registers as load_stage leaves them), committed as one group. B = the
+// stage's X tile: stepping 32 B of k adds 2 to the descriptor.
 // kSplit: each wgmma fenced and committed as a group of its own (4 MT groups
 // a stage), so that each starts as soon as its own four A registers are
 // unpacked, and the caller's wait leaves all of them in flight
 // (kGroupsPerStep): what ptxas made of the narrow tiles' first register set
 // by itself (round 43), now on both sets and without the wait for all but
 // the last wgmma of the group just issued.
-template <int BM, int MT, bool kU8A, bool kSplit = false>
+template <int BM, int MT, bool kSplit = false>
 __device__ __forceinline__ void issue_stage(int32_t (&acc)[MT][BM / 2], const uint32_t (&a)[MT][16], uint64_t desc) {
   auto mma = [&](int j, int r, int dk) {
     if constexpr (kSplit) ptx::wgmma_fence();
-    ptx::wgmma_s8_rs<BM, kU8A>(acc[j], a[j][r], a[j][r + 1], a[j][r + 2], a[j][r + 3], desc + dk, 1);
+    ptx::wgmma_s8_rs<BM, true>(acc[j], a[j][r], a[j][r + 1], a[j][r + 2], a[j][r + 3], desc + dk, 1);
     if constexpr (kSplit) ptx::wgmma_commit();
   };
   if constexpr (!kSplit) ptx::wgmma_fence();
