@@ -12,7 +12,10 @@
 // [n / 128][k / 64][8 tiles][32 lanes][16 B]), which
 // unpack to the mma.sync m16n8k32 A fragments of the block's two k32 steps
 // (rows = the tile's channels g, g + 8); one mma.sync per k32 step and
-// 8-token group (kNT groups: 8 or 16 tokens).
+// 8-token group (kNT groups: 8 or 16 tokens). Every MMA is u8 x s8: g128's
+// weights biased by 128 (unpack8), per-channel's high nibbles (rows g + 8)
+// masked in place as 16 x the weight (unpack8_pc16, one instruction a
+// register); the epilogue divides those rows' sums by 16 (exact).
 //
 // The activations' B fragments (8 tokens x 32 k each) come one of two ways:
 // - kRing = false (m <= 4): four 4-byte loads per block straight from X. Each
@@ -280,15 +283,23 @@ __global__ void __launch_bounds__(32 * kW, kCtasPerSm) gemm_w4a8_gemv_kernel(con
       if (i % 2 == 0) lp = wgmma::level2_params(ls[i]);
     const uint4& wi = ws[i];
     uint32_t a[8];
-    wgmma::unpack8<kG128, kG128>(wi.x, lp, a[0], a[1]);
-    wgmma::unpack8<kG128, kG128>(wi.y, lp, a[2], a[3]);
-    wgmma::unpack8<kG128, kG128>(wi.z, lp, a[4], a[5]);
-    wgmma::unpack8<kG128, kG128>(wi.w, lp, a[6], a[7]);
+    if constexpr (kG128) {
+      wgmma::unpack8<true, true>(wi.x, lp, a[0], a[1]);
+      wgmma::unpack8<true, true>(wi.y, lp, a[2], a[3]);
+      wgmma::unpack8<true, true>(wi.z, lp, a[4], a[5]);
+      wgmma::unpack8<true, true>(wi.w, lp, a[6], a[7]);
+    } else {
+      wgmma::unpack8_pc16(wi.x, a[0], a[1]);
+      wgmma::unpack8_pc16(wi.y, a[2], a[3]);
+      wgmma::unpack8_pc16(wi.z, a[4], a[5]);
+      wgmma::unpack8_pc16(wi.w, a[6], a[7]);
+    }
 #pragma unroll
     for (int j = 0; j < kNT; ++j) {
-      // g128: the weights biased by 128 (unpack8), u8 x s8
-      ptx::mma_s8_16832<kG128>(acc[j], a[0], a[1], a[2], a[3], b[j][0], b[j][1]);
-      ptx::mma_s8_16832<kG128>(acc[j], a[4], a[5], a[6], a[7], b[j][2], b[j][3]);
+      // u8 x s8 both ways: g128's weights biased by 128 (unpack8), per-channel's
+      // rows g + 8 at 16 x (unpack8_pc16; divided out in the epilogue)
+      ptx::mma_s8_16832<true>(acc[j], a[0], a[1], a[2], a[3], b[j][0], b[j][1]);
+      ptx::mma_s8_16832<true>(acc[j], a[4], a[5], a[6], a[7], b[j][2], b[j][3]);
     }
   };
 
@@ -384,7 +395,10 @@ __global__ void __launch_bounds__(32 * kW, kCtasPerSm) gemm_w4a8_gemv_kernel(con
       int32_t v = 0;
 #pragma unroll
       for (int wp = 0; wp < kW; ++wp) v += red(wp, ep_jr, ep_ln);
-      if constexpr (kG128) v = wgmma::unbias_acc(v, ep_xsum);
+      if constexpr (kG128)
+        v = wgmma::unbias_acc(v, ep_xsum);
+      else if (ep_jr & 2)
+        v >>= 4;  // rows g + 8 (accumulators 2, 3) hold 16 x their sum: exact
       const int o = t16 * 16 + ep_co;
       if (o < p.n && ep_tok < p.m) {
         const size_t idx = static_cast<size_t>(ep_tok) * p.n + o;
