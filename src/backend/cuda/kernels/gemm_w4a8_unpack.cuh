@@ -46,11 +46,12 @@ __device__ __forceinline__ void unpack8(uint32_t word, const Level2& l, uint32_t
 }
 
 // Per-channel INT4 x 8 -> two registers of 4 unsigned bytes for the u8 x s8
-// wgmmas, one instruction each: lo = the low nibbles (rows g), hi = the high
-// nibbles masked in place (rows g + 8), i.e. 16 x those weights (0..240). The
-// rows g + 8 accumulate 16 x their dot products, which pc_rows8_exact divides
-// out after the main loop (exact: a multiple of 16). unpack8<false> spends a
-// shift more on the high nibbles.
+// wgmmas and the decode kernels' u8 x s8 mma.sync, one instruction each: lo =
+// the low nibbles (rows g), hi = the high nibbles masked in place (rows g +
+// 8), i.e. 16 x those weights (0..240). The rows g + 8 accumulate 16 x their
+// dot products, divided out after the main loop (exact: a multiple of 16):
+// pc_rows8_exact in the wgmma tiles, the epilogue's sum in the decode kernels.
+// unpack8<false> spends a shift more on the high nibbles.
 __device__ __forceinline__ void unpack8_pc16(uint32_t word, uint32_t& lo, uint32_t& hi) {
   lo = word & 0x0f0f0f0fu;
   hi = word & 0xf0f0f0f0u;
