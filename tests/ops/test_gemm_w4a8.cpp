@@ -28,6 +28,7 @@
 #include "backend/cuda/cuda_context.h"
 #include "backend/cuda/gemm_cublas.h"
 #include "backend/cuda/gemm_w4a8.h"
+#include "backend/cuda/gemm_w4a8_launch.h"
 #include "backend/cuda/gemm_w4a8_switches.h"
 #include "backend/cuda/gemm_w4a8_tile_names.h"
 #include "backend/cuda/gemm_w4a8_wgmma_launch.h"
@@ -654,7 +655,7 @@ TEST(GemmW4A8Upload, RefusesKBeyondTheAccumulators) {
     w.zero.assign(static_cast<size_t>(n), 8);
     return w;
   };
-  constexpr int64_t kMax = cuda::w4a8::wgmma::kMaxU8AccK;
+  constexpr int64_t kMax = cuda::w4a8::kMaxU8AccK;
   EXPECT_NO_THROW(cuda::upload_w4a8(weights(16, kMax)));
   try {
     cuda::upload_w4a8(weights(16, kMax + quant::kMmaTileK));

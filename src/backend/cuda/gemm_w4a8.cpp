@@ -32,9 +32,9 @@ std::vector<float> to_float(const std::vector<uint16_t>& h, int64_t padded) {
 W4A8DeviceWeights upload_common(W4A8Kind kind, int64_t n, int64_t k, const std::vector<uint8_t>& qweight) {
   if (k % quant::kMmaTileK != 0)
     fail(ErrorCode::kUnsupported, "W4A8 CUDA GEMM: k = {} is not a multiple of {}", k, quant::kMmaTileK);
-  if (k > w4a8::wgmma::kMaxU8AccK)  // the u8 x s8 MMAs' INT32 accumulators (gemm_w4a8_wgmma_launch.h)
+  if (k > w4a8::kMaxU8AccK)  // the u8 x s8 MMAs' INT32 accumulators (gemm_w4a8_launch.h)
     fail(ErrorCode::kUnsupported, "W4A8 CUDA GEMM: k = {} is above the {} that INT32 accumulators hold", k,
-         w4a8::wgmma::kMaxU8AccK);
+         w4a8::kMaxU8AccK);
   W4A8DeviceWeights d;
   d.kind = kind;
   d.n = n;
@@ -253,8 +253,8 @@ void gemm_w4a8(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A8Plan&
   if (gemv) {
     QS_CHECK(plan.grid_n == (w.n + 15) / 16 && args.m <= w4a8_tile_tokens(plan.tile)) << "plan made for another shape";
     QS_CHECK(reinterpret_cast<uintptr_t>(args.x) % 16 == 0) << "the decode kernel copies the activations in 16-byte pieces";
-    QS_CHECK(w.k <= w4a8::wgmma::kMaxU8AccK)
-        << "k = " << w.k << ": the decode kernels' u8 x s8 INT32 accumulators hold k <= " << w4a8::wgmma::kMaxU8AccK;
+    QS_CHECK(w.k <= w4a8::kMaxU8AccK)
+        << "k = " << w.k << ": the decode kernels' u8 x s8 INT32 accumulators hold k <= " << w4a8::kMaxU8AccK;
     w4a8::gemv::launch_gemv(w.kind == W4A8Kind::kG128, w4a8_gemv_kernel(plan.tile), p, plan.ctas, stream, plan.pdl);
     return;
   }

@@ -10,6 +10,13 @@
 
 namespace qserve::cuda::w4a8 {
 
+// The largest k of the W4 weights: the register-A wgmma tiles and the decode
+// kernels multiply unsigned weight bytes (unpack8_u8) into INT32 accumulators,
+// a product at most 255 x 128 (g128: the weights biased by 128; per-channel:
+// the high nibbles at 16 x, 240 x 128), so k <= 2^31 / 32640 = 65,793;
+// rounded down. Uploads above it are refused (gemm_w4a8.cpp).
+inline constexpr int kMaxU8AccK = 65536;
+
 struct KernelParams {
   const int8_t* x;          // [m, k] row-major
   const uint4* w;           // [n/128][k/64][8][32] x 16 B compute order

@@ -7,6 +7,7 @@
 
 #include "backend/cuda/gemm_w4a8_dequant.h"
 #include "backend/cuda/gemm_w4a8_gemv.h"
+#include "backend/cuda/gemm_w4a8_launch.h"
 #include "backend/cuda/gemm_w4a8_measured.h"
 #include "backend/cuda/gemm_w4a8_timeline.h"
 #include "backend/cuda/gemm_w4a8_wgmma_launch.h"
@@ -406,8 +407,8 @@ void gemm_w4a8_wgmma(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A
   QS_CHECK(w.kind == W4A8Kind::kG128 || args.acc_out || args.a_sum) << "per-channel W4A8 needs a_sum";
   QS_CHECK(w.kind != W4A8Kind::kG128 || args.x_sum) << "g128 W4A8 needs x_sum";
   QS_CHECK(!w4a8_tile_is_gemv(plan.tile)) << "the decode kernel runs through gemm_w4a8";
-  QS_CHECK(w.k <= w4a8::wgmma::kMaxU8AccK) << "k = " << w.k << ": the wgmma kernels' INT32 accumulators hold k <= "
-                                           << w4a8::wgmma::kMaxU8AccK;
+  QS_CHECK(w.k <= w4a8::kMaxU8AccK) << "k = " << w.k << ": the wgmma kernels' INT32 accumulators hold k <= "
+                                           << w4a8::kMaxU8AccK;
   const int local = plan.tile - kW4A8FirstWgmmaTile;
   const TileShape& s = kTiles[local];
   w4a8::wgmma::Params p = wgmma_params(args, plan, workspace, w.n, w.k);

@@ -135,12 +135,6 @@ struct TileShape {
   constexpr int a_slot_bytes() const { return pd ? 2 * mt * 16384 : 0; }
 };
 
-// The largest k of the register-A W4 tiles, whose u8 x s8 wgmmas cannot then
-// overflow the INT32 accumulators: a product is at most 255 x 128 (g128: the
-// weights biased by 128; per-channel: the high nibbles at 16 x, 240 x 128),
-// so k <= 2^31 / 32640 = 65,793; rounded down.
-inline constexpr int kMaxU8AccK = 65536;
-
 // Indices are the planner's tile ids minus kFirstTile (gemm_w4a8.h).
 inline constexpr int kTileCount = 43;
 inline constexpr int kFirstS8Tile = 10;       // tiles 10..13: INT8 weights (s8)

@@ -283,21 +283,13 @@ __global__ void __launch_bounds__(32 * kW, kCtasPerSm) gemm_w4a8_gemv_kernel(con
       if (i % 2 == 0) lp = wgmma::level2_params(ls[i]);
     const uint4& wi = ws[i];
     uint32_t a[8];
-    if constexpr (kG128) {
-      wgmma::unpack8<true, true>(wi.x, lp, a[0], a[1]);
-      wgmma::unpack8<true, true>(wi.y, lp, a[2], a[3]);
-      wgmma::unpack8<true, true>(wi.z, lp, a[4], a[5]);
-      wgmma::unpack8<true, true>(wi.w, lp, a[6], a[7]);
-    } else {
-      wgmma::unpack8_pc16(wi.x, a[0], a[1]);
-      wgmma::unpack8_pc16(wi.y, a[2], a[3]);
-      wgmma::unpack8_pc16(wi.z, a[4], a[5]);
-      wgmma::unpack8_pc16(wi.w, a[6], a[7]);
-    }
+    wgmma::unpack8_u8<kG128>(wi.x, lp, a[0], a[1]);
+    wgmma::unpack8_u8<kG128>(wi.y, lp, a[2], a[3]);
+    wgmma::unpack8_u8<kG128>(wi.z, lp, a[4], a[5]);
+    wgmma::unpack8_u8<kG128>(wi.w, lp, a[6], a[7]);
 #pragma unroll
     for (int j = 0; j < kNT; ++j) {
-      // u8 x s8 both ways: g128's weights biased by 128 (unpack8), per-channel's
-      // rows g + 8 at 16 x (unpack8_pc16; divided out in the epilogue)
+      // u8 x s8 both ways (unpack8_u8; per-channel's rows g + 8 divided by 16 in the epilogue)
       ptx::mma_s8_16832<true>(acc[j], a[0], a[1], a[2], a[3], b[j][0], b[j][1]);
       ptx::mma_s8_16832<true>(acc[j], a[4], a[5], a[6], a[7], b[j][2], b[j][3]);
     }

@@ -57,6 +57,17 @@ __device__ __forceinline__ void unpack8_pc16(uint32_t word, uint32_t& lo, uint32
   hi = word & 0xf0f0f0f0u;
 }
 
+// The unsigned weight bytes of either kind for the u8 x s8 MMAs (the wgmma
+// tiles' load_stage, the decode kernels): g128 biased by 128 (unpack8),
+// per-channel the rows g + 8 at 16 x (unpack8_pc16; l unused).
+template <bool kG128>
+__device__ __forceinline__ void unpack8_u8(uint32_t word, const Level2& l, uint32_t& lo, uint32_t& hi) {
+  if constexpr (kG128)
+    unpack8<true, true>(word, l, lo, hi);
+  else
+    unpack8_pc16(word, lo, hi);
+}
+
 // The wgmma m64nNk32 accumulators of one m-tile after unpack8_pc16 weights:
 // acc[4 q + 0 / 1] hold row g of columns 8 q + 2 (lane % 4) + 0 / 1, acc[4 q +
 // 2 / 3] row g + 8 at 16 x its value; made exact by an arithmetic shift.

@@ -42,23 +42,16 @@ __device__ __forceinline__ void load_stage(uint64_t* full_bar, uint32_t parity, 
 #pragma unroll
   for (int j = 0; j < MT; ++j) {
     const Level2 l = kG128 ? level2_params(l2_off[j] >= 0 ? l2st[l2_off[j]] : 0x00010001u) : Level2{};
-    // g128: biased by 128; per-channel: the rows g + 8 at 16 x (unpack8_pc16).
-    auto unpack = [&](uint32_t word, uint32_t& lo, uint32_t& hi) {
-      if constexpr (kG128)
-        unpack8<true, true>(word, l, lo, hi);
-      else
-        unpack8_pc16(word, lo, hi);
-    };
     const uint4 w0 = *reinterpret_cast<const uint4*>(wst + w_off[j]);
-    unpack(w0.x, a[j][0], a[j][1]);
-    unpack(w0.y, a[j][2], a[j][3]);
-    unpack(w0.z, a[j][4], a[j][5]);
-    unpack(w0.w, a[j][6], a[j][7]);
+    unpack8_u8<kG128>(w0.x, l, a[j][0], a[j][1]);
+    unpack8_u8<kG128>(w0.y, l, a[j][2], a[j][3]);
+    unpack8_u8<kG128>(w0.z, l, a[j][4], a[j][5]);
+    unpack8_u8<kG128>(w0.w, l, a[j][6], a[j][7]);
     const uint4 w1 = *reinterpret_cast<const uint4*>(wst + w_off[j] + 4096);
-    unpack(w1.x, a[j][8], a[j][9]);
-    unpack(w1.y, a[j][10], a[j][11]);
-    unpack(w1.z, a[j][12], a[j][13]);
-    unpack(w1.w, a[j][14], a[j][15]);
+    unpack8_u8<kG128>(w1.x, l, a[j][8], a[j][9]);
+    unpack8_u8<kG128>(w1.y, l, a[j][10], a[j][11]);
+    unpack8_u8<kG128>(w1.z, l, a[j][12], a[j][13]);
+    unpack8_u8<kG128>(w1.w, l, a[j][14], a[j][15]);
   }
   // kWhole: unpacked here, not between the wgmmas of the stage's group (reg_fence).
   if constexpr (kWhole)
