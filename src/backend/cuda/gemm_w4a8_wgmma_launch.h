@@ -151,6 +151,24 @@ inline constexpr int kFirstMidTile = 38, kEndMidTile = 42;
 // bench/results/2026-12-03-gemm-h200-r25.md).
 inline constexpr int kFirstMcTile = 42;
 inline constexpr int kMaxClusterSplits = 8;   // the portable cluster size
+// The cluster tiles' main loop unrolled over groups of the ring of stages
+// (kernels/gemm_w4a8_wgmma_kernel.cuh, kRing): a group is the fewest whole
+// stages (G, dividing STAGES) of at least kMinRingGroupSteps 128-wide steps,
+// an even count (the two register sets alternate); where no divisor gives one,
+// two passes over the ring (2 STAGES). Longer groups than kMaxRingGroupSteps keep
+// the loop rolled (the 18-step group of the two-CTA-per-SM 128 x 16 push
+// form spilled; the whole-ring form's 20-24 steps cost the engine 1-2.5%
+// against 4-10% faster GEMMs in isolation, round 47).
+inline constexpr int kMinRingGroupSteps = 4, kMaxRingGroupSteps = 12;
+constexpr int ring_group_stages(int stages, int kd) {
+  for (int g = 1; g <= stages; ++g)
+    if (stages % g == 0 && g * kd % 2 == 0 && g * kd >= kMinRingGroupSteps) return g;
+  return stages * kd % 2 == 0 ? stages : 2 * stages;
+}
+// The tiles' groups (stages x kd -> steps a group): 12 x 1 -> 4, 9 x 2 -> 6,
+// 10 x 1 -> 10, 5 x 2 -> 10, 4 x 2 -> 4; 11 x 1 -> 22 (two passes: rolled).
+static_assert(ring_group_stages(12, 1) == 4 && ring_group_stages(9, 2) == 3 && ring_group_stages(10, 1) == 10 &&
+              ring_group_stages(5, 2) == 5 && ring_group_stages(4, 2) == 2 && ring_group_stages(11, 1) == 22);
 // Every persistent W4 tile below the INT8-weight ones (0..9) also has a
 // stream-K instantiation (Params::stream_k): the large tiles 4..6 (256 x 128,
 // 128 x 256, 128 x 128; gemm_w4a8_wgmma_sk_*.cu) and the decode tiles 0..3

@@ -99,6 +99,8 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 #include <cuda.h>
 #include <cuda_fp16.h>
@@ -147,6 +149,14 @@ __global__ void __launch_bounds__(kThreads, OCC)
   // tiles lost 2-12%, round 45).
   constexpr bool kWholeGroups = BM >= 128;
   constexpr bool kSplitGroups = BM == 64 && MT == 1;
+  // The register-A cluster tiles' main loop unrolled over groups of stages
+  // (kGroupSteps steps, an even number for the two register sets; launch.h's
+  // ring_group_stages): stage offsets within a group, parities and release
+  // decisions as constants (the consumers below). Not the 256 x 128 tile: with
+  // 128 accumulators a thread, its unrolled loop made ptxas serialize the
+  // wgmmas (C7512).
+  constexpr int kGroupStages = ring_group_stages(STAGES, KD), kGroupSteps = kGroupStages * KD;
+  constexpr bool kRing = kCL && !kSS && BM * MT <= 128 && kGroupSteps <= kMaxRingGroupSteps;
   // (cluster_reduce_epilogue unbiases every g128 accumulator: W4 tiles only)
   static_assert(!kCL || !kSS, "the cluster tiles: W4 weights in registers");
   static_assert(!kUN || kCL, "the unsplit twins: of the cluster tiles");
@@ -532,6 +542,93 @@ __global__ void __launch_bounds__(kThreads, OCC)
           ++sub;
         }
       };
+      if constexpr (kRing) {
+        // The cluster tiles: one unit per CTA (the host launches one CTA per
+        // unit, gemm_w4a8_wgmma.cpp), so the unit's first step is stage 0 at
+        // parity 0. The loop walks groups of kGroupSteps steps (kGroupStages
+        // stages of KD blocks, unrolled): step i of a group is block i % KD of
+        // stage g0 + (i / KD) % STAGES, g0 the group's first stage (a multiple
+        // of kGroupStages, or 0 for a doubled ring of two passes), at parity
+        // ph ^ (i / (STAGES KD)) & 1. Within a group every buffer, barrier and
+        // descriptor offset from g0 and every release decision is a constant.
+        constexpr int kRingStage = STAGES * KD;  // steps per pass over the ring
+        uint32_t g0 = 0;  // the group's first stage
+        auto stage_at = [&](int i) { return g0 + static_cast<uint32_t>((i / KD) % STAGES); };
+        auto parity_at = [&](int i) { return ph ^ static_cast<uint32_t>((i / kRingStage) & 1); };
+        auto load_at = [&](uint32_t s, uint32_t par, int b, uint32_t(&a)[MT][16]) {
+          if constexpr (kTimeline) {
+            const long long t0 = LoopClock::now();
+            ptx::mbar_wait(&full[s], par);
+            clk.barrier += LoopClock::now() - t0;
+          }
+          load_stage<MT, kG128, kWholeGroups>(&full[s], par, ws + s * kWStage + b * 8192,
+                                              l2s + s * (kL2Stage / 4) + b * 64, w_off, l2_off, a);
+        };
+        // The next group's first stage and parity.
+        auto next_g0 = [&] {
+          if constexpr (kGroupStages >= STAGES) return g0;
+          else return g0 + kGroupStages == STAGES ? 0u : g0 + kGroupStages;
+        };
+        auto next_ph = [&] {
+          if constexpr (kGroupStages >= STAGES) return ph ^ static_cast<uint32_t>((kGroupStages / STAGES) & 1);
+          else return g0 + kGroupStages == STAGES ? ph ^ 1u : ph;
+        };
+        auto ring_desc = [&](int i) {
+          return ptx::smem_desc_advance(x_desc0, stage_at(i) * kXStage + (i % KD) * kXBytes);
+        };
+        // After step i's wgmmas are issued: wait for step i - 1's, release its
+        // stage if it was the stage's last block (never at the unit's first step;
+        // at a group's first, the previous group's last stage).
+        auto ring_wait = [&](int i, bool unit_first) {
+          const long long t0 = LoopClock::now();
+          ptx::wgmma_wait<kGroupsPerStep<MT, kSplitGroups>>();
+          if constexpr (kTimeline) clk.wgmma += LoopClock::now() - t0, ++clk.steps;
+          if (i % KD == 0 && !unit_first) {
+            if (i > 0)
+              release(stage_at(i - 1));
+            else if constexpr (kGroupStages >= STAGES)
+              release(STAGES - 1);
+            else
+              release(g0 == 0 ? STAGES - 1 : g0 - 1);
+          }
+        };
+        int left = ke - kb;  // steps of the unit not yet issued
+        bool first = true;   // the unit's first group
+        // Steps 2P and 2P + 1 of the group (P a constant: an integral_constant,
+        // so that no unroller can leave the stage arithmetic to run time);
+        // false once the unit's last step is issued (prev: its stage).
+        auto ring_pair = [&](auto P) -> bool {
+          constexpr int i = 2 * decltype(P)::value;
+          issue_stage<BM, MT, kSplitGroups>(acc, a0, ring_desc(i));
+          ring_wait(i, i == 0 && first);
+          if (--left == 0) return prev = static_cast<int>(stage_at(i)), false;
+          load_at(stage_at(i + 1), parity_at(i + 1), (i + 1) % KD, a1);
+          if constexpr (ASETS > 1)
+            issue_stage<BM, MT, kSplitGroups>(acc_b, a1, ring_desc(i + 1));
+          else
+            issue_stage<BM, MT, kSplitGroups>(acc, a1, ring_desc(i + 1));
+          ring_wait(i + 1, false);
+          if (--left == 0) return prev = static_cast<int>(stage_at(i + 1)), false;
+          if constexpr (i + 2 < kGroupSteps)
+            load_at(stage_at(i + 2), parity_at(i + 2), (i + 2) % KD, a0);
+          else
+            load_at(next_g0(), next_ph(), 0, a0);  // the next group's step 0
+          return true;
+        };
+        // One group: the pairs in order, stopping after the unit's last step; true when the group ran whole.
+        auto ring_group = [&]<int... P>(std::integer_sequence<int, P...>) {
+          return (ring_pair(std::integral_constant<int, P>{}) && ...);
+        };
+        load_at(0, ph, 0, a0);
+        if (threadIdx.x == 128) timeline_mark(p, kTlFirstStage);
+        if constexpr (kTimeline) clk = LoopClock{}, clk.start = LoopClock::now();
+        while (ring_group(std::make_integer_sequence<int, kGroupSteps / 2>{})) {
+          const uint32_t ng0 = next_g0(), nph = next_ph();
+          g0 = ng0, ph = nph;
+          first = false;
+        }
+        it += (ke - kb + KD - 1) / KD;
+      } else {
       load(a0);
       if (threadIdx.x == 128) timeline_mark(p, kTlFirstStage);
       // (the unit's split from here: its first wait is the fill's; the last unit's is recorded)
@@ -549,6 +646,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
         if (kt == ke) break;
         load(a0);
       }
+      }  // kRing
       }  // kSS
       const long long t_drain = LoopClock::now();
       ptx::wgmma_wait<0>();
