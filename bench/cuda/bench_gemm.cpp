@@ -9,7 +9,8 @@
 //   bench_gemm [--quick] [--sweep] [--sweep-tiles NAME,...] [--sweep-splits 1,2,...] [--hot] [--no-pd]
 //              [--g128-s8-only] [--graph-us US]
 //              [--json FILE] [--md FILE] [--m 1,16,...] [--shapes NAME,...] [--shape N,K ...]
-//              [--neighbor-us US | --neighbor-mb MB | --predecessor] [--interleave N] [--soak-ms MS]
+//              [--neighbor-us US | --neighbor-mb MB | --neighbor-code | --predecessor] [--interleave N]
+//              [--soak-ms MS]
 //              [--host-paced] [--timeline]
 //
 // Each replay is queued behind a held GPU (gpu_hold.h), so that the graph's
@@ -43,6 +44,15 @@
 // as its weights out of L2, as in a model, where the other layers' weights
 // stream through L2 between two launches of one GEMM; under --neighbor-us
 // and back to back, the kernel's code stays in L2 from its previous launch.
+//
+// --neighbor-code: the same neighbor, running once through ~390 KB of
+// straight-line code instead of spinning (its own time subtracted likewise):
+// every timed launch starts with the SM's instruction caches holding the
+// neighbor's code, not its own, as in a model, where attention, norms and the
+// other GEMMs run on the same SMs between two launches of one GEMM. Its code
+// stays in L2 (this isolates the SM-side caches). Round 47: a loop unrolled
+// into 10-30 KB of straight-line code was faster than main alone, back to back
+// and after --neighbor-mb, but cost the engine 1-2.5%.
 //
 // --predecessor: before every timed launch, the engine's own kernel that
 // writes this layer's activations (silu_mul_quant for the down layers,
@@ -332,6 +342,7 @@ int run(int argc, char** argv) {
   double graph_us = 2000.0;
   double neighbor_us = 0;  // --neighbor-us
   double neighbor_mb = 0;  // --neighbor-mb
+  bool neighbor_code = false;  // --neighbor-code
   bool predecessor = false;  // --predecessor
   int interleave = 0;      // --interleave
   double soak_ms = 0;      // --soak-ms
@@ -379,6 +390,7 @@ int run(int argc, char** argv) {
     else if (a == "--graph-us") graph_us = std::stod(next());
     else if (a == "--neighbor-us") neighbor_us = std::stod(next());
     else if (a == "--neighbor-mb") neighbor_mb = std::stod(next());
+    else if (a == "--neighbor-code") neighbor_code = true;
     else if (a == "--predecessor") predecessor = true;
     else if (a == "--interleave") interleave = std::stoi(next());
     else if (a == "--soak-ms") soak_ms = std::stod(next());
@@ -390,8 +402,8 @@ int run(int argc, char** argv) {
       return 2;
     }
   }
-  if ((neighbor_us > 0) + (neighbor_mb > 0) + predecessor > 1) {
-    std::fprintf(stderr, "--neighbor-us, --neighbor-mb and --predecessor exclude each other\n");
+  if ((neighbor_us > 0) + (neighbor_mb > 0) + neighbor_code + predecessor > 1) {
+    std::fprintf(stderr, "--neighbor-us, --neighbor-mb, --neighbor-code and --predecessor exclude each other\n");
     return 2;
   }
   if (timeline && !cuda::w4a8_timeline_built()) {
@@ -427,6 +439,12 @@ int run(int argc, char** argv) {
     std::printf("# before every timed launch: a cold neighbor (%d blocks x 200 KB reading %.0f MiB; %.2f us per "
                 "launch alone, subtracted)\n",
                 dev.sm_count, neighbor_mb, neighbor_alone_us);
+  } else if (neighbor_code) {
+    neighbor = [&] { bench::launch_neighbor_code(stream, dev.sm_count, 200 * 1024, true); };
+    neighbor_alone_us = Timer{stream, true, graph_us, nullptr, 0}.chain(1, [&](int) { neighbor(); });
+    std::printf("# before every timed launch: a code neighbor (%d blocks x 200 KB running %d steps of straight-line "
+                "code; %.2f us per launch alone, subtracted)\n",
+                dev.sm_count, bench::kNeighborCodeSteps, neighbor_alone_us);
   } else if (neighbor_us > 0) {
     neighbor = [&] { bench::launch_neighbor(stream, dev.sm_count, neighbor_us, 200 * 1024, true); };
     neighbor_alone_us = Timer{stream, true, graph_us, nullptr, 0}.chain(1, [&](int) { neighbor(); });
@@ -878,7 +896,7 @@ int run(int argc, char** argv) {
         "\"pass_g128_us\": %.2f, \"pass_per_channel_us\": %.2f, \"cublaslt_w8a8_epilogue_us\": %.2f, "
         "\"pd_splits\": [%d, %d, %d], \"pd_g128_us\": [%.2f, %.2f, %.2f], "
         "\"cublaslt_int8_candidate\": \"%d of %d\", \"cublaslt_fp16_candidate\": \"%d of %d\", "
-        "\"neighbor_us\": %.1f, \"neighbor_mb\": %.0f, \"predecessor_us\": %.2f, \"interleaved_reps\": %d, \"interleaved_int8_us\": %.2f, "
+        "\"neighbor_us\": %.1f, \"neighbor_mb\": %.0f, \"neighbor_code\": %d, \"predecessor_us\": %.2f, \"interleaved_reps\": %d, \"interleaved_int8_us\": %.2f, "
         "\"interleaved_per_channel_us\": %.2f, \"interleaved_g128_us\": %.2f, \"soak_ms\": %.0f, "
         "\"soak_int8_us\": %.2f, \"soak_per_channel_us\": %.2f, \"soak_g128_us\": %.2f}%s\n",
         r.model.c_str(), r.layer.c_str(), (long long)r.m, (long long)r.n, (long long)r.k, r.int8_us, r.fp16_us, r.pc_us,
@@ -892,7 +910,7 @@ int run(int argc, char** argv) {
         r.pc_s8_us[0], r.pc_s8_us[1], r.pc_s8_us[2], r.pc_s8_us[3], r.w8_s8_us[0], r.w8_s8_us[1], r.w8_s8_us[2],
         r.w8_s8_us[3], r.g_pass_us, r.pc_pass_us, r.w8a8_lt_us, r.pd_splits[0], r.pd_splits[1], r.pd_splits[2],
         r.g_pd_us[0], r.g_pd_us[1], r.g_pd_us[2], r.int8_candidate, r.int8_candidates, r.fp16_candidate,
-        r.fp16_candidates, neighbor_us, neighbor_mb, r.predecessor_us, interleave, r.int8_il_us, r.pc_il_us, r.g_il_us, soak_ms, r.int8_soak_us,
+        r.fp16_candidates, neighbor_us, neighbor_mb, neighbor_code ? 1 : 0, r.predecessor_us, interleave, r.int8_il_us, r.pc_il_us, r.g_il_us, soak_ms, r.int8_soak_us,
         r.pc_soak_us, r.g_soak_us, i + 1 < rows.size() ? "," : "");
     js << buf;
   }

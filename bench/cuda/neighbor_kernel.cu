@@ -2,6 +2,7 @@
 #include "neighbor_kernel.h"
 
 #include <cstdint>
+#include <utility>
 
 #include "backend/cuda/cuda_check.h"
 
@@ -48,6 +49,33 @@ __global__ void neighbor_reader_kernel(const int4* __restrict__ buf, size_t n16,
   if (acc == never) smem[threadIdx.x & 127] = 1;  // (also keeps the allocation)
 }
 
+// One step of the code neighbor: four independent chains, each a multiply by
+// an odd constant and an xor with a shift of itself (non-linear, so the
+// compiler cannot fold the steps into one); step I's constants are its own,
+// so no two steps share their instructions' immediates.
+template <uint32_t I>
+__device__ __forceinline__ void code_step(uint32_t (&v)[4]) {
+  constexpr uint32_t k = (0x9E3779B1u * (I + 1u)) | 1u;
+#pragma unroll
+  for (uint32_t j = 0; j < 4; ++j) v[j] = (v[j] * (k + 2u * j)) ^ (v[j] >> ((I + j) % 13u + 3u));
+}
+template <uint32_t... I>
+__device__ __forceinline__ void code_run(uint32_t (&v)[4], std::integer_sequence<uint32_t, I...>) {
+  (code_step<I>(v), ...);
+}
+
+// Straight-line code of kNeighborCodeSteps steps; the result is stored only
+// if it equals `never` (so that the chains are not dropped).
+__global__ void neighbor_code_kernel(uint32_t seed, int trigger, uint32_t never) {
+  extern __shared__ uint8_t smem[];
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (trigger) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+  uint32_t v[4] = {seed ^ threadIdx.x, seed + blockIdx.x, seed * 3u, ~seed};
+  code_run(v, std::make_integer_sequence<uint32_t, kNeighborCodeSteps>{});
+  if ((v[0] ^ v[1] ^ v[2] ^ v[3]) == never) smem[threadIdx.x & 127] = 1;  // (also keeps the allocation)
+}
+
 // Raises `kernel`'s dynamic shared memory limit when `smem_bytes` differs
 // from the value it was last set to (`configured`, -1 at first).
 template <typename K>
@@ -65,6 +93,13 @@ void launch_neighbor_reader(cudaStream_t stream, int sms, const void* buf, size_
   allow_smem(neighbor_reader_kernel, smem_bytes, configured);
   neighbor_reader_kernel<<<sms, 512, smem_bytes, stream>>>(static_cast<const int4*>(buf), bytes / 16,
                                                            trigger ? 1 : 0, 0x5eed1e55);
+  QS_CUDA_CHECK(cudaGetLastError());
+}
+
+void launch_neighbor_code(cudaStream_t stream, int sms, int smem_bytes, bool trigger) {
+  static int configured = -1;
+  allow_smem(neighbor_code_kernel, smem_bytes, configured);
+  neighbor_code_kernel<<<sms, 128, smem_bytes, stream>>>(0x12345u, trigger ? 1 : 0, 0x5eed1e55u);
   QS_CUDA_CHECK(cudaGetLastError());
 }
 

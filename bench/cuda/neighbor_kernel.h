@@ -26,4 +26,15 @@ void launch_neighbor(cudaStream_t stream, int sms, double us, int smem_bytes, bo
 void launch_neighbor_reader(cudaStream_t stream, int sms, const void* buf, size_t bytes, int smem_bytes,
                             bool trigger);
 
+// The code neighbor (bench_gemm --neighbor-code): as launch_neighbor, but each
+// block runs once through kNeighborCodeInstructions of straight-line code
+// (distinct immediates, no loop), so that the next kernel finds none of its
+// own instructions in the SM's instruction caches, as in a model, where other
+// kernels (attention, norms, the other GEMMs) run on the same SMs between two
+// launches of one GEMM. (Its code is in L2 after the first launch: combined
+// with an L2 flush it would be --neighbor-mb's job as well; they exclude each
+// other, so this one isolates the SM-side caches.)
+inline constexpr int kNeighborCodeSteps = 2048;  // 4 chains of 3 instructions a step: ~24K instructions, ~390 KB
+void launch_neighbor_code(cudaStream_t stream, int sms, int smem_bytes, bool trigger);
+
 }  // namespace qserve::bench
