@@ -428,6 +428,10 @@ void gemm_w4a8_wgmma(const W4A8DeviceWeights& w, const W4A8Args& args, const W4A
     w4a8::wgmma::launch_kernel_s8(local, w.kind == W4A8Kind::kG128, w8, p, plan.ctas, stream, plan.pdl);
     return;
   }
+  // The cluster tiles' consumers walk their unit from stage 0 in unrolled
+  // groups (kernels/gemm_w4a8_wgmma_kernel.cuh, kRing): one unit per CTA.
+  QS_CHECK(!s.cluster || plan.ctas == p.units)
+      << "cluster tile launched with " << plan.ctas << " CTAs for " << p.units << " units";
   w4a8::wgmma::launch_kernel(local, w.kind == W4A8Kind::kG128, p, plan.ctas, stream, plan.pdl);
 }
 
