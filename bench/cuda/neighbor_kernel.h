@@ -27,7 +27,7 @@ void launch_neighbor_reader(cudaStream_t stream, int sms, const void* buf, size_
                             bool trigger);
 
 // The code neighbor (bench_gemm --neighbor-code): as launch_neighbor, but each
-// block runs once through kNeighborCodeInstructions of straight-line code
+// block runs once through kNeighborCodeSteps steps of straight-line code
 // (distinct immediates, no loop), so that the next kernel finds none of its
 // own instructions in the SM's instruction caches, as in a model, where other
 // kernels (attention, norms, the other GEMMs) run on the same SMs between two

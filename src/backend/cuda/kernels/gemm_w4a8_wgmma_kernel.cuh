@@ -9,7 +9,7 @@
 //
 // Warp specialization (384 threads, one CTA per SM, persistent; OCC = 2:
 // two CTAs per SM, 80 registers a thread at launch, setmaxnreg 24 / 104):
-//   warpgroup 0 (setmaxnreg 40): per 128-wide k stage, after waiting for
+//   warpgroup 0 (setmaxnreg 40; kernels/gemm_w4a8_wgmma_producer.cuh): per 128-wide k stage, after waiting for
 //     its `empty` mbarrier, thread 0 issues MT bulk copies of the weights
 //     (8 KB = 128 channels x 128 k, contiguous in the repacked layout) and,
 //     g128, MT copies of the group's level-2 words (256 B per 128-channel
@@ -109,6 +109,7 @@
 #include "backend/cuda/kernels/gemm_hopper_primitives.cuh"
 #include "backend/cuda/kernels/gemm_w4a8_wgmma_cluster.cuh"
 #include "backend/cuda/kernels/gemm_w4a8_wgmma_pd.cuh"
+#include "backend/cuda/kernels/gemm_w4a8_wgmma_producer.cuh"
 #include "backend/cuda/kernels/gemm_w4a8_wgmma_stage.cuh"
 #include "backend/cuda/kernels/gemm_w4a8_wgmma_timeline.cuh"
 #include "backend/cuda/kernels/gemm_w4a8_wgmma_units.cuh"
@@ -140,7 +141,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
   // accumulators are made exact before any epilogue (pc_rows8_exact).
   constexpr bool kPc16W = !kG128 && !kSS;
   // The producer's activations issued by a thread of their own (see the producer).
-  constexpr bool kXThread = !kS8 && !kPD && !kMC;
+  constexpr bool kXThread = x_thread_issues(kS8, kPD, kMC);
   // Whole wgmma groups (load_stage): the wide token tiles. The 64-token tiles
   // of one m-tile a warpgroup commit each wgmma as a group of its own
   // (issue_stage's kSplit; 1-4% on their per-channel rows, round 45); the
@@ -260,128 +261,8 @@ __global__ void __launch_bounds__(kThreads, OCC)
   } else if (wg == 0) {
     // ---------------- producer ----------------
     ptx::setmaxnreg_dec<OCC == 1 ? 40 : 24>();
-    // Two issuing threads (kXThread: the register-A W4 tiles but the multicast pairs):
-    // thread 0 issues every stage's weights without waiting for the previous
-    // kernel (no kernel writes them), lane 0 of warp 1 the activations after
-    // that wait, each thread a stage once its `empty` barrier has passed.
-    // Each thread's arrive.expect_tx on the stage's `full` barrier (two
-    // arrivals a phase) counts its own copies. The TMA unit takes
-    // copies from both threads, so stage 0's activations do not queue behind
-    // every prefetched stage's weights: with one thread issuing all STAGES
-    // stages' weights before the wait (at ~140 ns a copy in the TMA unit,
-    // bench/results/2026-11-30-stream-h200.md), the first stage was complete
-    // 2.3-4.5 us after the CTA began (bench/results/2026-12-03-gemm-h200-r28.md).
-    // kS8 (weights possibly written by the previous kernel) and kMC (the
-    // activations multicast into both CTAs) keep one thread: the first STAGES
-    // stages' weights before the wait, their activations after it.
-    if (threadIdx.x == 0 || (kXThread && threadIdx.x == 32)) {
-      ptx::tma_prefetch_map(&x_map);
-      if constexpr (kS8) ptx::tma_prefetch_map(&w_map);
-      // A stage's activations: KD blocks from kt (a box may reach past the
-      // split's blocks: unused; past k: zeros). Counted whole by TMA.
-      auto issue_x_stage = [&](int s, int kt, int m_blk) {
-        if constexpr (KD > 1 && !kMC) {
-          // p.x_3d: the KD blocks as one box of the [k/128][m][128 B] view
-          // (rows, then blocks: the layout of KD 2-D boxes; blocks past k zeros).
-          if (p.x_3d) {
-            ptx::tma_load_3d(xs + s * kXStage, &x_map, 0, m_blk * BM, kt, &full[s]);
-            return;
-          }
-        }
-#pragma unroll
-        for (int i = 0; i < KD; ++i) {
-          if constexpr (kMC) {  // this CTA's half of the rows (its rank's), into both CTAs (the box: BM / 2 rows)
-            const int half = static_cast<int>(blockIdx.x & 1) * (BM / 2);
-            ptx::tma_load_2d_multicast(xs + s * kXStage + half * 128, &x_map, kt * 128, m_blk * BM + half, &full[s],
-                                       0x3);
-          } else {
-            ptx::tma_load_2d(xs + s * kXStage + i * kXBytes, &x_map, (kt + i) * 128, m_blk * BM, &full[s]);
-          }
-        }
-      };
-      auto issue_x = [&](int count) {
-        int i = 0;
-        UnitWalk<kCL, kSK, kMC> walk(p, kt_total);
-        Unit un;
-        while (i < count && walk.next(p, kt_total, un))
-          for (int kt = un.kb; kt < un.ke && i < count; kt += KD, ++i) issue_x_stage(i % STAGES, kt, un.m_blk);
-      };
-      if (kXThread && threadIdx.x == 32) {  // the activations
-        ptx::pdl_wait();
-        timeline_mark(p, kTlXAfterWait);
-        int it = 0;
-        UnitWalk<kCL, kSK, kMC> walk(p, kt_total);
-        Unit un;
-        while (walk.next(p, kt_total, un))
-          for (int kt = un.kb; kt < un.ke; kt += KD, ++it) {
-            const int s = it % STAGES;
-            ptx::mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
-            ptx::mbar_arrive_expect_tx(&full[s], kXStage);
-            issue_x_stage(s, kt, un.m_blk);
-          }
-      } else {  // thread 0: the weights (one thread: and the activations)
-        int it = 0;
-        bool waited = false;  // (one thread) the activations may be issued
-        if (kS8 && p.w_after_wait) {  // the weights are written by the previous kernel
-          ptx::pdl_wait();
-          waited = true;
-        }
-        UnitWalk<kCL, kSK, kMC> walk(p, kt_total);
-        Unit un;
-        while (walk.next(p, kt_total, un)) {
-          const int m_blk = un.m_blk, n_blk = un.n_blk, kb = un.kb, ke = un.ke;
-          for (int kt = kb; kt < ke; kt += KD, ++it) {
-            const int s = it % STAGES;
-            if (!kXThread && !waited && it == STAGES) {
-              ptx::pdl_wait();
-              waited = true;
-              issue_x(STAGES);
-            }
-            // p.first_stages (two issuing threads, one CTA per SM: the
-            // two-per-SM tiles' 80 registers would spill): the stages after
-            // the first ones wait until stage 0 is complete, so that the first
-            // stage's weights do not queue in DRAM behind every prefetched
-            // stage of every CTA (round 41's timeline: the fill).
-            if constexpr (kXThread && OCC == 1)
-              if (p.first_stages > 0 && it == p.first_stages && it < STAGES) ptx::mbar_wait(&full[0], 0);
-            ptx::mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
-            if constexpr (kS8) {
-              // The whole box is counted (rows past n, columns past k read as zeros).
-              ptx::mbar_arrive_expect_tx(&full[s], kXBytes + kWBytes);
-              if (waited) ptx::tma_load_2d(xs + s * kXBytes, &x_map, kt * 128, m_blk * BM, &full[s]);
-              ptx::tma_load_2d(ws + s * kWBytes, &w_map, kt * 128, n_blk * MT * 128, &full[s]);
-              continue;
-            }
-            // The stage's k64 halves: KD blocks, or fewer at the split's end;
-            // the last block of k may be a half (k % 128 == 64: its second
-            // half is computed on stale weights against the zeros TMA wrote
-            // for the activations past k, as with KD = 1).
-            const int halves = min(2 * KD, min(k64_total, 2 * ke) - 2 * kt), nblk = (halves + 1) / 2;
-            int blocks = 0;  // 128-channel blocks that exist (the last CTA column may have fewer)
-#pragma unroll
-            for (int b = 0; b < MT; ++b) blocks += n_blk * MT + b < p.blocks128;
-            // g128: the level-2 words of groups kt.., 256 B per 128-channel block and group
-            ptx::mbar_arrive_expect_tx(&full[s], (kXThread ? 0 : kXStage) + blocks * halves * 4096 +
-                                                     (kG128 ? blocks * nblk * 256 : 0));
-            if (!kXThread && waited) issue_x_stage(s, kt, m_blk);
-            for (int b = 0; b < blocks; ++b) {
-              const uint8_t* src = p.w + ((static_cast<size_t>(n_blk) * MT + b) * k64_total + 2 * kt) * 4096;
-              ptx::tma_load_1d(ws + s * kWStage + b * KD * 8192, src, halves * 4096, &full[s]);
-            }
-            if (it == 0) timeline_mark(p, kTlFirstWeights);
-            if constexpr (kG128)
-              for (int b = 0; b < blocks; ++b)
-                ptx::tma_load_1d(l2s + s * (kL2Stage / 4) + b * KD * 64,
-                                 p.level2 + quant::level2_word_offset((n_blk * MT + b) * 8, kt, p.groups), nblk * 256,
-                                 &full[s]);
-          }
-        }
-        if (!kXThread && !waited) {
-          ptx::pdl_wait();
-          issue_x(it);
-        }
-      }
-    }
+    produce_stages<BM, MT, STAGES, kG128, kS8, kCL, KD, kSK, kMC, OCC>(&x_map, &w_map, p, xs, ws, l2s, full, empty,
+                                                                       k64_total, kt_total);
     // The cluster tiles' barriers: every thread of the cluster takes part.
     // kPR: the consumers' sequence (ra: the first one's wait, arrived at the
     // start; push_async: no second, the parts arrive on mbarriers).
@@ -514,16 +395,20 @@ __global__ void __launch_bounds__(kThreads, OCC)
       int st = stage_of(it);
       uint32_t ph = static_cast<uint32_t>(it / STAGES) & 1u;
       const uint64_t x_desc0 = ptx::smem_desc_sw128(xs);
-      auto load = [&](uint32_t(&a)[MT][16]) {
+      // Block b of stage s at full-barrier parity par into register set a; its
+      // activation descriptor (s: the rolled loop's int, the ring's uint32_t).
+      auto load_at = [&](auto s, uint32_t par, int b, uint32_t(&a)[MT][16]) {
         if constexpr (kTimeline) {  // the barrier wait timed on its own (load_stage's wait then passes at once)
           const long long t0 = LoopClock::now();
-          ptx::mbar_wait(&full[st], ph);
+          ptx::mbar_wait(&full[s], par);
           clk.barrier += LoopClock::now() - t0;
         }
-        load_stage<MT, kG128, kWholeGroups>(&full[st], ph, ws + st * kWStage + sub * 8192,
-                                            l2s + st * (kL2Stage / 4) + sub * 64, w_off, l2_off, a);
+        load_stage<MT, kG128, kWholeGroups>(&full[s], par, ws + s * kWStage + b * 8192,
+                                            l2s + s * (kL2Stage / 4) + b * 64, w_off, l2_off, a);
       };
-      auto x_desc = [&] { return ptx::smem_desc_advance(x_desc0, st * kXStage + sub * kXBytes); };
+      auto desc_at = [&](auto s, int b) { return ptx::smem_desc_advance(x_desc0, s * kXStage + b * kXBytes); };
+      auto load = [&](uint32_t(&a)[MT][16]) { load_at(st, ph, sub, a); };
+      auto x_desc = [&] { return desc_at(st, sub); };
       // After a step's wgmmas are issued and the previous step's are done:
       // release the previous step's stage if that step was its last block;
       // then move on (prev: this step's stage if it is its last block, else -1).
@@ -551,31 +436,20 @@ __global__ void __launch_bounds__(kThreads, OCC)
         // of kGroupStages, or 0 for a doubled ring of two passes), at parity
         // ph ^ (i / (STAGES KD)) & 1. Within a group every buffer, barrier and
         // descriptor offset from g0 and every release decision is a constant.
-        constexpr int kRingStage = STAGES * KD;  // steps per pass over the ring
+        constexpr int kPassSteps = STAGES * KD;  // steps per pass over the ring
         uint32_t g0 = 0;  // the group's first stage
         auto stage_at = [&](int i) { return g0 + static_cast<uint32_t>((i / KD) % STAGES); };
-        auto parity_at = [&](int i) { return ph ^ static_cast<uint32_t>((i / kRingStage) & 1); };
-        auto load_at = [&](uint32_t s, uint32_t par, int b, uint32_t(&a)[MT][16]) {
-          if constexpr (kTimeline) {
-            const long long t0 = LoopClock::now();
-            ptx::mbar_wait(&full[s], par);
-            clk.barrier += LoopClock::now() - t0;
-          }
-          load_stage<MT, kG128, kWholeGroups>(&full[s], par, ws + s * kWStage + b * 8192,
-                                              l2s + s * (kL2Stage / 4) + b * 64, w_off, l2_off, a);
+        auto parity_at = [&](int i) { return ph ^ static_cast<uint32_t>((i / kPassSteps) & 1); };
+        // The next group: its first stage (past the ring's end: 0) and parity
+        // (flipped by each pass completed: one, or none for a group of two passes).
+        struct Group {
+          uint32_t g0, ph;
         };
-        // The next group's first stage and parity.
-        auto next_g0 = [&] {
-          if constexpr (kGroupStages >= STAGES) return g0;
-          else return g0 + kGroupStages == STAGES ? 0u : g0 + kGroupStages;
+        auto next_group = [&] {
+          const bool wrap = kGroupStages >= STAGES || g0 + kGroupStages == STAGES;
+          return Group{wrap ? 0u : g0 + kGroupStages, ph ^ static_cast<uint32_t>(wrap && kGroupStages != 2 * STAGES)};
         };
-        auto next_ph = [&] {
-          if constexpr (kGroupStages >= STAGES) return ph ^ static_cast<uint32_t>((kGroupStages / STAGES) & 1);
-          else return g0 + kGroupStages == STAGES ? ph ^ 1u : ph;
-        };
-        auto ring_desc = [&](int i) {
-          return ptx::smem_desc_advance(x_desc0, stage_at(i) * kXStage + (i % KD) * kXBytes);
-        };
+        auto ring_desc = [&](int i) { return desc_at(stage_at(i), i % KD); };
         // After step i's wgmmas are issued: wait for step i - 1's, release its
         // stage if it was the stage's last block (never at the unit's first step;
         // at a group's first, the previous group's last stage).
@@ -583,14 +457,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
           const long long t0 = LoopClock::now();
           ptx::wgmma_wait<kGroupsPerStep<MT, kSplitGroups>>();
           if constexpr (kTimeline) clk.wgmma += LoopClock::now() - t0, ++clk.steps;
-          if (i % KD == 0 && !unit_first) {
-            if (i > 0)
-              release(stage_at(i - 1));
-            else if constexpr (kGroupStages >= STAGES)
-              release(STAGES - 1);
-            else
-              release(g0 == 0 ? STAGES - 1 : g0 - 1);
-          }
+          if (i % KD == 0 && !unit_first) release(i > 0 ? stage_at(i - 1) : (g0 == 0 ? STAGES : g0) - 1u);
         };
         int left = ke - kb;  // steps of the unit not yet issued
         bool first = true;   // the unit's first group
@@ -609,10 +476,12 @@ __global__ void __launch_bounds__(kThreads, OCC)
             issue_stage<BM, MT, kSplitGroups>(acc, a1, ring_desc(i + 1));
           ring_wait(i + 1, false);
           if (--left == 0) return prev = static_cast<int>(stage_at(i + 1)), false;
-          if constexpr (i + 2 < kGroupSteps)
+          if constexpr (i + 2 < kGroupSteps) {
             load_at(stage_at(i + 2), parity_at(i + 2), (i + 2) % KD, a0);
-          else
-            load_at(next_g0(), next_ph(), 0, a0);  // the next group's step 0
+          } else {
+            const Group n = next_group();  // the next group's step 0
+            load_at(n.g0, n.ph, 0, a0);
+          }
           return true;
         };
         // One group: the pairs in order, stopping after the unit's last step; true when the group ran whole.
@@ -623,8 +492,8 @@ __global__ void __launch_bounds__(kThreads, OCC)
         if (threadIdx.x == 128) timeline_mark(p, kTlFirstStage);
         if constexpr (kTimeline) clk = LoopClock{}, clk.start = LoopClock::now();
         while (ring_group(std::make_integer_sequence<int, kGroupSteps / 2>{})) {
-          const uint32_t ng0 = next_g0(), nph = next_ph();
-          g0 = ng0, ph = nph;
+          const Group n = next_group();
+          g0 = n.g0, ph = n.ph;
           first = false;
         }
         it += (ke - kb + KD - 1) / KD;
