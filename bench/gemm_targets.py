@@ -1,7 +1,12 @@
 #!/usr/bin/env python3
 """Target verdicts of the W4A8 GEMM issues from a `bench_gemm --json` file.
 
-Usage: bench/gemm_targets.py GEMM.json [--column shipped|no_pdl|policy|interleaved|soak]
+Usage: bench/gemm_targets.py GEMM.json [--column shipped|no_pdl|policy|interleaved|soak] [--short]
+
+GEMM.json: what `bench_gemm --json` wrote (a list of rows), or a results
+file of bench/results/ (one JSON record a line): there every record with
+"record": "table" gets a table of its own, headed by its gpu, build and pass.
+--short: after each table, the rows short of a target (plan and ratio).
 
 Columns: `shipped` = the top-level plan as launched by that binary,
 `no_pdl` = the same plan without programmatic dependent launch, `policy` =
@@ -60,10 +65,22 @@ def time_of(row, kind, column):
     return row[f"shipped_{kind}_us"] if wgmma else row[f"shipped_{kind}_no_pdl_us"]
 
 
-def main():
-    path = sys.argv[1]
-    column = sys.argv[sys.argv.index("--column") + 1] if "--column" in sys.argv else "policy"
-    rows = json.load(open(path))
+def tables_of(path):
+    """(heading, rows) for a bench_gemm --json list, or for each table record of a results file."""
+    text = open(path).read()
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:  # one record a line
+        data = [json.loads(line) for line in text.splitlines() if line.strip()]
+    if isinstance(data, dict):
+        data = [data]
+    if data and all("record" in r for r in data):
+        return [(f"{r.get('gpu', '?')}, {r.get('build', '?')}, pass {r.get('pass', '?')}", r["rows"])
+                for r in data if r.get("record") == "table"]
+    return [(None, data)] if data else []
+
+
+def verdict_table(rows, column, short):
     print(f"| issue | kind | m | target | {column}: min / median / max | rows met | verdict | worst row |")
     print("|---|---|---|---|---|---|---|---|")
     for issue, kind, label, pred, target in TARGETS:
@@ -78,6 +95,32 @@ def main():
         print(f"| {issue} | {name} | {label} | >= {target}x | {min(vals):.2f}x / {statistics.median(vals):.2f}x / "
               f"{max(vals):.2f}x | {met} of {len(vals)} | {'met' if met == len(vals) else 'not met'} | "
               f"{worst['model']} {worst['layer']} m={worst['m']} |")
+    if not short:
+        return
+    print()
+    print("| issue | kind | target | row | plan | ratio |")
+    print("|---|---|---|---|---|---|")
+    for issue, kind, label, pred, target in TARGETS:
+        name = "per-channel" if kind == "per_channel" else "g128"
+        for r in rows:
+            if not (pred(r["m"]) and time_of(r, kind, column) and baseline_of(r, column)):
+                continue
+            x = baseline_of(r, column) / time_of(r, kind, column)
+            if x < target:
+                print(f"| {issue} | {name} | {label} >= {target}x | {r['model']} {r['layer']} m={r['m']} | "
+                      f"{r.get(f'shipped_{kind}_plan', '?')} | {x:.3f}x |")
+
+
+def main():
+    path = sys.argv[1]
+    column = sys.argv[sys.argv.index("--column") + 1] if "--column" in sys.argv else "policy"
+    tables = tables_of(path)
+    if not tables:
+        sys.exit(f"{path}: no table rows")
+    for i, (heading, rows) in enumerate(tables):
+        if heading is not None:
+            print(("\n" if i else "") + f"## {heading}\n")
+        verdict_table(rows, column, "--short" in sys.argv)
 
 
 if __name__ == "__main__":
