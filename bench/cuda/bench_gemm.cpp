@@ -52,7 +52,9 @@
 // other GEMMs run on the same SMs between two launches of one GEMM. Its code
 // stays in L2 (this isolates the SM-side caches). Round 47: a loop unrolled
 // into 10-30 KB of straight-line code was faster than main alone, back to back
-// and after --neighbor-mb, but cost the engine 1-2.5%.
+// and after --neighbor-mb, but cost the engine 1-2.5%; under --neighbor-code
+// it lost to the shorter groups (round 48). Its passes are noisier than plain
+// ones: compare medians over several rows.
 //
 // --predecessor: before every timed launch, the engine's own kernel that
 // writes this layer's activations (silu_mul_quant for the down layers,
