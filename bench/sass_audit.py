@@ -12,6 +12,10 @@ reports:
   - the same counts inside the kernel's MMA loop: the smallest region between a
     backward branch and its target that holds a tensor-core instruction (the
     innermost loop that multiplies; unrolled loops count once per copy);
+  - code size: the kernel's bytes and its MMA loop's (the loop's straight-line
+    code, which each launch fetches into the SM's instruction caches again once
+    other kernels ran in between: an engine cost that back-to-back timings do
+    not show, round 48 in docs/gemm-hopper.md);
   - for the register-A W4 wgmma loops (16-byte shared loads of packed 4-bit
     weights, 32 weights each, and wgmma in one loop): the vector ALU
     instructions of the loop (all but tensor-core, memory, control and
@@ -21,6 +25,11 @@ No GPU is needed. cuobjdump comes with the CUDA toolkit, or from PyPI
 (`pip install nvidia-cuda-cuobjdump`: site-packages/nvidia/cu13/bin/cuobjdump).
 
   bench/sass_audit.py BUILD_DIR [--files F ...] [--filter REGEX] [--json OUT] [--cuobjdump PATH]
+                      [--compare BASE.json]
+
+--compare BASE.json: a --json file of another build (the baseline); after the
+table, the kernels whose code or MMA-loop size differs from it (bytes, base ->
+this build), those in one build only, and the total code bytes per object.
 """
 import argparse
 import collections
@@ -137,6 +146,50 @@ def count(insns):
     return {k: sum(1 for _, op, _ in insns if pred(op)) for k, pred in CLASSES.items()}
 
 
+def code_bytes(insns):
+    """Bytes from the first instruction to the end of the last (16-byte instructions on sm_70 and later)."""
+    return insns[-1][0] - insns[0][0] + 16 if insns else 0
+
+
+def compare(records, base_path):
+    """Lines of the size comparison against a baseline --json file (see --compare)."""
+    base = {}
+    with open(base_path) as f:
+        for line in f:
+            if line.strip():
+                r = json.loads(line)
+                base[(r["object"], r["kernel"])] = r
+    new = {(r["object"], r["kernel"]): r for r in records}
+    loop_bytes = lambda r: (r.get("mma_loop") or {}).get("bytes", 0)
+    out = ["", "| kernel | code bytes | MMA loop bytes |", "|---|---|---|"]
+    for key in sorted(new.keys() & base.keys()):
+        a, b = base[key], new[key]
+        if (a.get("bytes"), loop_bytes(a)) != (b.get("bytes"), loop_bytes(b)):
+            out.append(f"| {short_name(key[1])} | {a.get('bytes', '?')} -> {b.get('bytes', '?')} | "
+                       f"{loop_bytes(a)} -> {loop_bytes(b)} |")
+    for key in sorted(new.keys() - base.keys()):
+        out.append(f"| {short_name(key[1])} (new) | {new[key].get('bytes', '?')} | {loop_bytes(new[key])} |")
+    for key in sorted(base.keys() - new.keys()):
+        out.append(f"| {short_name(key[1])} (gone) | {base[key].get('bytes', '?')} | {loop_bytes(base[key])} |")
+    out += ["", "| object | kernels | code bytes, base -> this build |", "|---|---|---|"]
+    objects = sorted({k[0] for k in new} | {k[0] for k in base})
+    total = [0, 0]
+    for obj in objects:
+        sa = sum(r.get("bytes", 0) for k, r in base.items() if k[0] == obj)
+        sb = sum(r.get("bytes", 0) for k, r in new.items() if k[0] == obj)
+        total[0] += sa
+        total[1] += sb
+        n = sum(1 for k in new if k[0] == obj)
+        out.append(f"| {obj} | {n} | {sa} -> {sb} ({(sb / sa - 1) * 100 if sa else 0:+.1f}%) |")
+    out.append(f"| all | {len(new)} | {total[0]} -> {total[1]} "
+               f"({(total[1] / total[0] - 1) * 100 if total[0] else 0:+.1f}%) |")
+    return out
+
+
+def short_name(kernel):
+    return re.sub(r"\(.*\)$", "", kernel).replace("qserve::cuda::", "")
+
+
 def mma_loop(insns):
     """The smallest backward-branch region holding a tensor-core instruction."""
     mma_addrs = [a for a, op, _ in insns if CLASSES["wgmma"](op) or CLASSES["mma_sync"](op)]
@@ -149,7 +202,7 @@ def mma_loop(insns):
     if best is None:
         return None
     body = [i for i in insns if best[0] <= i[0] <= best[1]]
-    loop = {"instructions": len(body), **count(body)}
+    loop = {"instructions": len(body), "bytes": code_bytes(body), **count(body)}
     valu = [op.split(".")[0] for _, op, _ in body if is_valu(op)]
     loop["valu"] = len(valu)
     if loop["wgmma"] and loop["lds128"]:  # register-A W4: 32 weights per 16-byte load
@@ -165,6 +218,7 @@ def main():
     ap.add_argument("--filter", default="", help="regex on the demangled kernel name")
     ap.add_argument("--json", help="write one record per kernel (JSON lines)")
     ap.add_argument("--cuobjdump")
+    ap.add_argument("--compare", help="a --json file of a baseline build: code sizes against it")
     args = ap.parse_args()
     tool = find_cuobjdump(args.cuobjdump)
     objs = args.files or [os.path.join(args.build_dir, "src", "libqs_backend_cuda.a")]
@@ -181,19 +235,22 @@ def main():
             if args.filter and not re.search(args.filter, name):
                 continue
             rec = {"object": member or os.path.basename(obj), "kernel": name, **usage.get((member, mangled), {}),
-                   "instructions": len(insns), "whole": count(insns), "mma_loop": mma_loop(insns)}
+                   "instructions": len(insns), "bytes": code_bytes(insns), "whole": count(insns),
+                   "mma_loop": mma_loop(insns)}
             records.append(rec)
     cols = ["wgmma", "mma_sync", "ldg128", "lds128", "ldsm", "local"]
-    print("| kernel | regs | stack | whole: " + " / ".join(cols) + " | MMA loop: instructions / " + " / ".join(cols) +
-          " | vector ALU per 4 weights |")
-    print("|---|---|---|---|---|---|")
+    print("| kernel | regs | stack | code bytes / MMA loop bytes | whole: " + " / ".join(cols) +
+          " | MMA loop: instructions / " + " / ".join(cols) + " | vector ALU per 4 weights |")
+    print("|---|---|---|---|---|---|---|")
     for r in records:
         loop = r["mma_loop"]
-        short = re.sub(r"\(.*\)$", "", r["kernel"]).replace("qserve::cuda::", "")
-        print(f"| {short} | {r.get('registers', '?')} | {r.get('stack', '?')} | "
+        print(f"| {short_name(r['kernel'])} | {r.get('registers', '?')} | {r.get('stack', '?')} | "
+              f"{r['bytes']} / {(loop or {}).get('bytes', '-')} | "
               + " / ".join(str(r["whole"][c]) for c in cols) + " | "
               + ("-" if loop is None else f"{loop['instructions']} / " + " / ".join(str(loop[c]) for c in cols)) + " | "
               + str((loop or {}).get("valu_per_4_weights", "-")) + " |")
+    if args.compare:
+        print("\n".join(compare(records, args.compare)))
     if args.json:
         with open(args.json, "w") as f:
             for r in records:

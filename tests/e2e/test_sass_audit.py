@@ -97,3 +97,30 @@ def test_vector_alu_per_4_weights():
     # a loop without 16-byte weight loads has no per-weight figure
     plain = sa.mma_loop(sa.parse_sass(SASS_W4.replace("LDS.128", "LDS"))[("", "_Z3barPi")])
     assert "valu_per_4_weights" not in plain and plain["valu"] == 4
+
+
+def test_code_bytes_of_kernel_and_loop():
+    insns = sa.parse_sass(SASS)[("k.cu.o", "_Z3fooPi")]
+    assert sa.code_bytes(insns) == 0xe0 + 16           # 0x0000 .. EXIT at 0x00e0
+    assert sa.mma_loop(insns)["bytes"] == 0xa0 - 0x60 + 16  # the inner loop, its branch included
+    assert sa.code_bytes([]) == 0
+
+
+def test_compare_lists_changed_new_and_gone_kernels_and_object_totals(tmp_path):
+    import json
+
+    def rec(obj, kernel, size, loop):
+        return {"object": obj, "kernel": kernel, "bytes": size, "mma_loop": None if loop is None else {"bytes": loop}}
+
+    base = [rec("a.o", "k1(int)", 1000, 200), rec("a.o", "k2(int)", 500, None), rec("b.o", "old(int)", 300, 100)]
+    new = [rec("a.o", "k1(int)", 1400, 600), rec("a.o", "k2(int)", 500, None), rec("b.o", "fresh(int)", 200, 50)]
+    f = tmp_path / "base.json"
+    f.write_text("\n".join(json.dumps(r) for r in base) + "\n")
+    lines = sa.compare(new, str(f))
+    text = "\n".join(lines)
+    assert "| k1 | 1000 -> 1400 | 200 -> 600 |" in text
+    assert "k2" not in text                       # unchanged: not listed
+    assert "| fresh (new) | 200 | 50 |" in text and "| old (gone) | 300 | 100 |" in text
+    assert "| a.o | 2 | 1500 -> 1900 (+26.7%) |" in text
+    assert "| b.o | 1 | 300 -> 200 (-33.3%) |" in text
+    assert "| all | 3 | 1800 -> 2100 (+16.7%) |" in text
