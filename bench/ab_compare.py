@@ -14,8 +14,10 @@ whose ratio differs from 1 by more than F (the summary still counts every row).
 
 engine: JSON lines of `qserve bench throughput --json` (with --sweep: one per max_num_seqs) with a
 field naming the build (`--field`, default "v", as the device scripts add it). Per arch, precision
-and max_num_seqs: each side's runs of the metric and the ratio of B's mean to A's (higher is better
-for tokens per second). Lines without max_num_seqs (a sweep's summary) are skipped.
+and max_num_seqs: each side's runs of the metric, the ratio of B's mean to A's (higher is better
+for tokens per second) and whether the two sides' runs are apart: "B above" when every B run is
+above every A run, "B below" when every one is below, else "overlap" (a ratio whose runs overlap
+is within the runs' spread). Lines without max_num_seqs (a sweep's summary) are skipped.
 """
 import argparse
 import json
@@ -96,15 +98,16 @@ def engine(args):
             runs[(x.get("arch", x.get("model", "")), x.get("precision", ""), x["max_num_seqs"], x[args.field])].append(
                 x[args.metric])
     groups = sorted({k[:3] for k in runs})
-    print(f"| arch | precision | sequences | {args.a} | {args.b} | {args.b} / {args.a} |")
-    print("|---|---|---|---|---|---|")
+    print(f"| arch | precision | sequences | {args.a} | {args.b} | {args.b} / {args.a} | runs |")
+    print("|---|---|---|---|---|---|---|")
     for arch, precision, seqs in groups:
         va, vb = runs.get((arch, precision, seqs, args.a)), runs.get((arch, precision, seqs, args.b))
         if not va or not vb:
             continue
         ratio = statistics.mean(vb) / statistics.mean(va)
+        apart = "B above" if min(vb) > max(va) else "B below" if max(vb) < min(va) else "overlap"
         print(f"| {arch} | {precision} | {seqs} | {' / '.join('%.0f' % v for v in va)} | "
-              f"{' / '.join('%.0f' % v for v in vb)} | {ratio:.4f} |")
+              f"{' / '.join('%.0f' % v for v in vb)} | {ratio:.4f} | {apart} |")
 
 
 def main():

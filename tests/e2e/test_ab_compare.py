@@ -61,7 +61,7 @@ def test_engine_groups_by_arch_precision_and_sequences(tmp_path):
     f = tmp_path / "engine.jsonl"
     f.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     out = run("engine", str(f), "--a", "M", "--b", "U")
-    assert "| llama-3-8b | w4a8kv4 | 1 | 100 / 100 | 110 / 90 | 1.0000 |" in out
+    assert "| llama-3-8b | w4a8kv4 | 1 | 100 / 100 | 110 / 90 | 1.0000 | overlap |" in out
     assert "| llama-3-8b | w4a8kv4 | 64 | 6400 / 6400 | 7040 / 5760 | 1.0000 |" in out
     # Another field and metric.
     for x in lines:
@@ -71,3 +71,15 @@ def test_engine_groups_by_arch_precision_and_sequences(tmp_path):
     f.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     out = run("engine", str(f), "--a", "M", "--b", "U", "--field", "build", "--metric", "tpot_ms_p50")
     assert "| llama-3-8b | w4a8kv4 | 1 | 10 / 10 |" in out
+
+
+def test_engine_says_when_the_sides_runs_are_apart(tmp_path):
+    lines = [{"v": v, "precision": "w4a8kv4", "arch": "llama-3-8b", "max_num_seqs": 16, "decode_tokens_per_s": t}
+             for v, t in (("A", 5600.0), ("B", 5560.0), ("B", 5566.0), ("A", 5590.0))]
+    lines += [{"v": v, "precision": "w4a8kv4-chn", "arch": "llama-3-8b", "max_num_seqs": 16, "decode_tokens_per_s": t}
+              for v, t in (("A", 5780.0), ("B", 5820.0), ("B", 5812.0), ("A", 5743.0))]
+    f = tmp_path / "engine.jsonl"
+    f.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    out = run("engine", str(f), "--a", "A", "--b", "B")
+    assert "| llama-3-8b | w4a8kv4 | 16 | 5600 / 5590 | 5560 / 5566 | 0.9943 | B below |" in out
+    assert "| llama-3-8b | w4a8kv4-chn | 16 | 5780 / 5743 | 5820 / 5812 | 1.0095 | B above |" in out
