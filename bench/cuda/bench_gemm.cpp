@@ -162,19 +162,27 @@ struct Timer {
   cudaStream_t stream;
   bool hot;
   double graph_us = 2000.0;  // work per replay
-  // --neighbor-us: launched before every timed launch, its time alone
-  // (neighbor_us) subtracted from each result.
+  // --neighbor-* / --predecessor: launched before every timed launch; its
+  // time alone, timed again just before and just after each result (their
+  // mean), is subtracted from it. (neighbor_us: its time alone as timed once
+  // at the start, what the output reports.)
+  // Timed once per process, the neighbor's own drift with the board's clocks
+  // over a run went into every result: round 48's --neighbor-code passes
+  // (~390 KB of code a launch) moved a tenth of the rows by more than 5.7%
+  // between two passes of one build.
   std::function<void()> neighbor;
   double neighbor_us = 0;
   // Median microseconds per launch of fn(copy) over a graph of back-to-back
   // launches (each after the neighbor kernel, when there is one).
   double time(int copies, const std::function<void(int)>& fn) const {
     if (!neighbor) return chain(copies, fn);
-    return chain(copies, [&](int c) {
-             neighbor();
-             fn(c);
-           }) -
-           neighbor_us;
+    const auto alone = [&](int) { neighbor(); };
+    const double before = chain(1, alone);
+    const double both = chain(copies, [&](int c) {
+      neighbor();
+      fn(c);
+    });
+    return both - 0.5 * (before + chain(1, alone));
   }
   // fn's launches captured as one graph: `launches` back-to-back calls over
   // the weight copies (launches sized from est_us so that a replay is ~graph_us).
