@@ -160,7 +160,10 @@ def compare(records, base_path):
                 r = json.loads(line)
                 base[(r["object"], r["kernel"])] = r
     new = {(r["object"], r["kernel"]): r for r in records}
-    loop_bytes = lambda r: (r.get("mma_loop") or {}).get("bytes", 0)
+
+    def loop_bytes(r):
+        return (r.get("mma_loop") or {}).get("bytes", 0)
+
     out = ["", "| kernel | code bytes | MMA loop bytes |", "|---|---|---|"]
     for key in sorted(new.keys() & base.keys()):
         a, b = base[key], new[key]
