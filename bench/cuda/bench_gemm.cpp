@@ -162,27 +162,20 @@ struct Timer {
   cudaStream_t stream;
   bool hot;
   double graph_us = 2000.0;  // work per replay
-  // --neighbor-* / --predecessor: launched before every timed launch; its
-  // time alone, timed again just before and just after each result (their
-  // mean), is subtracted from it. (neighbor_us: its time alone as timed once
-  // at the start, what the output reports.)
-  // Timed once per process, the neighbor's own drift with the board's clocks
-  // over a run went into every result: round 48's --neighbor-code passes
-  // (~390 KB of code a launch) moved a tenth of the rows by more than 5.7%
-  // between two passes of one build.
+  // --neighbor-* / --predecessor: launched before every timed launch, its
+  // time alone (neighbor_us: timer_for in run() times it for each m)
+  // subtracted from each result.
   std::function<void()> neighbor;
   double neighbor_us = 0;
   // Median microseconds per launch of fn(copy) over a graph of back-to-back
   // launches (each after the neighbor kernel, when there is one).
   double time(int copies, const std::function<void(int)>& fn) const {
     if (!neighbor) return chain(copies, fn);
-    const auto alone = [&](int) { neighbor(); };
-    const double before = chain(1, alone);
-    const double both = chain(copies, [&](int c) {
-      neighbor();
-      fn(c);
-    });
-    return both - 0.5 * (before + chain(1, alone));
+    return chain(copies, [&](int c) {
+             neighbor();
+             fn(c);
+           }) -
+           neighbor_us;
   }
   // fn's launches captured as one graph: `launches` back-to-back calls over
   // the weight copies (launches sized from est_us so that a replay is ~graph_us).
@@ -554,11 +547,19 @@ int run(int argc, char** argv) {
                                 static_cast<int>(k), 1e-5f, rows_out, stream);
       QS_CUDA_CHECK(e);
     };
-    // The timer of one m: the neighbor of the process, or this layer's predecessor at m
+    // The timer of one m: the neighbor of the process, its time alone timed
+    // again for each m of each layer (timed once per process, its drift with
+    // the board's clocks over a run would go into every result; round 48's
+    // --neighbor-code passes moved a tenth of the rows by more than 5.7%
+    // between two passes of one build); or this layer's predecessor at m
     // (its time alone measured once per m).
     std::map<int64_t, double> predecessor_alone;
     auto timer_for = [&](int64_t m) {
-      if (!predecessor) return Timer{stream, hot, graph_us, neighbor, neighbor_alone_us};
+      if (!predecessor) {
+        const double alone =
+            neighbor ? Timer{stream, true, graph_us, nullptr, 0}.chain(1, [&](int) { neighbor(); }) : 0.0;
+        return Timer{stream, hot, graph_us, neighbor, alone};
+      }
       std::function<void()> pred = [&run_predecessor, m] { run_predecessor(m); };
       if (!predecessor_alone.count(m))
         predecessor_alone[m] = Timer{stream, true, graph_us, nullptr, 0}.chain(1, [&](int) { pred(); });
