@@ -174,18 +174,21 @@ def compare(records, base_path):
         out.append(f"| {short_name(key[1])} (new) | {new[key].get('bytes', '?')} | {loop_bytes(new[key])} |")
     for key in sorted(base.keys() - new.keys()):
         out.append(f"| {short_name(key[1])} (gone) | {base[key].get('bytes', '?')} | {loop_bytes(base[key])} |")
+    def per_object(recs):
+        sizes = collections.Counter()
+        for (obj, _), r in recs.items():
+            sizes[obj] += r.get("bytes", 0)
+        return sizes
+
+    def change(a, b):
+        return f"{a} -> {b} ({(b / a - 1) * 100 if a else 0:+.1f}%)"
+
+    sa, sb = per_object(base), per_object(new)
+    kernels = collections.Counter(obj for obj, _ in new)
     out += ["", "| object | kernels | code bytes, base -> this build |", "|---|---|---|"]
-    objects = sorted({k[0] for k in new} | {k[0] for k in base})
-    total = [0, 0]
-    for obj in objects:
-        sa = sum(r.get("bytes", 0) for k, r in base.items() if k[0] == obj)
-        sb = sum(r.get("bytes", 0) for k, r in new.items() if k[0] == obj)
-        total[0] += sa
-        total[1] += sb
-        n = sum(1 for k in new if k[0] == obj)
-        out.append(f"| {obj} | {n} | {sa} -> {sb} ({(sb / sa - 1) * 100 if sa else 0:+.1f}%) |")
-    out.append(f"| all | {len(new)} | {total[0]} -> {total[1]} "
-               f"({(total[1] / total[0] - 1) * 100 if total[0] else 0:+.1f}%) |")
+    for obj in sorted(sa.keys() | sb.keys()):
+        out.append(f"| {obj} | {kernels[obj]} | {change(sa[obj], sb[obj])} |")
+    out.append(f"| all | {len(new)} | {change(sum(sa.values()), sum(sb.values()))} |")
     return out
 
 

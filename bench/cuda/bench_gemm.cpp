@@ -34,7 +34,7 @@
 //
 // --neighbor-us US: before every timed launch (ours and cuBLASLt's) a kernel
 // that holds every SM for US microseconds (neighbor_kernel.h), its own time
-// subtracted: a GEMM after another kernel, as in a model, instead of after
+// (timed alone for each m of each layer: JSON neighbor_alone_us) subtracted: a GEMM after another kernel, as in a model, instead of after
 // itself (whose CTAs, under programmatic dependent launch, can start beside
 // the previous launch's when both fit on the GPU).
 //
@@ -163,8 +163,8 @@ struct Timer {
   bool hot;
   double graph_us = 2000.0;  // work per replay
   // --neighbor-* / --predecessor: launched before every timed launch, its
-  // time alone (neighbor_us: timer_for in run() times it for each m)
-  // subtracted from each result.
+  // time alone (neighbor_us; timer_for in run() times it once per m of each
+  // layer) subtracted from each result.
   std::function<void()> neighbor;
   double neighbor_us = 0;
   // Median microseconds per launch of fn(copy) over a graph of back-to-back
@@ -321,6 +321,7 @@ struct Row {
   int s8_splits[4] = {};
   double g_pass_us = 0, pc_pass_us = 0, w8a8_lt_us = 0;  // the pass alone; cuBLASLt INT8 + epilogue kernel
   double predecessor_us = 0;  // --predecessor: its time alone at this m (subtracted)
+  double neighbor_alone_us = 0;  // --neighbor-us / -mb / -code: its time alone at this m (subtracted)
   // Producer-dequantizing tiles (0: not run), g128: pd_* (tiles 20-22).
   double g_pd_us[3] = {};
   int pd_splits[3] = {};
@@ -428,8 +429,8 @@ int run(int argc, char** argv) {
                                                        : "host-paced (the start event on an idle GPU)");
   // The neighbor kernel (--neighbor-us): one block per SM holding 200 KB of
   // shared memory for neighbor_us, allowing its dependents to launch at once.
+  // Its time alone is timed for each m of each layer (timer_for below).
   std::function<void()> neighbor;
-  double neighbor_alone_us = 0;
   cuda::DeviceBuffer neighbor_buf;  // --neighbor-mb: what the cold neighbor reads (zeros)
   if (neighbor_mb > 0) {
     const size_t bytes = static_cast<size_t>(neighbor_mb * 1048576.0) / 16 * 16;
@@ -438,22 +439,19 @@ int run(int argc, char** argv) {
     neighbor = [&, bytes] {
       bench::launch_neighbor_reader(stream, dev.sm_count, neighbor_buf.data(), bytes, 200 * 1024, true);
     };
-    neighbor_alone_us = Timer{stream, true, graph_us, nullptr, 0}.chain(1, [&](int) { neighbor(); });
-    std::printf("# before every timed launch: a cold neighbor (%d blocks x 200 KB reading %.0f MiB; %.2f us per "
-                "launch alone, subtracted)\n",
-                dev.sm_count, neighbor_mb, neighbor_alone_us);
+    std::printf("# before every timed launch: a cold neighbor (%d blocks x 200 KB reading %.0f MiB; its time "
+                "alone subtracted)\n",
+                dev.sm_count, neighbor_mb);
   } else if (neighbor_code) {
     neighbor = [&] { bench::launch_neighbor_code(stream, dev.sm_count, 200 * 1024, true); };
-    neighbor_alone_us = Timer{stream, true, graph_us, nullptr, 0}.chain(1, [&](int) { neighbor(); });
     std::printf("# before every timed launch: a code neighbor (%d blocks x 200 KB running %d steps of straight-line "
-                "code; %.2f us per launch alone, subtracted)\n",
-                dev.sm_count, bench::kNeighborCodeSteps, neighbor_alone_us);
+                "code; its time alone subtracted)\n",
+                dev.sm_count, bench::kNeighborCodeSteps);
   } else if (neighbor_us > 0) {
     neighbor = [&] { bench::launch_neighbor(stream, dev.sm_count, neighbor_us, 200 * 1024, true); };
-    neighbor_alone_us = Timer{stream, true, graph_us, nullptr, 0}.chain(1, [&](int) { neighbor(); });
-    std::printf("# before every timed launch: a neighbor kernel (%d blocks x 200 KB, %.1f us; %.2f us per launch alone, "
+    std::printf("# before every timed launch: a neighbor kernel (%d blocks x 200 KB, %.1f us; its time alone "
                 "subtracted)\n",
-                dev.sm_count, neighbor_us, neighbor_alone_us);
+                dev.sm_count, neighbor_us);
   }
   const int64_t max_m = *std::max_element(ms.begin(), ms.end());
   std::vector<Row> rows;
@@ -547,23 +545,20 @@ int run(int argc, char** argv) {
                                 static_cast<int>(k), 1e-5f, rows_out, stream);
       QS_CUDA_CHECK(e);
     };
-    // The timer of one m: the neighbor of the process, its time alone timed
-    // again for each m of each layer (timed once per process, its drift with
-    // the board's clocks over a run would go into every result; round 48's
-    // --neighbor-code passes moved a tenth of the rows by more than 5.7%
-    // between two passes of one build); or this layer's predecessor at m
-    // (its time alone measured once per m).
-    std::map<int64_t, double> predecessor_alone;
+    // The timer of one m: what runs before every timed launch (the
+    // process's neighbor, or this layer's predecessor at m) and its time
+    // alone, timed once per m of each layer at the m's first timer (a
+    // neighbor's time timed once per process would carry the board's clock
+    // drift over a run into every result; round 48's --neighbor-code passes
+    // moved a tenth of the rows by more than 5.7% between two passes of one build).
+    std::map<int64_t, double> alone_us;
     auto timer_for = [&](int64_t m) {
-      if (!predecessor) {
-        const double alone =
-            neighbor ? Timer{stream, true, graph_us, nullptr, 0}.chain(1, [&](int) { neighbor(); }) : 0.0;
-        return Timer{stream, hot, graph_us, neighbor, alone};
-      }
-      std::function<void()> pred = [&run_predecessor, m] { run_predecessor(m); };
-      if (!predecessor_alone.count(m))
-        predecessor_alone[m] = Timer{stream, true, graph_us, nullptr, 0}.chain(1, [&](int) { pred(); });
-      return Timer{stream, hot, graph_us, pred, predecessor_alone[m]};
+      std::function<void()> before = neighbor;
+      if (predecessor) before = [&run_predecessor, m] { run_predecessor(m); };
+      if (!before) return Timer{stream, hot, graph_us, nullptr, 0};
+      if (!alone_us.count(m))
+        alone_us[m] = Timer{stream, true, graph_us, nullptr, 0}.chain(1, [&](int) { before(); });
+      return Timer{stream, hot, graph_us, before, alone_us[m]};
     };
 
     // cuBLASLt at its best: for every m of the shape first, each heuristic
@@ -601,8 +596,9 @@ int run(int argc, char** argv) {
     for (int64_t m : ms) {
       Row r{sh.model, sh.layer, m, n, k};
       const Timer timer = timer_for(m);
+      if (neighbor) r.neighbor_alone_us = alone_us[m];
       if (predecessor) {
-        r.predecessor_us = predecessor_alone[m];
+        r.predecessor_us = alone_us[m];
         std::printf("# %s/%s m=%lld: before every timed launch %s [%lld, %lld], %.2f us alone (subtracted)\n",
                     sh.model, sh.layer, static_cast<long long>(m), predecessor_name, static_cast<long long>(m),
                     static_cast<long long>(k), r.predecessor_us);
@@ -907,7 +903,7 @@ int run(int argc, char** argv) {
         "\"pass_g128_us\": %.2f, \"pass_per_channel_us\": %.2f, \"cublaslt_w8a8_epilogue_us\": %.2f, "
         "\"pd_splits\": [%d, %d, %d], \"pd_g128_us\": [%.2f, %.2f, %.2f], "
         "\"cublaslt_int8_candidate\": \"%d of %d\", \"cublaslt_fp16_candidate\": \"%d of %d\", "
-        "\"neighbor_us\": %.1f, \"neighbor_mb\": %.0f, \"neighbor_code\": %d, \"predecessor_us\": %.2f, \"interleaved_reps\": %d, \"interleaved_int8_us\": %.2f, "
+        "\"neighbor_us\": %.1f, \"neighbor_mb\": %.0f, \"neighbor_code\": %d, \"neighbor_alone_us\": %.2f, \"predecessor_us\": %.2f, \"interleaved_reps\": %d, \"interleaved_int8_us\": %.2f, "
         "\"interleaved_per_channel_us\": %.2f, \"interleaved_g128_us\": %.2f, \"soak_ms\": %.0f, "
         "\"soak_int8_us\": %.2f, \"soak_per_channel_us\": %.2f, \"soak_g128_us\": %.2f}%s\n",
         r.model.c_str(), r.layer.c_str(), (long long)r.m, (long long)r.n, (long long)r.k, r.int8_us, r.fp16_us, r.pc_us,
@@ -921,7 +917,7 @@ int run(int argc, char** argv) {
         r.pc_s8_us[0], r.pc_s8_us[1], r.pc_s8_us[2], r.pc_s8_us[3], r.w8_s8_us[0], r.w8_s8_us[1], r.w8_s8_us[2],
         r.w8_s8_us[3], r.g_pass_us, r.pc_pass_us, r.w8a8_lt_us, r.pd_splits[0], r.pd_splits[1], r.pd_splits[2],
         r.g_pd_us[0], r.g_pd_us[1], r.g_pd_us[2], r.int8_candidate, r.int8_candidates, r.fp16_candidate,
-        r.fp16_candidates, neighbor_us, neighbor_mb, neighbor_code ? 1 : 0, r.predecessor_us, interleave, r.int8_il_us, r.pc_il_us, r.g_il_us, soak_ms, r.int8_soak_us,
+        r.fp16_candidates, neighbor_us, neighbor_mb, neighbor_code ? 1 : 0, r.neighbor_alone_us, r.predecessor_us, interleave, r.int8_il_us, r.pc_il_us, r.g_il_us, soak_ms, r.int8_soak_us,
         r.pc_soak_us, r.g_soak_us, i + 1 < rows.size() ? "," : "");
     js << buf;
   }
