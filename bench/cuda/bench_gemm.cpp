@@ -34,7 +34,8 @@
 //
 // --neighbor-us US: before every timed launch (ours and cuBLASLt's) a kernel
 // that holds every SM for US microseconds (neighbor_kernel.h), its own time
-// (timed alone for each m of each layer: JSON neighbor_alone_us) subtracted: a GEMM after another kernel, as in a model, instead of after
+// (timed alone for each m of each layer: JSON neighbor_alone_us)
+// subtracted: a GEMM after another kernel, as in a model, instead of after
 // itself (whose CTAs, under programmatic dependent launch, can start beside
 // the previous launch's when both fit on the GPU).
 //
@@ -596,9 +597,9 @@ int run(int argc, char** argv) {
     for (int64_t m : ms) {
       Row r{sh.model, sh.layer, m, n, k};
       const Timer timer = timer_for(m);
-      if (neighbor) r.neighbor_alone_us = alone_us[m];
+      if (neighbor) r.neighbor_alone_us = timer.neighbor_us;
       if (predecessor) {
-        r.predecessor_us = alone_us[m];
+        r.predecessor_us = timer.neighbor_us;
         std::printf("# %s/%s m=%lld: before every timed launch %s [%lld, %lld], %.2f us alone (subtracted)\n",
                     sh.model, sh.layer, static_cast<long long>(m), predecessor_name, static_cast<long long>(m),
                     static_cast<long long>(k), r.predecessor_us);
