@@ -259,6 +259,28 @@ std::vector<Case> all_cases() {
       for (int64_t m : {2, 129}) cases.push_back({g, m, 203, 448, tile, 2, true});
       cases.push_back({g, 45, 1410, 2880, tile, 7, true});
     }
+  // The 64-channel cluster tiles (bn64: consumer warpgroup 0 computes half a
+  // 128-channel block of the repacked weights, warpgroup 1 idles), beyond the
+  // loops over every cluster tile above (640 = 10 blocks of 64, 203 = 3 x 64 +
+  // 11, 1410 = 22 x 64 + 2, 6144, 4096): n of an odd count of 64-channel
+  // blocks (192, 576: the last 128-channel block's second half past n) and
+  // not a multiple of 16 (203: block 1's second half, 11 channels inside n),
+  // k % 128 == 64 (1600: a half last block; 13 blocks, so that 2 and 3
+  // splits end inside a 256-deep stage), unsplit (the twin), the pair and 3
+  // splits (push form), then the same splits through the cluster reduction
+  // (QSERVE_W4A8_CLUSTER_PAIR=0 / _PUSH=0), and a cluster of one
+  // (QSERVE_W4A8_UNSPLIT_TWINS=0).
+  for (bool g : {false, true})
+    for (int tile = cuda::kW4A8FirstBn64Tile; tile < cuda::kW4A8EndClusterTile; ++tile)
+      for (int64_t n : {192, 203, 576}) {
+        for (int splits : {1, 2, 3}) {
+          for (int64_t m : {33, 64}) cases.push_back({g, m, n, 1600, tile, splits, true});
+          if (splits > 1)
+            cases.push_back({g, 64, n, 1600, tile, splits, true,
+                             splits == 2 ? "QSERVE_W4A8_CLUSTER_PAIR=0" : "QSERVE_W4A8_CLUSTER_PUSH=0"});
+        }
+        cases.push_back({g, 33, n, 1600, tile, 1, true, "QSERVE_W4A8_UNSPLIT_TWINS=0"});
+      }
   // The 128 x 128 cluster tile at m = 256 on a real layer (2 and 4 splits, its
   // table's use) and with rows past m.
   for (bool g : {false, true})

@@ -248,6 +248,50 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 9, 4096, 4096, cuda::kW4A8FirstGemvTile, 1, true), Error);
   EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, 9, 6144, 4096, cuda::w4a8_tile("gemv16"), 1, true).ctas, 264);  // 2 per SM
   EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 17, 4096, 4096, cuda::w4a8_tile("gemv16"), 1, true), Error);
+  // The 64-channel cluster tiles (bn64; forced plans only): 64-channel blocks
+  // (grid_n = ceil(n / 64)), one CTA per unit, no workspace; the 128-channel
+  // twins' stages and shared memory, half the pair's exchange bytes.
+  namespace wg = cuda::w4a8::wgmma;
+  const std::pair<const char*, const char*> twins[] = {
+      {"wg64x64c", "wg128x64c"}, {"wg64x32c-k256", "wg128x32c-k256"}, {"wg64x64c-k256", "wg128x64c-k256"}};
+  for (auto [name, twin_name] : twins) {
+    SCOPED_TRACE(name);
+    const int t = cuda::w4a8_tile(name), twin = cuda::w4a8_tile(twin_name);
+    EXPECT_TRUE(cuda::w4a8_tile_is_cluster(t));
+    EXPECT_TRUE(cuda::w4a8_tile_is_bn64(t));
+    EXPECT_FALSE(cuda::w4a8_tile_is_bn64(twin));
+    EXPECT_TRUE(cuda::w4a8_tile_is_small_cluster(t));
+    const wg::TileShape& s = wg::kTiles[t - cuda::kW4A8FirstWgmmaTile];
+    const wg::TileShape& s2 = wg::kTiles[twin - cuda::kW4A8FirstWgmmaTile];
+    EXPECT_EQ(cuda::w4a8_tile_is_deep(t), s.kd > 1);
+    EXPECT_EQ(s.bn(), 64);
+    EXPECT_EQ(s2.bn(), 128);
+    EXPECT_EQ(cuda::w4a8_tile_tokens(t), cuda::w4a8_tile_tokens(twin));
+    for (bool g : {false, true}) {
+      const wg::TileShape k = wg::kind_shape(s, g), k2 = wg::kind_shape(s2, g);
+      EXPECT_EQ(wg::smem_bytes(k), wg::smem_bytes(k2));
+      EXPECT_EQ(2 * wg::pair_recv_bytes(k), wg::pair_recv_bytes(k2));
+      EXPECT_EQ(wg::pair_recv_bytes(k), 64 * s.bm * 2);  // half the tile's INT32
+      for (int ways : {2, 3, 4, 6}) EXPECT_TRUE(wg::has_push_form(k, ways)) << ways;
+    }
+    for (int splits : {1, 2, 3}) {
+      const cuda::W4A8Plan p = cuda::plan_w4a8_wgmma(h200, 64, 4096, 4096, t, splits, false);
+      EXPECT_EQ(p.tile, t);
+      EXPECT_EQ(p.splits, splits);
+      EXPECT_EQ(p.grid_n, 64);
+      EXPECT_EQ(p.grid_m, 64 / s.bm);
+      EXPECT_EQ(p.ctas, 64 * p.grid_m * splits);
+      EXPECT_EQ(p.workspace_bytes, 0u);
+      const cuda::W4A8Plan q = cuda::plan_w4a8_wgmma(h200, 64, 4096, 4096, twin, splits, false);
+      EXPECT_EQ(p.ctas, 2 * q.ctas);
+    }
+    EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, 7, 203, 448, t, 2, true).grid_n, 4);
+    EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, 7, 576, 448, t, 2, true).grid_n, 9);
+    EXPECT_EQ(cuda::w4a8_plan(std::string(name) + "/3").tile, t);
+    const auto o = cuda::parse_w4a8_plan_overrides("4096x4096@64:pc=" + std::string(name) + "/2");
+    ASSERT_EQ(o.size(), 1u);
+    EXPECT_EQ(o[0].choice.tile, t);
+  }
 }
 
 // QSERVE_W4A8_PLANS: the parser (the environment is read once per process,

@@ -51,7 +51,7 @@ W4A8DeviceWeights upload_common(W4A8Kind kind, int64_t n, int64_t k, const std::
 static_assert(w4a8_tile("wg256x8") == kW4A8FirstWgmmaTile && kW4A8FirstWgmmaTile == w4a8::kTileCount);
 static_assert(w4a8_tile("s8_256x128") == kW4A8FirstS8Tile && w4a8_tile("pd_256x128") == kW4A8FirstPdTile);
 static_assert(w4a8_tile("wg256x8a2c") == kW4A8FirstClusterTile && w4a8_tile("wg128x8c-k256") == kW4A8FirstDeepTile);
-static_assert(w4a8_tile("wg128x128c-k256") + 1 == kW4A8EndClusterTile);
+static_assert(w4a8_tile("wg64x64c") == kW4A8FirstBn64Tile && w4a8_tile("wg64x64c-k256") + 1 == kW4A8EndClusterTile);
 static_assert(w4a8_tile("wg128x160") == kW4A8FirstMidTile && w4a8_tile("wg128x224") + 1 == kW4A8EndMidTile);
 static_assert(w4a8_tile("wg128x256mc") == kW4A8FirstMcTile && w4a8_tile("gemv8") == kW4A8FirstGemvTile);
 static_assert(w4a8_tile("wg256x8") == kW4A8FirstStreamKTile && w4a8_tile("wg256x32a2") + 1 == kW4A8EndStreamKTile);

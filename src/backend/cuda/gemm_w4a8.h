@@ -56,7 +56,7 @@ W4A8DeviceWeights upload_w4a8(const quant::W4G128Weights& w);
 W4A8DeviceWeights upload_w4a8(const quant::W4PerChannelWeights& w);
 
 inline constexpr int kW4A8FirstWgmmaTile = 6;  // mma.sync tiles 0..5 (any sm_80+ device)
-inline constexpr int kW4A8TileCount = 56;       // wgmma tiles 6..48, the decode tiles 49..55 (sm_90 only)
+inline constexpr int kW4A8TileCount = 59;       // wgmma tiles 6..51, the decode tiles 52..58 (sm_90 only)
 // Tiles 16..19: INT8-weight wgmma tiles, run after a pass that dequantizes
 // the W4 weights into an INT8 copy in the workspace (docs/gemm-hopper.md).
 inline constexpr int kW4A8FirstS8Tile = 16;
@@ -64,31 +64,36 @@ inline constexpr int kW4A8FirstS8Tile = 16;
 // dequantizes the W4 weights into shared memory itself (no pass, no copy).
 // Not in the planner: 0.36-0.50x of cuBLASLt INT8 (docs/gemm-hopper.md).
 inline constexpr int kW4A8FirstPdTile = 20;
-// Tiles 23..43: the W4 wgmma kernel with split-K across the CTAs of a thread
+// Tiles 23..46: the W4 wgmma kernel with split-K across the CTAs of a thread
 // block cluster (partial tiles summed through distributed shared memory; no
 // workspace), at most 8 splits (the cluster size); one CTA per work unit.
 inline constexpr int kW4A8FirstClusterTile = 23;
-// Tiles 31..43 (cluster tiles): deep stages, 256 or 512 k per pipeline stage
-// (fewer, larger copies). Tiles 40..42 (round 23): the 128 x 32 cluster tile
-// (256- and 512-deep, and 256-deep at two CTAs per SM), between 128 x 16 and
-// 128 x 64; the ids of the tiles after them moved up by 3 in that round. Tile
-// 43 (round 25): 128 x 128, 256-deep (the ids after it moved up by one).
+// Tiles 31..43 and 45..46 (cluster tiles): deep stages, 256 or 512 k per
+// pipeline stage (fewer, larger copies). Tiles 40..42 (round 23): the 128 x 32
+// cluster tile (256- and 512-deep, and 256-deep at two CTAs per SM), between
+// 128 x 16 and 128 x 64; the ids of the tiles after them moved up by 3 in that
+// round. Tile 43 (round 25): 128 x 128, 256-deep (the ids after it moved up by
+// one). Tiles 44..46 (branch exp/c64): the cluster tiles of 64 channels (wg64x64c,
+// wg64x32c-k256, wg64x64c-k256; one consumer warpgroup's channels per CTA,
+// twice the CTAs of their 128-channel twins; not planned); the ids after them
+// moved up by 3.
 inline constexpr int kW4A8FirstDeepTile = 31;
-inline constexpr int kW4A8EndClusterTile = 44;
-// Tiles 44..47: persistent W4 tiles of 128 channels x 160 / 192 / 208 / 224
+inline constexpr int kW4A8FirstBn64Tile = 44;
+inline constexpr int kW4A8EndClusterTile = 47;
+// Tiles 47..50: persistent W4 tiles of 128 channels x 160 / 192 / 208 / 224
 // tokens (wg128x160 .. wg128x224), between wg128x128 and wg128x256: at mid m
 // they often need fewer waves of output tiles over the SMs.
-inline constexpr int kW4A8FirstMidTile = 44, kW4A8EndMidTile = 48;
-// Tile 48: the multicast pair of wg128x256 (wg128x256mc): two CTAs of a
+inline constexpr int kW4A8FirstMidTile = 47, kW4A8EndMidTile = 51;
+// Tile 51: the multicast pair of wg128x256 (wg128x256mc): two CTAs of a
 // cluster compute neighbouring channel blocks of the same tokens, each
 // loading half of a stage's activations into both (half the activation
 // traffic from L2). Planned for the largest problems only (gemm_w4a8_wgmma.cpp).
-inline constexpr int kW4A8FirstMcTile = 48;
-// Tiles 49..55: the decode kernels for m <= 8 / 16 / 8 / 16 / 8 / 16 / 32
+inline constexpr int kW4A8FirstMcTile = 51;
+// Tiles 52..58: the decode kernels for m <= 8 / 16 / 8 / 16 / 8 / 16 / 32
 // (gemv8, gemv16, gemv8d, gemv16d, gemv8r, gemv16r, gemv32r; gemm_w4a8_gemv.h):
 // 16-channel tiles, weights loaded straight into registers by every SM,
 // mma.sync; no split-K (splits 1), no workspace.
-inline constexpr int kW4A8FirstGemvTile = 49;
+inline constexpr int kW4A8FirstGemvTile = 52;
 inline bool w4a8_tile_is_gemv(int tile) { return tile >= kW4A8FirstGemvTile && tile < kW4A8TileCount; }
 static_assert(kW4A8TileCount - kW4A8FirstGemvTile == w4a8::gemv::kKernelCount);
 // The decode kernel of a decode tile, and the tile of a decode kernel.
@@ -102,7 +107,12 @@ inline constexpr int kW4A8MaxClusterSplits = 8;
 inline bool w4a8_tile_is_s8(int tile) { return tile >= kW4A8FirstS8Tile && tile < kW4A8FirstPdTile; }
 inline bool w4a8_tile_is_pd(int tile) { return tile >= kW4A8FirstPdTile && tile < kW4A8FirstClusterTile; }
 inline bool w4a8_tile_is_cluster(int tile) { return tile >= kW4A8FirstClusterTile && tile < kW4A8EndClusterTile; }
-constexpr bool w4a8_tile_is_deep(int tile) { return tile >= kW4A8FirstDeepTile && tile < kW4A8EndClusterTile; }
+// The cluster tiles of 64 channels (wg64x64c, wg64x32c-k256, wg64x64c-k256).
+constexpr bool w4a8_tile_is_bn64(int tile) { return tile >= kW4A8FirstBn64Tile && tile < kW4A8EndClusterTile; }
+// (wg64x64c, the first 64-channel tile, has 128-deep stages.)
+constexpr bool w4a8_tile_is_deep(int tile) {
+  return tile >= kW4A8FirstDeepTile && tile < kW4A8EndClusterTile && tile != kW4A8FirstBn64Tile;
+}
 const char* w4a8_tile_name(int tile);
 // Tokens per CTA tile of `tile` (the wgmma N of the wgmma tiles), 0 for an unknown id.
 int w4a8_tile_tokens(int tile);

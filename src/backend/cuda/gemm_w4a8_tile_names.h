@@ -30,10 +30,10 @@ inline constexpr std::string_view kW4A8TileNames[kW4A8TileCount] = {
     "wg256x32c",        "wg256x64c",       "wg256x128c",      "wg128x64c",      "wg128x8c",         // 25-29
     "wg128x16c",        "wg128x8c-k256",   "wg128x8c-k512",   "wg128x16c-k256", "wg128x16c-k512",   // 30-34
     "wg256x8a2c-k256",  "wg256x16a2c-k256", "wg256x32c-k256", "wg128x64c-k256", "wg256x64c-k256",   // 35-39
-    "wg128x32c-k256",   "wg128x32c-k512",  "wg128x32c-k256o2", "wg128x128c-k256", "wg128x160",      // 40-44
-    "wg128x192",        "wg128x208",       "wg128x224",       "wg128x256mc",    "gemv8",            // 45-49
-    "gemv16",           "gemv8d",          "gemv16d",         "gemv8r",         "gemv16r",          // 50-54
-    "gemv32r"};                                                                                     // 55
+    "wg128x32c-k256",   "wg128x32c-k512",  "wg128x32c-k256o2", "wg128x128c-k256", "wg64x64c",       // 40-44
+    "wg64x32c-k256",    "wg64x64c-k256",   "wg128x160",       "wg128x192",      "wg128x208",        // 45-49
+    "wg128x224",        "wg128x256mc",     "gemv8",           "gemv16",         "gemv8d",           // 50-54
+    "gemv16d",          "gemv8r",          "gemv16r",         "gemv32r"};                           // 55-58
 
 // The id of the tile named `name`; a name not in the list does not compile
 // (in a constant expression).

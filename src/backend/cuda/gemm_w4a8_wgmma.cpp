@@ -24,6 +24,7 @@ static_assert(kW4A8FirstPdTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstPdTil
 static_assert(kW4A8FirstClusterTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstClusterTile);
 static_assert(kW4A8FirstGemvTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kTileCount);
 static_assert(kW4A8EndClusterTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kEndClusterTile);
+static_assert(kW4A8FirstBn64Tile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstBn64Tile);
 static_assert(kW4A8FirstMidTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstMidTile &&
               kW4A8EndMidTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kEndMidTile);
 static_assert(kW4A8FirstMcTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstMcTile);
@@ -32,7 +33,9 @@ static_assert(kW4A8FirstStreamKTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirst
               kW4A8EndStreamKTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kEndStreamKTile);
 static_assert([] {
   for (int t = 0; t < w4a8::wgmma::kTileCount; ++t)
-    if ((kTiles[t].kd > 1) != w4a8_tile_is_deep(t + kW4A8FirstWgmmaTile)) return false;
+    if ((kTiles[t].kd > 1) != w4a8_tile_is_deep(t + kW4A8FirstWgmmaTile) ||
+        kTiles[t].bn64 != w4a8_tile_is_bn64(t + kW4A8FirstWgmmaTile))
+      return false;
   return true;
 }());
 

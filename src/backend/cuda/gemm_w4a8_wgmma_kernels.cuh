@@ -26,7 +26,7 @@ template <int kTile, bool kG128, bool kSK, bool kUN = false, int kPR = 0, int kS
 inline constexpr auto kKernel =
     &gemm_w4a8_wgmma_kernel<kTiles[kTile].bm, kTiles[kTile].mt, kStages, kG128, kTiles[kTile].acc_sets,
                             kTiles[kTile].s8, kTiles[kTile].pd, kTiles[kTile].cluster, kTiles[kTile].kd, kSK,
-                            kTiles[kTile].mc, kTiles[kTile].occ, kUN, kPR>;
+                            kTiles[kTile].mc, kTiles[kTile].occ, kUN, kPR, kTiles[kTile].bn64>;
 // The shape tile kTile's kernels of one kind lay out (per-channel: no level-2 region).
 template <int kTile, bool kG128>
 inline constexpr TileShape kShapeOf = kind_shape(kTiles[kTile], kG128);

@@ -71,10 +71,11 @@ struct Params {
 };
 
 // CTA tile: BN = 128 * MT output channels (two consumer warpgroups of 64 * MT
-// channels each) x BM tokens (the wgmma N) x 128 input channels per stage.
+// channels each; bn64: 64, one warpgroup's) x BM tokens (the wgmma N) x 128
+// input channels per stage.
 struct TileShape {
   int bm;      // tokens per CTA tile = wgmma N (8..256)
-  int mt;      // m64 wgmma tiles per consumer warpgroup (1 or 2): BN = 128 * mt
+  int mt;      // m64 wgmma tiles per consumer warpgroup (1 or 2): BN = 128 * mt (bn64: 64)
   int stages;  // TMA pipeline depth
   int acc_sets = 1;  // accumulator sets the consumers alternate between per stage (1 or 2)
   bool s8 = false;   // INT8 weights [n, k] through TMA, both wgmma operands in shared memory
@@ -120,7 +121,16 @@ struct TileShape {
   // apart at full depth (docs/gemm-hopper.md, "Per-channel stages without
   // the level-2 words").
   bool level2 = true;
-  int bn() const { return 128 * mt; }
+  // 64 output channels per CTA (cluster tiles of mt = 1; docs/gemm-hopper.md,
+  // "The 64-channel cluster tiles"): consumer warpgroup 0 computes them,
+  // warpgroup 1 takes part in the cluster barriers only. The channel block
+  // n_blk of 64 is the 16-channel tiles 4 (n_blk % 2) .. + 3 of the
+  // repacked layout's 128-channel block n_blk / 2: the producer copies those
+  // 2 KB of each 4-KB k64 half (and g128 the block's level-2 words) into the
+  // stage where a 128-channel CTA would have them, so that the stage layout
+  // (and its size) and the consumer's shared-memory offsets stay those of mt = 1.
+  bool bn64 = false;
+  constexpr int bn() const { return bn64 ? 64 : 128 * mt; }
   // Bytes of one 128-wide k block's weights (a stage holds kd blocks): W4
   // repacked (8 KB per 128 channels x 128 k) or INT8 (16 KB per 128 channels
   // x 128 k, 128-B swizzled rows); pd: the W4 staging, and apart from the
@@ -136,20 +146,23 @@ struct TileShape {
 };
 
 // Indices are the planner's tile ids minus kFirstTile (gemm_w4a8.h).
-inline constexpr int kTileCount = 43;
+inline constexpr int kTileCount = 46;
 inline constexpr int kFirstS8Tile = 10;       // tiles 10..13: INT8 weights (s8)
 inline constexpr int kFirstPdTile = 14;       // tiles 14..16: W4 dequantized by the producer (pd)
-inline constexpr int kFirstClusterTile = 17;  // tiles 17..37: W4, split-K within a cluster (25..37: deep stages)
-inline constexpr int kEndClusterTile = 38;
-// Tiles 38..41: the persistent W4 tiles of 128 channels x 160 / 192 / 208 /
+// Tiles 17..40: W4, split-K within a cluster (25..37 and 39..40: deep
+// stages; 38..40: 64 channels, TileShape::bn64).
+inline constexpr int kFirstClusterTile = 17;
+inline constexpr int kFirstBn64Tile = 38;
+inline constexpr int kEndClusterTile = 41;
+// Tiles 41..44: the persistent W4 tiles of 128 channels x 160 / 192 / 208 /
 // 224 tokens, between 128 x 128 and 128 x 256 (fewer partial waves at mid m).
-inline constexpr int kFirstMidTile = 38, kEndMidTile = 42;
-// Tile 42: the multicast pair (TileShape::mc) of 128 x 256 (those of 128 x
+inline constexpr int kFirstMidTile = 41, kEndMidTile = 45;
+// Tile 45: the multicast pair (TileShape::mc) of 128 x 256 (those of 128 x
 // 128, 128 x 208 and 256 x 128 measured 3-21% slower than their single tiles
 // at m = 256-4096: bench/results/2026-11-30-gemm-h200-r12.md; 128 x 128 again
 // with split-K at m = 128-512 in round 25: 0.97-1.10x its single tile's time,
 // bench/results/2026-12-03-gemm-h200-r25.md).
-inline constexpr int kFirstMcTile = 42;
+inline constexpr int kFirstMcTile = 45;
 inline constexpr int kMaxClusterSplits = 8;   // the portable cluster size
 // The cluster tiles' main loop unrolled over groups of the ring of stages
 // (kernels/gemm_w4a8_wgmma_kernel.cuh, kRing): a group is the fewest whole
@@ -252,6 +265,14 @@ inline constexpr TileShape kTiles[kTileCount] = {
     // through global memory per tile; here the split's partial tile is
     // summed over the cluster (distributed shared memory).
     {128, 1, 4, 1, false, false, true, 2},
+    // 64 channels x 64 / 32 tokens (bn64): the 128 x 64, 128 x 64 256-deep
+    // and 128 x 32 256-deep cluster tiles with half the channels per CTA, for
+    // twice the CTAs at m = 32-64 without more k splits (docs/gemm-hopper.md,
+    // "The 64-channel cluster tiles"). Their stages are those of the 128 x
+    // tiles (half of each weight region unused).
+    {64, 1, 12, 1, false, false, true, 1, false, 1, true, true},  // 64 x 64
+    {32, 1, 9, 1, false, false, true, 2, false, 1, true, true},   // 64 x 32, 256-deep
+    {64, 1, 6, 1, false, false, true, 2, false, 1, true, true},   // 64 x 64, 256-deep
     // Token tiles between 128 and 256 (persistent, one CTA per SM): with
     // 132 SMs the output tiles of a layer at mid m often make a partial last
     // wave on both 128 x 128 and 128 x 256 (Llama-3-8B qkv at m = 1024: 384
@@ -268,7 +289,9 @@ inline constexpr TileShape kTiles[kTileCount] = {
     // of a stage loaded half by each CTA of a 2-CTA cluster.
     {256, 1, 4, 1, false, false, false, 1, true},
 };
-inline constexpr int kThreads = 384;  // warpgroup 0: TMA producer; 1, 2: consumers
+// warpgroup 0: TMA producer; 1, 2: consumers (bn64 tiles: warpgroup 2 idle,
+// in the cluster barriers only, keeping its launch registers, 168 a thread)
+inline constexpr int kThreads = 384;
 
 // The staged epilogue (kernels/gemm_w4a8_wgmma_kernel.cuh): each consumer
 // warpgroup stages [epi_chunk(bm, mt) tokens][64 mt channels] fp16 outputs in
@@ -340,15 +363,24 @@ static_assert([] {
 }());
 
 // Cluster tiles: after the main loop the stages hold this CTA's partial tile
-// [bm tokens][cluster_row_ints(mt)] int32 (rows padded by 16 B: the
+// [bm tokens][cluster_row_ints(bn)] int32 (rows padded by 16 B: the
 // accumulator stores of one warp hit distinct banks), then the epilogue's
-// factors: channel scales and scaled zeros [2][128 mt] f32, per-token s_x and
-// a_sum [2][bm] f32.
-inline constexpr int cluster_row_ints(int mt) { return 128 * mt + 4; }
-inline constexpr int cluster_partial_bytes(const TileShape& s) { return s.bm * cluster_row_ints(s.mt) * 4; }
+// factors: channel scales and scaled zeros [2][bn] f32, per-token s_x and
+// a_sum [2][bm] f32 (bn = 128 mt, or 64: TileShape::bn64).
+inline constexpr int cluster_row_ints(int bn) { return bn + 4; }
+inline constexpr int cluster_partial_bytes(const TileShape& s) { return s.bm * cluster_row_ints(s.bn()) * 4; }
 inline constexpr int cluster_reduce_bytes(const TileShape& s) {
-  return cluster_partial_bytes(s) + (2 * 128 * s.mt + 2 * s.bm) * 4;
+  return cluster_partial_bytes(s) + (2 * s.bn() + 2 * s.bm) * 4;
 }
+// The 64-channel tiles (bn64): cluster tiles of one m64 tile a warpgroup and
+// one CTA per SM, with register-A W4 weights.
+static_assert([] {
+  for (const TileShape& s : kTiles)
+    if (s.bn64 && (!s.cluster || s.mt != 1 || s.s8 || s.pd || s.mc || s.occ != 1)) return false;
+  for (int t = 0; t < kTileCount; ++t)
+    if (kTiles[t].bn64 != (t >= kFirstBn64Tile && t < kEndClusterTile)) return false;
+  return true;
+}());
 static_assert([] {
   for (const TileShape& s : kTiles)
     if (s.cluster && cluster_reduce_bytes(s) > s.stages * s.kd * (s.bm * 128 + s.w_stage_bytes())) return false;
@@ -370,7 +402,9 @@ static_assert([] {
 // push_own_groups each (a power of two, so the owners split the tile
 // exactly; ranks past the owners only send); every other rank stores its
 // partial of an owner's groups into that owner's stages, slot d - 1 for the
-// sender d ranks after it: [ways - 1][mt][own groups][256 threads][16 B];
+// sender d ranks after it: [ways - 1][mt][own groups][256 threads][16 B]
+// (bn64: [ways - 1][own groups][128 threads][16 B], warpgroup 0's: bn x 8
+// tokens x 4 B a group either way);
 // then the staged epilogue of the owner's 8 x own-groups rows (two buffers,
 // the factors of all bm tokens). ways = 2 is the pair form (each CTA owns
 // a half).
@@ -382,7 +416,7 @@ inline constexpr int push_own_groups(int bm, int ways) {
   return own;
 }
 inline constexpr int push_recv_bytes(const TileShape& s, int ways) {
-  return (ways - 1) * s.mt * push_own_groups(s.bm, ways) * 4096;
+  return (ways - 1) * push_own_groups(s.bm, ways) * 8 * s.bn() * 4;
 }
 inline constexpr int pair_recv_bytes(const TileShape& s) { return push_recv_bytes(s, 2); }
 // Where the shared memory holds them beside the stages, the received parts
@@ -437,7 +471,7 @@ static_assert([] {
   for (const TileShape& t : kTiles)
     for (const bool g128 : {true, false})
       if (const TileShape s = kind_shape(t, g128);
-          has_pair_form(s) && (pair_recv_bytes(s) != s.mt * s.bm * 256 || !has_push_form(s, 2)))
+          has_pair_form(s) && (pair_recv_bytes(s) != s.bn() * s.bm * 2 || !has_push_form(s, 2)))
         return false;  // the pair: half a tile, always fits
   return true;
 }());

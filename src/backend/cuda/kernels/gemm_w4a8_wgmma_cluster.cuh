@@ -34,10 +34,13 @@ namespace qserve::cuda::w4a8::wgmma {
 
 // Called by the 256 consumer threads (ctid 0..255) of every CTA of the
 // cluster, once per CTA, after a barrier among them that ends their use of
-// the stages: `smem` (the stages) then holds, per cluster_reduce_bytes():
-//   part  [BM][cluster_row_ints(MT)] int32  this CTA's partial tile
-//   ch_f  [2][128 MT] f32                   channel scale, scaled zero
-//   tok_f [BM][2] f32                       per-token s_x, a_sum (g128: the code sum's bits)
+// the stages (kBN64, the 64-channel tiles: by consumer warpgroup 0's 128,
+// cw = 0; warpgroup 1 takes part in the cluster barriers only,
+// cluster_reduce_barriers_only): `smem` (the stages) then holds, per
+// cluster_reduce_bytes(), with kCh = 128 MT channels (kBN64: 64):
+//   part  [BM][cluster_row_ints(kCh)] int32  this CTA's partial tile
+//   ch_f  [2][kCh] f32                       channel scale, scaled zero
+//   tok_f [BM][2] f32                        per-token s_x, a_sum (g128: the code sum's bits)
 // acc[j][4 i + 2 h + e]: channel (cw MT + j) 64 + warp 16 + g + 8 h of the
 // tile, token 8 i + 2 q + e (the wgmma D fragment of m64 tile j). The
 // factors (scale, szero: this thread's channels; tok_*: tokens wtid + 128 r)
@@ -59,13 +62,15 @@ __device__ __forceinline__ void cluster_reduce_barriers_only(int splits) {
   cluster_reduce_leave(splits);
 }
 
-template <int BM, int MT, bool kG128, int TPT, int kLoads>
+template <int BM, int MT, bool kG128, int TPT, int kLoads, bool kBN64 = false>
 __device__ __forceinline__ void cluster_reduce_epilogue(const Params& p, uint8_t* smem, const int32_t (&acc)[MT][BM / 2],
                                                         const float (&scale)[MT][2], const float (&szero)[MT][2],
                                                         const float (&tok_sx)[TPT], const float (&tok_asum)[TPT],
                                                         int cw, int warp, int g, int q, int ctid, int m_blk,
                                                         int n_blk) {
-  constexpr int kRow = cluster_row_ints(MT), kCh = 128 * MT;
+  static_assert(!kBN64 || MT == 1, "64-channel tiles: one m64 tile");
+  // kCh channels of the tile, held by kThr consumer threads.
+  constexpr int kCh = kBN64 ? 64 : 128 * MT, kThr = kBN64 ? 128 : 256, kRow = cluster_row_ints(kCh);
   int32_t* part = reinterpret_cast<int32_t*>(smem);
   float* ch_f = reinterpret_cast<float*>(part + BM * kRow);
   float* tok_f = ch_f + 2 * kCh;
@@ -104,7 +109,7 @@ __device__ __forceinline__ void cluster_reduce_epilogue(const Params& p, uint8_t
   if (splits > 1)
     ptx::cluster_sync();
   else
-    ptx::named_barrier(1, 256);
+    ptx::named_barrier(1, kThr);
 
   // 2. Slice `rank` of the tile's 16-B pieces, summed over the cluster.
   // Thread ctid takes pieces begin + ctid, + 256, ... of the slice: a row
@@ -123,15 +128,17 @@ __device__ __forceinline__ void cluster_reduce_epilogue(const Params& p, uint8_t
   // (2.7 pieces a thread, one round trip saved) ran 0.3-2.1% slower on the
   // H200, 128 x 64 / 2 (4 pieces) 1.5-4% and 128 x 128 / 2 (8) 3-7% faster
   // (bench/results/2026-12-03-gemm-h200-r26.md).
+  // (kBN64: 128 threads, 16 pieces a row: the same walk, a thread's pieces
+  // 8 rows apart.)
   const int rank = static_cast<int>(ptx::cluster_ctarank());
   constexpr int kPiecesPerRow = kCh / 4, kPieces = BM * kPiecesPerRow;
-  static_assert(256 % kPiecesPerRow == 0, "a thread's pieces share one column");
-  constexpr int kRowStep = 256 / kPiecesPerRow;
+  static_assert(kThr % kPiecesPerRow == 0, "a thread's pieces share one column");
+  constexpr int kRowStep = kThr / kPiecesPerRow;
   constexpr uint32_t kOffStep = kRowStep * kRow * 4;  // bytes between a thread's pieces
   constexpr int kBatch = kLoads < 8 || kPieces < 2048 ? 1 : kLoads / 2, kZ = kLoads / kBatch;
   const int begin = rank * kPieces / splits, end = (rank + 1) * kPieces / splits;
   const int first = begin + ctid;                        // this thread's first piece
-  const int pieces = first < end ? (end - first + 255) / 256 : 0;
+  const int pieces = first < end ? (end - first + kThr - 1) / kThr : 0;
   const int row0 = first / kPiecesPerRow, c = (first % kPiecesPerRow) * 4;
   const uint32_t off0 = ptx::smem_addr(part) + static_cast<uint32_t>(row0 * kRow + c) * 4;
   const int o = n_blk * kCh + c;

@@ -50,7 +50,7 @@
 // stages) each CTA stores its partial of every other owner's groups into
 // that owner's stages (16-B st.shared::cluster, register order: piece
 // (j, i) of thread ctid from the sender d ranks after the owner at
-// [((d - 1) * MT + j) * kOwn + i) * 256 + ctid] x 16 B), and after a second
+// [((d - 1) * MT + j) * kOwn + i) * 256 + ctid] x 16 B; kBN64: 128 threads), and after a second
 // barrier (release / acquire) each owner adds what it received to its own
 // groups and runs the staged epilogue on those 8 kOwn token rows (rank r
 // from row 8 kOwn r); a rank past the owners only sends. Where the shared
@@ -59,6 +59,16 @@
 // instead, and the first barrier becomes a split one, arrived at the
 // kernel's start (every CTA of the cluster running) and waited for before
 // the stores.
+// kBN64 (the 64-channel cluster tiles, MT = 1: BN = 64): channel block n_blk
+// of 64 is 16-channel tiles 4 (n_blk % 2) .. + 3 of the repacked weights'
+// 128-channel block n_blk / 2; the producer copies those 2 KB of each k64
+// half (g128: and the block's level-2 words) where a 128-channel CTA's stage
+// has them, and consumer warpgroup 0 computes them as its m64 tile n_blk % 2
+// (the offsets of that tile). Consumer warpgroup 1 loads, unpacks and issues
+// nothing and holds no accumulators: it takes part in the cluster barriers
+// only (as the producer warpgroup does after its copies); the `empty`
+// barriers count warpgroup 0's 4 warps, and the exchange, the partial tile
+// and the epilogue cover warpgroup 0's 64 channels (128 threads).
 // kMC (multicast pairs): a cluster of two CTAs walks pairs of n blocks
 // (rank r: n block 2 j + r) over the same token blocks and k ranges; each
 // producer loads rows [r BM / 2, (r + 1) BM / 2) of a stage's X box and
@@ -120,7 +130,8 @@
 namespace qserve::cuda::w4a8::wgmma {
 
 template <int BM, int MT, int STAGES, bool kG128, int ASETS, bool kS8 = false, bool kPD = false, bool kCL = false,
-          int KD = 1, bool kSK = false, bool kMC = false, int OCC = 1, bool kUN = false, int kPR = 0>
+          int KD = 1, bool kSK = false, bool kMC = false, int OCC = 1, bool kUN = false, int kPR = 0,
+          bool kBN64 = false>
 __global__ void __launch_bounds__(kThreads, OCC)
     gemm_w4a8_wgmma_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap w_map,
                            const Params p) {
@@ -163,6 +174,10 @@ __global__ void __launch_bounds__(kThreads, OCC)
   static_assert(!kUN || kCL, "the unsplit twins: of the cluster tiles");
   static_assert(!kPR || (kCL && !kUN && BM % 16 == 0 && kPR >= 2 && kPR <= kMaxClusterSplits),
                 "the push forms: cluster tiles of token groups in pairs");
+  static_assert(!kBN64 || (kCL && MT == 1 && !kSS && !kMC && OCC == 1), "64 channels: cluster tiles of one m64 tile");
+  // The consumer threads that hold accumulators (kBN64: warpgroup 0's), and
+  // the bytes of one 8-token group of their m64 tile j (one 16-B piece each).
+  constexpr int kAccThreads = kBN64 ? 128 : 256, kGroupBytes = kAccThreads * 16;
   constexpr int kXBytes = BM * 128, kWBytes = MT * (kSS ? 16384 : 8192), kW4Bytes = kPD ? MT * 8192 : 0;
   // Level-2 words per 128-wide block (W4 tiles of g128; per-channel stages have no such region: kind_shape).
   constexpr int kL2Bytes = kSS || !kG128 ? 0 : MT * 256;
@@ -195,7 +210,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
   // (st_async_v4), in the second half of the split-K flag's 16 bytes.
   uint64_t* recv_bar = reinterpret_cast<uint64_t*>(s_is_last) + 1;
   // (Every field that sizes the shared memory, as the host computed it: smem_bytes.)
-  constexpr TileShape kShape{BM, MT, STAGES, ASETS, kS8, kPD, kCL, KD, kMC, OCC, kG128};
+  constexpr TileShape kShape{BM, MT, STAGES, ASETS, kS8, kPD, kCL, KD, kMC, OCC, kG128, kBN64};
   static_assert(kShape.stage_bytes() == kXStage + (kPD ? KD * MT * 8192 : kWStage) + kL2Stage,
                 "the host's stage (TileShape::stage_bytes) is the kernel's");
   constexpr int kEpiBufs = epi_buffers(kShape);
@@ -203,12 +218,12 @@ __global__ void __launch_bounds__(kThreads, OCC)
   // Staged chunks: [2 warpgroups][kEpiBufs][epi_chunk(BM, MT)][epi_row_bytes(MT)];
   // kTmaEpi: 1024-B aligned, [2 warpgroups][MT][tma_epi_rows(BM)][128 B] (128-B swizzle).
   // kUN: the staging and the factors in the stages (smem, 1024-B aligned);
-  // kPR: after the received parts [kPR - 1][MT][kOwn][256][16 B] (push_recv_bytes).
+  // kPR: after the received parts [kPR - 1][MT][kOwn][kAccThreads][16 B] (push_recv_bytes).
   // kEpiRows: the token rows this CTA stores (kPR: its kOwn token groups).
   constexpr int kOwn = kPR ? push_own_groups(BM, kPR) : BM / 8, kOwners = BM / 8 / kOwn;
   constexpr int kEpiRows = 8 * kOwn;
   uint8_t* epi = kUN ? smem : kPR ? smem + push_recv_bytes(kShape, kPR) : reinterpret_cast<uint8_t*>(s_is_last) + 16;
-  // ra: the received parts [kPR - 1][MT][kOwn][256][16 B] past the barriers
+  // ra: the received parts [kPR - 1][MT][kOwn][kAccThreads][16 B] past the barriers
   // (launch: push_smem_bytes holds them); else at the stages' start.
   const bool ra = kPR && push_recv_apart(kShape, kPR) && p.push_recv_apart;
   uint8_t* recv_base = smem;
@@ -227,8 +242,9 @@ __global__ void __launch_bounds__(kThreads, OCC)
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       ptx::mbar_init(&full[s], kXThread ? 2 : 1);  // the issuing threads' arrivals (below)
-      // One arrival per consumer warp (kPD: and producer warp; kMC: of both CTAs).
-      ptx::mbar_init(&empty[s], kPD ? 8 + 4 : kMC ? 2 * 8 : 8);
+      // One arrival per consumer warp (kPD: and producer warp; kMC: of both
+      // CTAs; kBN64: warpgroup 0's).
+      ptx::mbar_init(&empty[s], kPD ? 8 + 4 : kMC ? 2 * 8 : kBN64 ? 4 : 8);
     }
     if constexpr (kPD)
       for (int a = 0; a < 2; ++a) {
@@ -261,11 +277,25 @@ __global__ void __launch_bounds__(kThreads, OCC)
   } else if (wg == 0) {
     // ---------------- producer ----------------
     ptx::setmaxnreg_dec<OCC == 1 ? 40 : 24>();
-    produce_stages<BM, MT, STAGES, kG128, kS8, kCL, KD, kSK, kMC, OCC>(&x_map, &w_map, p, xs, ws, l2s, full, empty,
-                                                                       k64_total, kt_total);
+    produce_stages<BM, MT, STAGES, kG128, kS8, kCL, KD, kSK, kMC, OCC, kBN64>(&x_map, &w_map, p, xs, ws, l2s, full,
+                                                                              empty, k64_total, kt_total);
     // The cluster tiles' barriers: every thread of the cluster takes part.
     // kPR: the consumers' sequence (ra: the first one's wait, arrived at the
     // start; push_async: no second, the parts arrive on mbarriers).
+    if constexpr (kPR > 0) {
+      if (!ra) ptx::cluster_arrive_relaxed();
+      ptx::cluster_wait();
+      if (!p.push_async) ptx::cluster_sync();
+    } else if constexpr (kCL && !kUN) {
+      cluster_reduce_barriers_only(p.splits);
+    }
+  } else if (kBN64 && __shfl_sync(0xffffffffu, wg, 0) == 2) {
+    // ---------------- kBN64: consumer warpgroup 1, idle ----------------
+    // No loads, wgmmas or outputs; the cluster barriers of the consumers'
+    // exchange, as the producer takes part in them (kUN: none). (wg through
+    // a shuffle: visibly warp-uniform to ptxas, which otherwise took the
+    // consumers' path for a divergent one and serialized the unsplit
+    // 64 x 32 256-deep per-channel twin's wgmmas, C7520.)
     if constexpr (kPR > 0) {
       if (!ra) ptx::cluster_arrive_relaxed();
       ptx::cluster_wait();
@@ -281,7 +311,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
       ptx::setmaxnreg_inc<OCC == 1 ? 232 : 104>();
     ptx::pdl_wait();  // before reading s_x / a_sum and writing y, partials, counters
     if (threadIdx.x == 128) timeline_mark(p, kTlConsumerAfterWait);
-    const int cw = wg - 1;                  // consumer warpgroup 0 / 1
+    const int cw = kBN64 ? 0 : wg - 1;      // consumer warpgroup 0 / 1 (kBN64: 0 only)
     const int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
     const int g = lane >> 2, q = lane & 3;
     const int ctid = threadIdx.x - 128;     // 0..255 among consumers
@@ -297,13 +327,22 @@ __global__ void __launch_bounds__(kThreads, OCC)
       int t16[MT];        // global 16-channel tile index
       int w_off[MT];      // byte offset of this lane's 16 B in a W stage (block 0, k64 half 0)
       int l2_off[MT];     // g128: this lane's level-2 word in a stage's [MT][KD][8][8] (block 0), -1 past n16
+      if constexpr (kBN64) {
+        // 64 channels: m64 tile n_blk % 2 of 128-channel block n_blk / 2, at
+        // its place in the stage (the producer copies it there).
+        const int tib = (n_blk & 1) * 4 + warp;
+        t16[0] = (n_blk >> 1) * 8 + tib;
+        w_off[0] = tib * 512 + lane * 16;
+        l2_off[0] = t16[0] < p.n16 ? tib * 8 + g : -1;
+      } else {
 #pragma unroll
-      for (int j = 0; j < MT; ++j) {
-        const int mi = cw * MT + j;
-        const int tib = (mi & 1) * 4 + warp;
-        t16[j] = (n_blk * MT + (mi >> 1)) * 8 + tib;
-        w_off[j] = (mi >> 1) * KD * 8192 + tib * 512 + lane * 16;
-        l2_off[j] = t16[j] < p.n16 ? (mi >> 1) * KD * 64 + tib * 8 + g : -1;
+        for (int j = 0; j < MT; ++j) {
+          const int mi = cw * MT + j;
+          const int tib = (mi & 1) * 4 + warp;
+          t16[j] = (n_blk * MT + (mi >> 1)) * 8 + tib;
+          w_off[j] = (mi >> 1) * KD * 8192 + tib * 512 + lane * 16;
+          l2_off[j] = t16[j] < p.n16 ? (mi >> 1) * KD * 64 + tib * 8 + g : -1;
+        }
       }
 
       // ASETS = 2 (small token tiles): odd stages accumulate into acc_b, so
@@ -553,8 +592,8 @@ __global__ void __launch_bounds__(kThreads, OCC)
       int row_off = 0;
       if constexpr (kUN) {
         // Both warpgroups are done with the stages (as below): the staged
-        // epilogue may now write its buffers over them.
-        ptx::named_barrier(1, 256);
+        // epilogue may now write its buffers over them (kBN64: warpgroup 0).
+        ptx::named_barrier(1, kAccThreads);
       } else if constexpr (kPR) {
         // Every CTA of the cluster is done with its stages (every stage of
         // the unit was waited for; every value read from them was used, so a
@@ -586,7 +625,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
             for (int j = 0; j < MT; ++j)
 #pragma unroll
               for (int ii = 0; ii < kOwn; ++ii) {
-                const uint32_t at = dst + static_cast<uint32_t>(((kPR - 1 - d) * MT + j) * kOwn + ii) * 4096;
+                const uint32_t at = dst + static_cast<uint32_t>(((kPR - 1 - d) * MT + j) * kOwn + ii) * kGroupBytes;
                 const int32_t x = owner_part(to, j, ii, 0), y = owner_part(to, j, ii, 1), z = owner_part(to, j, ii, 2),
                               w = owner_part(to, j, ii, 3);
                 if (pa)
@@ -616,7 +655,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
             for (int e = 0; e < 4; ++e) sum[e] = owner_part(rank, j, ii, e);
 #pragma unroll
             for (int slot = 0; slot < kPR - 1; ++slot) {
-              const int4 r = recv[((slot * MT + j) * kOwn + ii) * 256];
+              const int4 r = recv[((slot * MT + j) * kOwn + ii) * kAccThreads];
               sum[0] += r.x, sum[1] += r.y, sum[2] += r.z, sum[3] += r.w;
             }
 #pragma unroll
@@ -626,14 +665,15 @@ __global__ void __launch_bounds__(kThreads, OCC)
       } else if constexpr (kCL) {
         // Both warpgroups are done with the stages (every stage of the unit
         // was waited for, so no copy into them is in flight): they now hold
-        // the partial tile and the factors.
-        ptx::named_barrier(1, 256);
+        // the partial tile and the factors (kBN64: warpgroup 0).
+        ptx::named_barrier(1, kAccThreads);
         if (threadIdx.x == 128) timeline_mark(p, kTlClusterWaitDone);
         // Distributed shared-memory loads in flight per thread in the sum: 4
         // where 8 would spill (two CTAs per SM; the 256 x 128 accumulators).
         constexpr int kSumLoads = OCC == 2 || BM * MT >= 256 ? 4 : 8;
-        cluster_reduce_epilogue<BM, MT, kG128, kTokPerThread, kSumLoads>(p, smem, acc, scale, szero, tok_sx, tok_asum,
-                                                                         cw, warp, g, q, ctid, m_blk, n_blk);
+        cluster_reduce_epilogue<BM, MT, kG128, kTokPerThread, kSumLoads, kBN64>(p, smem, acc, scale, szero, tok_sx,
+                                                                                tok_asum, cw, warp, g, q, ctid, m_blk,
+                                                                                n_blk);
         continue;
       }
 
@@ -728,7 +768,7 @@ __global__ void __launch_bounds__(kThreads, OCC)
           s_fac[BM + wtid + 128 * r] = tok_asum[r];
         }
 
-      const int o_wg = (n_blk * MT * 2 + cw * MT) * 64;  // first channel of this warpgroup
+      const int o_wg = kBN64 ? n_blk * 64 : (n_blk * MT * 2 + cw * MT) * 64;  // first channel of this warpgroup
       const bool vec_ok = (p.n & 7) == 0 && (reinterpret_cast<uintptr_t>(p.y) & 15) == 0;
       // This thread's fp16 pair of 8 x 8 matrix (i, j, h) (channels x tokens:
       // channel o_base[j] + 8 h, tokens 8 i + 2 q, + 1): low the first token.

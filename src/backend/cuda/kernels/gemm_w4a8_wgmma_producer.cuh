@@ -44,12 +44,20 @@ constexpr bool x_thread_issues(bool s8, bool pd, bool mc) { return !s8 && !pd &&
 // k64_total, kt_total: the kernel's 64- and 128-wide k block counts.
 // The stages' layout is the kernel's: xs [STAGES][KD][BM][128 B], ws
 // [STAGES][MT][KD][8 KB] (kS8: [STAGES][128 MT][128 B]), l2s [STAGES][MT][KD][64].
-template <int BM, int MT, int STAGES, bool kG128, bool kS8, bool kCL, int KD, bool kSK, bool kMC, int OCC>
+// kBN64 (the 64-channel cluster tiles, MT = 1): channel block n_blk of 64 is
+// half n_blk % 2 of 128-channel block n_blk / 2 (its 16-channel tiles 4
+// (n_blk % 2) .. + 3: bytes [(n_blk % 2) 2 KB, + 2 KB) of each 4-KB k64
+// half), copied into the same bytes of the stage's 8-KB block slots; g128:
+// the 128-channel block's level-2 words whole, as for MT = 1 (the consumer
+// reads its four tiles' words among them).
+template <int BM, int MT, int STAGES, bool kG128, bool kS8, bool kCL, int KD, bool kSK, bool kMC, int OCC,
+          bool kBN64 = false>
 __device__ __forceinline__ void produce_stages(const CUtensorMap* x_map, const CUtensorMap* w_map, const Params& p,
                                                uint8_t* xs, uint8_t* ws, uint32_t* l2s, uint64_t* full,
                                                uint64_t* empty, int k64_total, int kt_total) {
+  static_assert(!kBN64 || (MT == 1 && kCL && !kS8 && !kMC), "64-channel tiles: the cluster tiles of MT = 1");
   constexpr bool kXThread = x_thread_issues(kS8, false, kMC);
-  constexpr TileShape kShape{BM, MT, STAGES, 1, kS8, false, kCL, KD, kMC, OCC, kG128};
+  constexpr TileShape kShape{BM, MT, STAGES, 1, kS8, false, kCL, KD, kMC, OCC, kG128, kBN64};
   constexpr int kXBytes = BM * 128, kWBytes = kShape.w_stage_bytes();
   constexpr int kXStage = KD * kXBytes, kWStage = KD * kWBytes, kL2Stage = KD * kShape.l2_stage_bytes();
   if (!(threadIdx.x == 0 || (kXThread && threadIdx.x == 32))) return;
@@ -135,6 +143,23 @@ __device__ __forceinline__ void produce_stages(const CUtensorMap* x_map, const C
         // half is computed on stale weights against the zeros TMA wrote
         // for the activations past k, as with KD = 1).
         const int halves = min(2 * KD, min(k64_total, 2 * ke) - 2 * kt), nblk = (halves + 1) / 2;
+        if constexpr (kBN64) {
+          // Half n_blk % 2 of 128-channel block n_blk / 2 (which exists:
+          // n_blk < grid_n = ceil(n / 64)): 2 KB per k64 half, each copy to
+          // where the half's 16-channel tiles sit in a 128-channel stage.
+          const int blk = n_blk >> 1, off = (n_blk & 1) * 2048;
+          ptx::mbar_arrive_expect_tx(&full[s],
+                                     (kXThread ? 0 : kXStage) + halves * 2048 + (kG128 ? nblk * 256 : 0));
+          if (!kXThread && waited) issue_x_stage(s, kt, m_blk);
+          const uint8_t* src = p.w + (static_cast<size_t>(blk) * k64_total + 2 * kt) * 4096 + off;
+          for (int h = 0; h < halves; ++h)
+            ptx::tma_load_1d(ws + s * kWStage + h * 4096 + off, src + h * 4096, 2048, &full[s]);
+          if (it == 0) timeline_mark(p, kTlFirstWeights);
+          if constexpr (kG128)
+            ptx::tma_load_1d(l2s + s * (kL2Stage / 4), p.level2 + quant::level2_word_offset(blk * 8, kt, p.groups),
+                             nblk * 256, &full[s]);
+          continue;
+        }
         int blocks = 0;  // 128-channel blocks that exist (the last CTA column may have fewer)
 #pragma unroll
         for (int b = 0; b < MT; ++b) blocks += n_blk * MT + b < p.blocks128;
