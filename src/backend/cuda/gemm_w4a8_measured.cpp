@@ -153,6 +153,15 @@ consteval W4A8Choice P(std::string_view plan) { return w4a8_plan(plan); }
 // down at m = 65-128 on wg128x128c-k256/2 (0.93-0.96x / 0.91-0.92x) and at
 // m = 129-256 on wg256x128c/2 (per-channel 0.92x / 0.88x, g128 0.97x /
 // 0.97x); left for a call with room for it.
+// Round 51 (bench/results/2026-12-07-gemm-h100-r51.md, an H100): the 64-channel
+// cluster tiles (ids 44-46: half a 128-channel block per CTA, twice the CTAs)
+// on the 64-token rows where their grid still fits one wave (n = 4096, split
+// 2: 128 CTAs) and the 128-channel plans need split 3. Engine (Llama-3-8B,
+// A B B A x 2 through QSERVE_W4A8_PLANS): at 64 sequences per-channel +4.1%
+// (o and down), g128 +1.9% (o), every B pass above every A pass: the entries
+// marked r51. Not taken: down per-channel at m = 17-32 on wg64x32c-k256/2
+// (12.0 against 12.2 us back to back, engine -1.3% at 32 sequences), g128
+// down at m = 64 (14.1 against 13.5 us), qkv (n = 6144: two waves, 1.4x).
 constexpr Entry kTable[] = {
     // o at m <= 16: the 96-CTA plans (split 3), not the back-to-back optimum (64 CTAs, split 2:
     // 5.4 / 6.5 us at m = 1), which owes 0.4 us to two launches of one GEMM sharing the GPU. After
@@ -161,7 +170,7 @@ constexpr Entry kTable[] = {
     {4096, 4096, 1, P("wg128x8c-k256/3"), P("wg128x8c-k256/3")},  // pc wg128x8c-k256/3 5.8 (6.4 after a neighbor); g128 6.7 (7.3)
     {4096, 4096, 16, P("wg128x16c-k256/3"), P("wg128x16c-k256/3")},  // pc wg128x16c-k256/3 6.5 (7.2); g128 wg128x16c-k256/3 7.2 (7.9)
     {4096, 4096, 32, P("wg128x32c-k256/3"), P("wg128x32c-k256/3")},  // r29: g128 wg128x32c-k256/3 6.3 / 7.0 (was gemv32r/1 7.1 / 8.2); before r29: pc wg128x32c-k256/3 6.9, 7.9 after a neighbor (r23; was wg256x32c/4 7.2, 8.5); g128 gemv32r 7.4 (r18; was wg256x32c-k256/4 8.5, r8)
-    {4096, 4096, 64, P("wg128x64c/2"), P("wg128x32c-k256/2")},  // r32 (the pair form): g128 wg128x32c-k256/2 6.8 / 7.1 (was wg128x64c/3 7.0 / 7.5; engine Llama-3-8B g128 64 sequences +1.1%); r29: g128 wg128x64c/3 7.0 / 7.7 (was wg128x64c/2 7.6 / 8.7); before r29: pc wg128x64c/2 7.8; g128 wg128x64c/2 8.7
+    {4096, 4096, 64, P("wg64x64c-k256/2"), P("wg64x64c-k256/2")},  // r51 (an H100, the 64-channel tile): pc wg64x64c-k256/2 5.3 (main's best wg128x64c/3 5.5), g128 5.6 (5.8); engine below; before r51: pc wg128x64c/2; r32 (the pair form): g128 wg128x32c-k256/2 6.8 / 7.1 (was wg128x64c/3 7.0 / 7.5; engine Llama-3-8B g128 64 sequences +1.1%); r29: g128 wg128x64c/3 7.0 / 7.7 (was wg128x64c/2 7.6 / 8.7); before r29: pc wg128x64c/2 7.8; g128 wg128x64c/2 8.7
     {4096, 4096, 128, P("wg128x64c-k256/2"), P("wg128x64c-k256/2")},  // pc wg128x64c-k256/2 9.9 (r8); g128 wg128x64c-k256/2 10.9 (r8)
     {4096, 4096, 256, P("wg128x128c-k256/2"), P("wg128x128c-k256/2")},  // wg128x128c-k256/2: pc 12.7, 13.3 after a neighbor; g128 12.7, 13.2 (r25; were wg128x128/2 13.0 / 14.2, 13.1 / 14.3; r17: wg256x32/1 14.0, wg128x128/1 15.1)
     {4096, 4096, 512, P("wg128x128/1"), P("wg128x128/1")},  // pc wg128x128/1 15.9; g128 wg128x128/1 17.5 (round K; pass + s8 20.9)
@@ -203,7 +212,7 @@ constexpr Entry kTable[] = {
     {4096, 14336, 1, P("wg256x8a2c/6"), P("wg256x8a2/6")},  // r29, m = 8 (m <= 4: the decode rule): pc wg256x8a2c/6 9.6 / 10.5 (was wg256x8a2c-k256/6 10.4 / 11.1; the engine's per-channel decode at 8 sequences +1.3%); g128 wg256x8a2/6 kept (gemv8d/1 10.3 / 12.8 against 11.4 / 14.2, but the engine -2.8% at 8 sequences); before r29: pc wg256x8a2c-k256/6 11.3 (r8); g128 wg256x8a2/6 13.9
     {4096, 14336, 16, P("wg256x16a2c/6"), P("wg128x16c/6")},  // r34: g128 wg128x16c/6 11.0 / 12.0 (was wg256x16a2c-k256/6 11.3 / 12.2; engine with the 6144 x 4096 entry +0.3%); r29: pc wg256x16a2c/6 10.0 / 10.8 (was wg128x16c/6 10.1 / 11.9); before r29: pc wg128x16c/6 11.5, 13.2 (r22; was wg256x16/6 11.3, 14.6); g128 wg256x16a2c-k256/6 13.2, 14.5 after a neighbor (r21; was wg256x16a2/6 12.8, 16.6)
     {4096, 14336, 32, P("wg256x32c/6"), P("wg256x32c/6")},  // r41 (an H100): g128 wg256x32c/6 12.6 / 13.2 after a neighbor (was wg256x32c-k256/6 13.1 / 13.4; A B B A 13.15 -> 12.81 us; engine as qkv's above); pc wg256x32c/6 13.0; g128 wg256x32c-k256/6 16.1 (r8)
-    {4096, 14336, 64, P("wg128x64c-k256/3"), P("wg128x64c/3")},  // r34: g128 wg128x64c/3 14.1 / 14.9 (was wg128x64c-k256/3 14.4 / 15.0; engine Llama-3-8B g128 64 sequences +0.5%; per-channel wg128x64c/3 with o's: -0.1%, not taken); pc wg128x64c-k256/3 14.9 (r8); g128 wg128x64c-k256/3 17.7 (r8)
+    {4096, 14336, 64, P("wg64x64c-k256/2"), P("wg128x64c/3")},  // r51 (an H100, the 64-channel tile): pc wg64x64c-k256/2 12.5 (main's best wg128x64c/3 12.6; g128 14.1 against 13.5: kept); engine below; before r51: pc wg128x64c-k256/3; r34: g128 wg128x64c/3 14.1 / 14.9 (was wg128x64c-k256/3 14.4 / 15.0; engine Llama-3-8B g128 64 sequences +0.5%; per-channel wg128x64c/3 with o's: -0.1%, not taken); pc wg128x64c-k256/3 14.9 (r8); g128 wg128x64c-k256/3 17.7 (r8)
     {4096, 14336, 128, P("wg128x64c-k256/2"), P("wg128x128/4")},  // pc wg128x64c-k256/2 19.3; g128 wg128x128/4 20.0 (r17; was 23.6)
     {4096, 14336, 256, P("wg128x128c-k256/2"), P("wg128x128c-k256/2")},  // wg128x128c-k256/2: pc 25.5 / 26.0 after a neighbor (r26, the batched cluster sums; r25 26.0 / 26.7, was wg128x128/2 26.4 / 27.8), g128 26.2 / 26.9 after a neighbor (r26; was wg128x128/2 27.1 / 28.4) (r17; were wg256x64c/2 30.1, wg128x128/sk 32.7)
     {4096, 14336, 512, P("wg128x128/1"), P("wg128x256/2")},  // pc wg128x128/1 41.8; g128 wg128x256/2 45.6 (r17; was wg128x128/1 52.2)
