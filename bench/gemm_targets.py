@@ -20,6 +20,7 @@ cuBLASLt INT8 time / our time, from the same run (for `interleaved` and
 `soak` cuBLASLt's time of the same kind); rows without the column's
 timings (0 or absent) are left out.
 """
+import argparse
 import json
 import statistics
 import sys
@@ -108,15 +109,22 @@ def verdict_table(rows, column, short):
 
 
 def main():
-    path = sys.argv[1]
-    column = sys.argv[sys.argv.index("--column") + 1] if "--column" in sys.argv else "policy"
-    tables = tables_of(path)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("path", help="bench_gemm --json output, or a results file of bench/results/")
+    ap.add_argument("--column", default="policy", choices=["shipped", "no_pdl", "policy", "interleaved", "soak"])
+    ap.add_argument("--short", action="store_true", help="after each table, the rows short of a target")
+    args = ap.parse_args()
+    try:
+        tables = tables_of(args.path)
+    except (OSError, json.JSONDecodeError) as e:
+        sys.exit(f"{args.path}: {e}")
     if not tables:
-        sys.exit(f"{path}: no table rows")
+        sys.exit(f"{args.path}: no table rows")
     for i, (heading, rows) in enumerate(tables):
         if heading is not None:
             print(("\n" if i else "") + f"## {heading}\n")
-        verdict_table(rows, column, "--short" in sys.argv)
+        verdict_table(rows, args.column, args.short)
 
 
 if __name__ == "__main__":
