@@ -17,12 +17,17 @@ struct ArchRow {
 };
 
 // Values from the models' config.json on the Hugging Face hub (meta-llama/*).
+// The Llama-3.2 models tie the embeddings to lm_head; here lm_head is a
+// matrix of its own (the same bytes read per step) and the context is cut to
+// 8192 (the real 131072 with llama3 rope scaling changes no shape).
 constexpr ArchRow kArchs[] = {
     {"llama-2-7b", 4096, 32, 32, 32, 11008, 32000, 10000.0, 4096, 1, 2},
     {"llama-2-13b", 5120, 40, 40, 40, 13824, 32000, 10000.0, 4096, 1, 2},
     {"llama-2-70b", 8192, 80, 64, 8, 28672, 32000, 10000.0, 4096, 1, 2},
     {"llama-3-8b", 4096, 32, 32, 8, 14336, 128256, 500000.0, 8192, 128000, 128001},
     {"llama-3-70b", 8192, 80, 64, 8, 28672, 128256, 500000.0, 8192, 128000, 128001},
+    {"llama-3.2-1b", 2048, 16, 32, 8, 8192, 128256, 500000.0, 8192, 128000, 128001},  // head_dim 64
+    {"llama-3.2-3b", 3072, 28, 24, 8, 8192, 128256, 500000.0, 8192, 128000, 128001},
     {"tiny", 256, 2, 2, 1, 512, 1024, 10000.0, 2048, 1, 2},
     {"tiny-odd", 200, 3, 5, 1, 328, 999, 10000.0, 512, 1, 2},
 };

@@ -158,6 +158,13 @@ TEST(DummyArch, RealConfigsOfTheNamedShapes) {
   EXPECT_EQ(l3.vocab_size, 128256);
   EXPECT_EQ(l3.rope_theta, 500000.0f);
   EXPECT_TRUE(l3.eos_token_ids.empty());  // EOS never stops dummy generation
+  const ModelConfig l1 = dummy_arch_config("llama-3.2-1b"), l3b = dummy_arch_config("llama-3.2-3b");
+  EXPECT_EQ(l1.head_dim, 64);
+  EXPECT_EQ(l1.q_dim(), 2048);
+  EXPECT_EQ(l1.kv_dim(), 512);
+  EXPECT_EQ(l3b.head_dim, 128);
+  EXPECT_EQ(l3b.q_dim() + 2 * l3b.kv_dim(), 5120);  // qkv 5120 x 3072
+  EXPECT_EQ(l3b.num_layers, 28);
   const ModelConfig l70 = dummy_arch_config("llama-2-70b");
   EXPECT_EQ(l70.num_heads, 64);
   EXPECT_EQ(l70.num_kv_heads, 8);
