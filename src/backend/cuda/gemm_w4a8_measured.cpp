@@ -155,18 +155,21 @@ consteval W4A8Choice P(std::string_view plan) { return w4a8_plan(plan); }
 // 0.97x); left for a call with room for it.
 // Round 51 (bench/results/2026-12-07-gemm-h100-r51.md, an H100): the 64-channel
 // cluster tiles (ids 44-46: half a 128-channel block per CTA, twice the CTAs)
-// on the 64-token rows where their grid still fits one wave (n = 4096, split
-// 2: 128 CTAs) and the 128-channel plans need split 3. Engine (Llama-3-8B,
-// A B B A x 2 through QSERVE_W4A8_PLANS, every B pass above every A pass):
-// Llama-3-8B at 64 sequences per-channel +4.1 / +6.0% (o and down, two
-// calls), +4.4% at 48; g128 +1.9 / +3.2% (o), +3.8% more with down; Llama-2-7B
-// per-channel +6.3% with its down (4096 x 11008), g128 +2.8%: the entries
-// marked r51. The engine gains more than back-to-back timing shows (down
-// g128 is 4-5% slower back to back and still gains in the engine), so these
-// rows follow the engine. Not taken (engine below A): o and down at m =
-// 17-32 on wg64x32c-k256/2 (-0.9 to -1.6% at 32 sequences), Llama-3-8B qkv
-// at m = 33-64 on wg64x64c-k256/1 (96 CTAs; -1.4% per-channel, -0.5% g128;
-// at split 2 two waves, 1.4x back to back).
+// at m = 33-64 on the 4096-row layers, where their grid at split 2 (128 CTAs)
+// still fits one wave: wg64x64c-k256/2 on o and both down layers, both kinds
+// (the entries marked r51), in place of split-2 plans on o and split-3 plans
+// on down. Engine (A B B A x 2 through QSERVE_W4A8_PLANS, every B pass above
+// every A pass), the six cells against the plans they replace, at 64
+// sequences: Llama-3-8B +6.6% per-channel and g128, Llama-2-7B +6.5% / +5.4%.
+// These rows follow the engine, not back-to-back timing: g128 down is 4-5%
+// slower back to back on the new plan and still gains 2.8-3.8% of the step;
+// a 128-channel split-2 plan, 8-21% slower back to back than the split-3 one,
+// is 3.6% faster (per-channel) or even (g128) in the engine: a split-3
+// cluster plan cost the step 3-4% beyond its own time there. Not taken
+// (engine below): o and down at m = 17-32 on wg64x32c-k256/2 (-0.9 to -1.6%
+// at 32 sequences, against split-3 plans), Llama-3-8B qkv at m = 33-64 on
+// wg64x64c-k256/1 (96 CTAs; -1.4% per-channel, -0.5% g128; at split 2 two
+// waves, 1.4x back to back).
 constexpr Entry kTable[] = {
     // o at m <= 16: the 96-CTA plans (split 3), not the back-to-back optimum (64 CTAs, split 2:
     // 5.4 / 6.5 us at m = 1), which owes 0.4 us to two launches of one GEMM sharing the GPU. After
