@@ -167,7 +167,7 @@ consteval W4A8Choice P(std::string_view plan) { return w4a8_plan(plan); }
 // is 3.6% faster (per-channel) or even (g128) in the engine: a split-3
 // cluster plan cost the step 3-4% beyond its own time there. Not taken
 // (engine below): o and down at m = 17-32 on wg64x32c-k256/2 (-0.9 to -1.6%
-// at 32 sequences, against split-3 plans), Llama-3-8B qkv at m = 33-64 on
+// at 32 sequences, against the split-3 / split-6 plans), Llama-3-8B qkv at m = 33-64 on
 // wg64x64c-k256/1 (96 CTAs; -1.4% per-channel, -0.5% g128; at split 2 two
 // waves, 1.4x back to back).
 constexpr Entry kTable[] = {
