@@ -73,10 +73,10 @@ inline constexpr int kW4A8FirstClusterTile = 23;
 // cluster tile (256- and 512-deep, and 256-deep at two CTAs per SM), between
 // 128 x 16 and 128 x 64; the ids of the tiles after them moved up by 3 in that
 // round. Tile 43 (round 25): 128 x 128, 256-deep (the ids after it moved up by
-// one). Tiles 44..46 (branch exp/c64): the cluster tiles of 64 channels (wg64x64c,
+// one). Tiles 44..46 (round 51): the cluster tiles of 64 channels (wg64x64c,
 // wg64x32c-k256, wg64x64c-k256; one consumer warpgroup's channels per CTA,
-// twice the CTAs of their 128-channel twins; not planned); the ids after them
-// moved up by 3.
+// twice the CTAs of their 128-channel twins; planned through the measured
+// table at m = 33-64); the ids after them moved up by 3.
 inline constexpr int kW4A8FirstDeepTile = 31;
 inline constexpr int kW4A8FirstBn64Tile = 44;
 inline constexpr int kW4A8EndClusterTile = 47;

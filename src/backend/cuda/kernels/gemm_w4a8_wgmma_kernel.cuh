@@ -268,6 +268,20 @@ __global__ void __launch_bounds__(kThreads, OCC)
   // CTA is running: they start as this grid's CTAs exit (kernels/pdl.cuh).
   ptx::pdl_trigger();
 
+  // The cluster tiles' barriers for a warpgroup without accumulators (the
+  // producer after its copies; kBN64: consumer warpgroup 1): every thread of
+  // the cluster takes part. kPR: the consumers' sequence (ra: the first one's
+  // wait, arrived at the start; push_async: no second, the parts arrive on
+  // mbarriers); the cluster reduction: its two barriers; kUN: none.
+  const auto cluster_barriers_only = [&] {
+    if constexpr (kPR > 0) {
+      if (!ra) ptx::cluster_arrive_relaxed();
+      ptx::cluster_wait();
+      if (!p.push_async) ptx::cluster_sync();
+    } else if constexpr (kCL && !kUN) {
+      cluster_reduce_barriers_only(p.splits);
+    }
+  };
   const int wg = threadIdx.x >> 7;
   if (wg == 0 && kPD) {
     // ---------------- producer: W4 loads + dequantization (all 128 threads) ----------------
@@ -279,30 +293,15 @@ __global__ void __launch_bounds__(kThreads, OCC)
     ptx::setmaxnreg_dec<OCC == 1 ? 40 : 24>();
     produce_stages<BM, MT, STAGES, kG128, kS8, kCL, KD, kSK, kMC, OCC, kBN64>(&x_map, &w_map, p, xs, ws, l2s, full,
                                                                               empty, k64_total, kt_total);
-    // The cluster tiles' barriers: every thread of the cluster takes part.
-    // kPR: the consumers' sequence (ra: the first one's wait, arrived at the
-    // start; push_async: no second, the parts arrive on mbarriers).
-    if constexpr (kPR > 0) {
-      if (!ra) ptx::cluster_arrive_relaxed();
-      ptx::cluster_wait();
-      if (!p.push_async) ptx::cluster_sync();
-    } else if constexpr (kCL && !kUN) {
-      cluster_reduce_barriers_only(p.splits);
-    }
+    cluster_barriers_only();
   } else if (kBN64 && __shfl_sync(0xffffffffu, wg, 0) == 2) {
     // ---------------- kBN64: consumer warpgroup 1, idle ----------------
     // No loads, wgmmas or outputs; the cluster barriers of the consumers'
-    // exchange, as the producer takes part in them (kUN: none). (wg through
-    // a shuffle: visibly warp-uniform to ptxas, which otherwise took the
-    // consumers' path for a divergent one and serialized the unsplit
-    // 64 x 32 256-deep per-channel twin's wgmmas, C7520.)
-    if constexpr (kPR > 0) {
-      if (!ra) ptx::cluster_arrive_relaxed();
-      ptx::cluster_wait();
-      if (!p.push_async) ptx::cluster_sync();
-    } else if constexpr (kCL && !kUN) {
-      cluster_reduce_barriers_only(p.splits);
-    }
+    // exchange, as the producer takes part in them. (wg through a shuffle:
+    // visibly warp-uniform to ptxas, which otherwise took the consumers'
+    // path for a divergent one and serialized the unsplit 64 x 32 256-deep
+    // per-channel twin's wgmmas, C7520.)
+    cluster_barriers_only();
   } else {
     // ---------------- consumers ----------------
     if constexpr (kPD)
