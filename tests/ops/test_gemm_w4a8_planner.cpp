@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "core/error.h"
@@ -101,6 +102,27 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   EXPECT_EQ(o7k.splits, 3);
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 20, 7168, 7168, -1, 0, true).tile), "wg256x32c-k256");
   EXPECT_STREQ(cuda::w4a8_tile_name(cuda::plan_w4a8(h200, 100, 2048, 8192, -1, 0, true).tile), "wg128x64c-k256");
+  // At m = 33-64 on layers of at most 66 channel blocks of 64 (n <= 4224 on
+  // 132 SMs), the 64-channel tile with an even split count (round 51: a
+  // cluster of three cost the engine 3-4% of a step): Llama-3.2-3B o / down,
+  // Llama-3.2-1B o / down, and an unmeasured k on n = 4096; not at m = 32 or
+  // 65, nor on wider layers (Llama-3.2-3B qkv, n = 5120: 80 blocks), nor where
+  // k has fewer than 4 blocks of 128 (k = 384: one split at most).
+  const std::tuple<int64_t, int64_t, int64_t, int> rule64[] = {
+      {64, 3072, 3072, 2}, {33, 3072, 8192, 2}, {64, 2048, 2048, 4}, {48, 2048, 8192, 4}, {64, 4096, 5120, 2},
+      {64, 576, 576, 2},   {64, 200, 448, 2},   {40, 1408, 2880, 6}};
+  for (auto [m, n, k, splits] : rule64)
+    for (bool g : {false, true}) {
+      SCOPED_TRACE("m " + std::to_string(m) + " n " + std::to_string(n) + " k " + std::to_string(k));
+      const cuda::W4A8Plan p = cuda::plan_w4a8(h200, m, n, k, -1, 0, g);
+      EXPECT_STREQ(cuda::w4a8_tile_name(p.tile), "wg64x64c-k256");
+      EXPECT_EQ(p.splits, splits);
+      EXPECT_EQ(p.grid_n, (n + 63) / 64);
+      EXPECT_LE(p.ctas, 132);
+    }
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{32, 3072, 3072}, {65, 3072, 3072}, {64, 5120, 3072},
+                         {64, 1024, 384}})
+    EXPECT_FALSE(cuda::w4a8_tile_is_bn64(cuda::plan_w4a8(h200, m, n, k, -1, 0, false).tile)) << m << " " << n;
   const cuda::W4A8Plan tiny = cuda::plan_w4a8(h200, 7, 576, 576, -1, 0, false);
   EXPECT_STREQ(cuda::w4a8_tile_name(tiny.tile), "wg256x8a2c-k256");
   EXPECT_EQ(tiny.splits, 2);
@@ -248,7 +270,8 @@ TEST(GemmW4A8Planner, FamilyAndPlans) {
   EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 9, 4096, 4096, cuda::kW4A8FirstGemvTile, 1, true), Error);
   EXPECT_EQ(cuda::plan_w4a8_wgmma(h200, 9, 6144, 4096, cuda::w4a8_tile("gemv16"), 1, true).ctas, 264);  // 2 per SM
   EXPECT_THROW(cuda::plan_w4a8_wgmma(h200, 17, 4096, 4096, cuda::w4a8_tile("gemv16"), 1, true), Error);
-  // The 64-channel cluster tiles (bn64; forced plans only): 64-channel blocks
+  // The 64-channel cluster tiles (bn64; the table's entries, the rule at m =
+  // 33-64 above, forced plans): 64-channel blocks
   // (grid_n = ceil(n / 64)), one CTA per unit, no workspace; the 128-channel
   // twins' stages and shared memory, half the pair's exchange bytes.
   namespace wg = cuda::w4a8::wgmma;

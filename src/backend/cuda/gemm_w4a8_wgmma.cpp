@@ -9,6 +9,7 @@
 #include "backend/cuda/gemm_w4a8_gemv.h"
 #include "backend/cuda/gemm_w4a8_launch.h"
 #include "backend/cuda/gemm_w4a8_measured.h"
+#include "backend/cuda/gemm_w4a8_tile_names.h"
 #include "backend/cuda/gemm_w4a8_timeline.h"
 #include "backend/cuda/gemm_w4a8_wgmma_launch.h"
 #include "core/error.h"
@@ -25,6 +26,8 @@ static_assert(kW4A8FirstClusterTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirst
 static_assert(kW4A8FirstGemvTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kTileCount);
 static_assert(kW4A8EndClusterTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kEndClusterTile);
 static_assert(kW4A8FirstBn64Tile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstBn64Tile);
+// The rule's 64-channel tile at m = 33-64 (plan_impl).
+static_assert(w4a8_tile("wg64x64c-k256") == kW4A8FirstBn64Tile + 2);
 static_assert(kW4A8FirstMidTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstMidTile &&
               kW4A8EndMidTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kEndMidTile);
 static_assert(kW4A8FirstMcTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstMcTile);
@@ -253,6 +256,24 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
     consider(s8, 1.0);         // 256 x 128
     consider(s8 + 1, 1.0);     // 128 x 256
     consider(s8 + 2, 0.85);    // 128 x 128
+  } else if (const int64_t blocks64 = cdiv(n, 64);
+             m > 32 && m <= 64 && blocks64 * 2 <= sms && max_cluster_splits >= 2) {
+    // 33-64 tokens on a layer of at most sms / 2 channel blocks of 64: the
+    // 64-channel cluster tile `wg64x64c-k256` with an even split count (at
+    // most the SMs' worth of CTAs, 2-8 splits), not the 128 x 64 tile at
+    // about kClusterCtas CTAs below, which takes 3 splits on n = 4096 (96
+    // CTAs in clusters of three). Round 51 (bench/results/2026-12-07-gemm-
+    // h100-r51.md, an H100): on the three 4096-row layers of the table
+    // (k = 4096 / 11008 / 14336) the 64-channel tile at split 2 took the
+    // engine's decode at 64 sequences +5.4-6.6% over the split-3 plans,
+    // and a 128-channel split-2 plan 8-21% slower back to back than the
+    // split-3 one was 3.6% faster (per-channel) or even (g128) in the engine:
+    // a cluster of three cost the step 3-4% beyond its own time. On a layer
+    // of more than sms / 2 blocks (qkv, n = 6144) the 64-channel tile at
+    // split 1 lost (engine -1.4% / -0.5%); those keep the rule below.
+    local = w4a8::wgmma::kFirstBn64Tile + 2;  // wg64x64c-k256 (static_assert at the top)
+    splits = static_cast<int>(std::min<int64_t>(sms / blocks64, max_cluster_splits));
+    if (splits > 2 && splits % 2) --splits;
   } else if (const int ct = cluster_tile_for(m);
              ct >= 0 && cdiv(n, kTiles[ct].bn()) * cdiv(m, kTiles[ct].bm) < kClusterMaxTiles) {
     // Few output tiles at small and mid m: split-K within clusters, about
