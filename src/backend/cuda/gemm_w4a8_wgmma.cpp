@@ -259,21 +259,24 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
   } else if (const int64_t blocks64 = cdiv(n, 64);
              m > 32 && m <= 64 && blocks64 * 2 <= sms && max_cluster_splits >= 2) {
     // 33-64 tokens on a layer of at most sms / 2 channel blocks of 64: the
-    // 64-channel cluster tile `wg64x64c-k256` with an even split count (at
-    // most the SMs' worth of CTAs, 2-8 splits), not the 128 x 64 tile at
-    // about kClusterCtas CTAs below, which takes 3 splits on n = 4096 (96
-    // CTAs in clusters of three). Round 51 (bench/results/2026-12-07-gemm-
-    // h100-r51.md, an H100): on the three 4096-row layers of the table
-    // (k = 4096 / 11008 / 14336) the 64-channel tile at split 2 took the
-    // engine's decode at 64 sequences +5.4-6.6% over the split-3 plans,
-    // and a 128-channel split-2 plan 8-21% slower back to back than the
-    // split-3 one was 3.6% faster (per-channel) or even (g128) in the engine:
-    // a cluster of three cost the step 3-4% beyond its own time. On a layer
-    // of more than sms / 2 blocks (qkv, n = 6144) the 64-channel tile at
-    // split 1 lost (engine -1.4% / -0.5%); those keep the rule below.
+    // 64-channel cluster tile `wg64x64c-k256` in clusters of two (at most
+    // the SMs' worth of CTAs), not the 128 x 64 tile at about kClusterCtas
+    // CTAs below (clusters of 3-6). Measured in the engine's decode (an H100,
+    // rounds 51-52: bench/results/2026-12-07-gemm-h100-r51.md, -r52.md):
+    // - the table's 4096-row layers: the tile at split 2 +5.4-6.6% of the
+    //   step over split-3 plans; a 128-channel split-2 plan 8-21% slower back
+    //   to back than the split-3 one was faster or even in the engine;
+    // - Llama-3.2-3B (n = 3072): +2.5-5.5% over clusters of four;
+    // - Llama-3.2-1B (n = 2048): split 2 (64 CTAs) +7.8-9.0% per-channel and
+    //   even to +4.9% g128 over clusters of six / four; split 4 (128 CTAs in
+    //   clusters of four, above the 120 that 30 resident clusters hold) ran
+    //   in two waves, -6% / -11%; down alone at split 3, or on the old
+    //   split-6 plan beside the others at split 2, -8% to -10%.
+    // Clusters other than pairs cost the step beyond their own time; why is
+    // not measured. On a layer of more than sms / 2 blocks (qkv, n = 6144) the
+    // 64-channel tile at split 1 lost (-1.4% / -0.5%); those keep the rule below.
     local = w4a8::wgmma::kFirstBn64Tile + 2;  // wg64x64c-k256 (static_assert at the top)
-    splits = static_cast<int>(std::min<int64_t>(sms / blocks64, max_cluster_splits));
-    if (splits > 2 && splits % 2) --splits;
+    splits = 2;
   } else if (const int ct = cluster_tile_for(m);
              ct >= 0 && cdiv(n, kTiles[ct].bn()) * cdiv(m, kTiles[ct].bm) < kClusterMaxTiles) {
     // Few output tiles at small and mid m: split-K within clusters, about
