@@ -1,7 +1,11 @@
 #include "cli/engine_flags.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "cli/byte_size.h"
 #include "core/error.h"
+#include "engine/dummy_arch.h"
 
 namespace qserve::cli {
 
@@ -20,9 +24,7 @@ void add_model_flags(CLI::App* sub, EngineConfig& e) {
       ->capture_default_str();
   sub->add_option("--load-format", e.load_format, "auto | dummy (random weights of --arch, token ids only)")
       ->capture_default_str();
-  sub->add_option("--arch", e.arch,
-                  "Shape of dummy weights: llama-2-7b, llama-2-13b, llama-2-70b, llama-3-8b, llama-3-70b, llama-3.2-1b, "
-                  "llama-3.2-3b, tiny, tiny-odd");
+  sub->add_option("--arch", e.arch, fmt::format("Shape of dummy weights: {}", fmt::join(dummy_arch_names(), ", ")));
   sub->add_option_function<std::string>(
       "--memory-budget", [&e](const std::string& v) { e.memory_budget = byte_size_flag(v, "--memory-budget"); },
       "Emulate a card of this many bytes (80e9, 48GB, 80GiB; default: the device's memory; the CPU: 1 GiB of KV)");

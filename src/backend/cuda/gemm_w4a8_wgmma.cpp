@@ -26,8 +26,6 @@ static_assert(kW4A8FirstClusterTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirst
 static_assert(kW4A8FirstGemvTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kTileCount);
 static_assert(kW4A8EndClusterTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kEndClusterTile);
 static_assert(kW4A8FirstBn64Tile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstBn64Tile);
-// The rule's 64-channel tile at m = 33-64 (plan_impl).
-static_assert(w4a8_tile("wg64x64c-k256") == kW4A8FirstBn64Tile + 2);
 static_assert(kW4A8FirstMidTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstMidTile &&
               kW4A8EndMidTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kEndMidTile);
 static_assert(kW4A8FirstMcTile - kW4A8FirstWgmmaTile == w4a8::wgmma::kFirstMcTile);
@@ -275,7 +273,8 @@ W4A8Plan plan_impl(const DeviceInfo& dev, int64_t m, int64_t n, int64_t k, int f
     // Clusters other than pairs cost the step beyond their own time; why is
     // not measured. On a layer of more than sms / 2 blocks (qkv, n = 6144) the
     // 64-channel tile at split 1 lost (-1.4% / -0.5%); those keep the rule below.
-    local = w4a8::wgmma::kFirstBn64Tile + 2;  // wg64x64c-k256 (static_assert at the top)
+    constexpr int kRuleTile = w4a8_tile("wg64x64c-k256") - kW4A8FirstWgmmaTile;  // looked up when this compiles
+    local = kRuleTile;
     splits = 2;
   } else if (const int ct = cluster_tile_for(m);
              ct >= 0 && cdiv(n, kTiles[ct].bn()) * cdiv(m, kTiles[ct].bm) < kClusterMaxTiles) {
