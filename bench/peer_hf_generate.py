@@ -20,7 +20,8 @@ import sys
 import time
 
 # The shapes of src/engine/dummy_arch.cpp (the models' config.json values):
-# hidden, layers, heads, kv heads, intermediate, vocab, rope theta, context.
+# hidden, layers, heads, kv heads, intermediate, vocab, rope theta, context. tests/e2e/test_peer_arch_table.py
+# checks the two agree.
 ARCHS = {
     "llama-2-7b": (4096, 32, 32, 32, 11008, 32000, 10000.0, 4096),
     "llama-2-13b": (5120, 40, 40, 40, 13824, 32000, 10000.0, 4096),
