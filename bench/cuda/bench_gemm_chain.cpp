@@ -13,7 +13,7 @@
 // own time, which a layer timed after itself cannot show.
 //
 //   bench_gemm_chain --m 64 [--kind pc|g128] [--predecessors] [--no-pdl] [--rounds 8] [--graph-us 2000]
-//                    --chain NAME=LAYER:NxK:PLAN,... [--chain ...] [--json FILE]
+//                    [--timeline] --chain NAME=LAYER:NxK:PLAN,... [--chain ...] [--json FILE]
 //
 // LAYER: qkv, o, gate_up, down or any other word; with --predecessors, qkv
 // and gate_up follow rmsnorm_quant, o quantize_int8, down silu_mul_quant
@@ -26,6 +26,15 @@
 //   bench_gemm_chain --m 64 --predecessors
 //     --chain C=qkv:3072x2048:wg64x64c-k256/2,o:2048x2048:wg64x64c-k256/2,gate_up:16384x2048:auto,down:2048x8192:wg64x64c-k256/2
 //     --chain D=qkv:3072x2048:wg64x64c-k256/2,o:2048x2048:wg64x64c-k256/2,gate_up:16384x2048:auto,down:2048x8192:wg64x64c-k256/3
+//
+// --timeline (a build configured with -DQSERVE_GEMM_TIMELINE=ON): after the
+// timings, each chain once more as a graph of one pass, replayed a few times,
+// its W4 wgmma launches recording their CTAs' phases each into a slot of its
+// own (gemm_w4a8_timeline.h); printed per layer from the last replay, on one
+// clock from the chain's first entry: its CTAs' first, median and last entry,
+// their median and last end, the gap from the previous layer's last end to
+// this one's first entry (negative: they overlapped under PDL), the SMs, and
+// the launch's phase summary (summarize_w4a8_timeline).
 //
 // Output: per chain, its plans, the median microseconds per chain over the
 // rounds (and the rounds' range), the sum of its layers alone and the
@@ -46,6 +55,7 @@
 #include "backend/cuda/device_memory.h"
 #include "backend/cuda/gemm_w4a8.h"
 #include "backend/cuda/gemm_w4a8_tile_names.h"
+#include "backend/cuda/gemm_w4a8_timeline.h"
 #include "backend/cuda/kernels/fused_ops.h"
 #include "core/half.h"
 #include "quant/weight_format.h"
@@ -181,9 +191,57 @@ class GraphTimer {
   cudaGraphExec_t exec_ = nullptr;
 };
 
+// --timeline: `pass` (one pass of the chain over weight copy `rep`, each
+// layer recording into its slot) captured as a graph of one pass per weight
+// copy (cold weights, as timed) and replayed three times; each layer's record
+// of the last pass, on the clock of the chain's first entry.
+void print_timeline(const Chain& c, cudaStream_t stream, const std::function<void(int)>& pass) {
+  cuda::set_w4a8_timeline(true, stream);
+  {
+    GraphTimer g(stream, pass, static_cast<int>(c.layers[0].copies.size()));  // (replays twice on construction)
+    g.median_us(1);
+  }
+  cuda::set_w4a8_timeline(false, stream);
+  std::vector<std::vector<uint64_t>> rec;
+  for (size_t i = 0; i < c.layers.size(); ++i) rec.push_back(cuda::read_w4a8_timeline(stream, static_cast<int>(i)));
+  cuda::set_w4a8_timeline_slot(0);
+  const auto at = [&](size_t layer, int cta, int point) {
+    return rec[layer][static_cast<size_t>(cta) * cuda::kW4A8TimelinePoints + point];
+  };
+  uint64_t origin = 0;  // the earliest entry of any layer
+  for (size_t i = 0; i < c.layers.size(); ++i)
+    for (int t = 0; t < cuda::kW4A8TimelineCtas; ++t)
+      if (const uint64_t e = at(i, t, cuda::kTlEntry); e != 0 && (origin == 0 || e < origin)) origin = e;
+  std::printf("# timeline of chain %s (us from its first entry; the last pass of three replays)\n", c.name.c_str());
+  double prev_last_end = -1;
+  for (size_t i = 0; i < c.layers.size(); ++i) {
+    const Layer& l = c.layers[i];
+    const int ctas = static_cast<int>(std::min<long long>(ctas_of(l.plan), cuda::kW4A8TimelineCtas));
+    std::vector<double> entry, end;
+    for (int t = 0; t < ctas; ++t) {
+      const uint64_t e = at(i, t, cuda::kTlEntry), x = at(i, t, cuda::kTlEnd);
+      if (e == 0 || e < origin) continue;
+      entry.push_back((e - origin) * 1e-3);
+      if (x >= e) end.push_back((x - origin) * 1e-3);
+    }
+    const std::string plan = cuda::w4a8_plan_name(l.plan.tile, l.plan.splits);
+    if (entry.empty() || end.empty()) {
+      std::printf("  %-8s %-20s not recorded (not a W4 wgmma plan)\n", l.name.c_str(), plan.c_str());
+      continue;
+    }
+    std::sort(entry.begin(), entry.end());
+    std::sort(end.begin(), end.end());
+    std::printf("  %-8s %-20s entry %7.2f / %7.2f / %7.2f  end %7.2f / %7.2f", l.name.c_str(), plan.c_str(),
+                entry.front(), entry[entry.size() / 2], entry.back(), end[end.size() / 2], end.back());
+    if (prev_last_end >= 0) std::printf("  gap %+6.2f", entry.front() - prev_last_end);
+    std::printf("\n%s", cuda::summarize_w4a8_timeline(rec[i], ctas).c_str());
+    prev_last_end = end.back();
+  }
+}
+
 int run(int argc, char** argv) {
   int64_t m = 64;
-  bool g128 = false, predecessors = false, no_pdl = false;
+  bool g128 = false, predecessors = false, no_pdl = false, timeline = false;
   int rounds = 8;
   double graph_us = 2000.0;
   std::string json_path;
@@ -205,10 +263,16 @@ int run(int argc, char** argv) {
     else if (a == "--graph-us") graph_us = std::stod(next());
     else if (a == "--chain") chains.push_back(parse_chain(next()));
     else if (a == "--json") json_path = next();
+    else if (a == "--timeline") timeline = true;
     else throw std::invalid_argument("unknown argument " + a);
   }
   if (chains.empty()) throw std::invalid_argument("no --chain given");
   if (m < 1 || rounds < 1 || graph_us <= 0) throw std::invalid_argument("--m, --rounds and --graph-us must be positive");
+  if (timeline && !cuda::w4a8_timeline_built())
+    throw std::invalid_argument("--timeline: this build's kernels do not record (configure with -DQSERVE_GEMM_TIMELINE=ON)");
+  for (const Chain& c : chains)
+    if (timeline && static_cast<int>(c.layers.size()) > cuda::kW4A8TimelineSlots)
+      throw std::invalid_argument("--timeline: chain " + c.name + " has more layers than the timeline's slots");
   if (cuda::device_count() == 0) {
     std::printf("skipped: no CUDA device\n");
     return 0;
@@ -286,6 +350,14 @@ int run(int argc, char** argv) {
     for (Layer& l : c.layers) {
       predecessor(l);
       gemm(l, rep);
+    }
+  };
+  // --timeline: the same, each layer's launch recording into slot = its index.
+  auto run_chain_recording = [&](Chain& c, int rep) {
+    for (size_t i = 0; i < c.layers.size(); ++i) {
+      predecessor(c.layers[i]);
+      cuda::set_w4a8_timeline_slot(static_cast<int>(i));
+      gemm(c.layers[i], rep);
     }
   };
   // Reps per graph from one untimed pass: ~graph_us of work per replay.
@@ -369,6 +441,8 @@ int run(int argc, char** argv) {
     std::fprintf(json, "]\n");
     std::fclose(json);
   }
+  if (timeline)
+    for (Chain& c : chains) print_timeline(c, stream, [&](int rep) { run_chain_recording(c, rep); });
   return 0;
 }
 

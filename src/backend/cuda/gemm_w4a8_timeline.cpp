@@ -10,10 +10,12 @@
 namespace qserve::cuda {
 namespace {
 
-constexpr size_t kBufferBytes = sizeof(uint64_t) * kW4A8TimelineCtas * kW4A8TimelinePoints;
+constexpr size_t kSlotInts = static_cast<size_t>(kW4A8TimelineCtas) * kW4A8TimelinePoints;
+constexpr size_t kBufferBytes = sizeof(uint64_t) * kSlotInts * kW4A8TimelineSlots;
 
 uint64_t* allocated = nullptr;              // once, never freed (a profiling build's)
-std::atomic<uint64_t*> recording{nullptr};  // allocated while on
+std::atomic<uint64_t*> recording{nullptr};  // allocated + the slot's offset while on
+std::atomic<int> current_slot{0};
 
 }  // namespace
 
@@ -21,7 +23,7 @@ const char* w4a8_timeline_point_name(int point) {
   static const char* const names[kW4A8TimelinePoints] = {
       "entry",      "first_weights",     "x_after_wait", "consumer_after_wait", "first_stage",
       "main_loop_done", "cluster_wait_done", "parts_done",   "end",          "loop_cycles",
-      "loop_barrier_cycles", "loop_wgmma_cycles", "loop_steps"};
+      "loop_barrier_cycles", "loop_wgmma_cycles", "loop_steps", "sm"};
   return point >= 0 && point < kW4A8TimelinePoints ? names[point] : nullptr;
 }
 
@@ -43,15 +45,28 @@ void set_w4a8_timeline(bool on, cudaStream_t stream) {
          "W4A8 timeline: this build's kernels do not record (configure with -DQSERVE_GEMM_TIMELINE=ON)");
   if (allocated == nullptr) QS_CUDA_CHECK(cudaMalloc(&allocated, kBufferBytes));
   QS_CUDA_CHECK(cudaMemsetAsync(allocated, 0, kBufferBytes, stream));
+  current_slot.store(0);
   recording.store(allocated);
 }
 
-uint64_t* w4a8_timeline_buffer() { return recording.load(); }
+void set_w4a8_timeline_slot(int slot) {
+  if (slot < 0 || slot >= kW4A8TimelineSlots)
+    fail(ErrorCode::kInvalidArgument, "W4A8 timeline: slot {} outside 0 .. {}", slot, kW4A8TimelineSlots - 1);
+  current_slot.store(slot);
+}
 
-std::vector<uint64_t> read_w4a8_timeline(cudaStream_t stream) {
-  std::vector<uint64_t> out(static_cast<size_t>(kW4A8TimelineCtas) * kW4A8TimelinePoints, 0);
+uint64_t* w4a8_timeline_buffer() {
+  uint64_t* base = recording.load();
+  return base == nullptr ? nullptr : base + kSlotInts * current_slot.load();
+}
+
+std::vector<uint64_t> read_w4a8_timeline(cudaStream_t stream, int slot) {
+  if (slot < 0 || slot >= kW4A8TimelineSlots)
+    fail(ErrorCode::kInvalidArgument, "W4A8 timeline: slot {} outside 0 .. {}", slot, kW4A8TimelineSlots - 1);
+  std::vector<uint64_t> out(kSlotInts, 0);
   if (allocated == nullptr) return out;
-  QS_CUDA_CHECK(cudaMemcpyAsync(out.data(), allocated, kBufferBytes, cudaMemcpyDeviceToHost, stream));
+  QS_CUDA_CHECK(cudaMemcpyAsync(out.data(), allocated + kSlotInts * slot, kSlotInts * sizeof(uint64_t),
+                                cudaMemcpyDeviceToHost, stream));
   QS_CUDA_CHECK(cudaStreamSynchronize(stream));
   return out;
 }
@@ -70,9 +85,14 @@ std::string summarize_w4a8_timeline(const std::vector<uint64_t>& record, int cta
     if (at(c, kTlXAfterWait) >= at(c, kTlEntry)) last_release = std::max(last_release, at(c, kTlXAfterWait));
     ++entered;
   }
+  std::vector<uint64_t> sms;  // the SMs the recorded CTAs ran on
+  for (int c = 0; c < ctas; ++c)
+    if (at(c, kTlEntry) != 0) sms.push_back(at(c, kTlSm));
+  std::sort(sms.begin(), sms.end());
+  const auto distinct_sms = std::unique(sms.begin(), sms.end()) - sms.begin();
   std::string out;
   char line[160];
-  std::snprintf(line, sizeof line, "  %d of %d CTAs recorded\n", entered, ctas);
+  std::snprintf(line, sizeof line, "  %d of %d CTAs recorded, on %td SMs\n", entered, ctas, distinct_sms);
   out += line;
   if (entered == 0) return out;
   auto row = [&](const char* name, std::vector<double> us) {

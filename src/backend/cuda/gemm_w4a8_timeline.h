@@ -7,7 +7,10 @@
 // of a W4 wgmma launch writes %globaltimer (ns) at each point it reaches into
 // a device buffer [kW4A8TimelineCtas][kW4A8TimelinePoints] u64, every launch
 // over the previous one's values (so that a read after a series of launches
-// gives the last one's). bench_gemm --timeline prints them.
+// gives the last one's). bench_gemm --timeline prints them. Several launches
+// in a row (a decoder layer's GEMMs: bench_gemm_chain --timeline) record
+// side by side in slots of the buffer, [kW4A8TimelineSlots][CTAs][points],
+// each launch into the slot set when it was launched (or captured).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -37,24 +40,30 @@ enum W4A8TimelinePoint : int {
   kTlLoopBarrierCycles, // of those, waiting on the stages' full barriers
   kTlLoopWgmmaCycles,   // of those, in wgmma.wait_group (a step's wgmmas behind the previous)
   kTlLoopSteps,         // the 128-wide k blocks it stepped through
+  kTlSm,                // thread 0: the SM it runs on (%smid)
   kW4A8TimelinePoints
 };
 inline constexpr int kW4A8TimelineStamps = kTlLoopCycles;  // the points that are timestamps
 inline constexpr int kW4A8TimelineCtas = 1024;  // CTAs recorded (blockIdx.x below it)
+inline constexpr int kW4A8TimelineSlots = 16;   // launches recorded side by side
 
 // "entry", "first_weights", ... (nullptr outside the range).
 const char* w4a8_timeline_point_name(int point);
 // Whether this build's kernels record (QSERVE_GEMM_TIMELINE).
 bool w4a8_timeline_built();
-// On: allocates the buffer once and zeroes it (on `stream`); the launches
-// that follow record. Off: the launches do not record. Throws
-// kUnsupported where the build does not record.
+// On: allocates the buffer once and zeroes it, every slot (on `stream`),
+// and sets slot 0; the launches that follow record. Off: the launches do
+// not record. Throws kUnsupported where the build does not record.
 void set_w4a8_timeline(bool on, cudaStream_t stream);
-// The buffer the launches record into, or nullptr while off.
+// The slot the launches that follow record into, 0 .. kW4A8TimelineSlots - 1
+// (another throws kInvalidArgument). A launch captured into a CUDA graph keeps
+// the slot of its capture in every replay.
+void set_w4a8_timeline_slot(int slot);
+// Where the next launch records (the set slot), or nullptr while off.
 uint64_t* w4a8_timeline_buffer();
-// The buffer's contents [kW4A8TimelineCtas][kW4A8TimelinePoints] after
-// `stream`'s work (synchronizes it).
-std::vector<uint64_t> read_w4a8_timeline(cudaStream_t stream);
+// One slot's contents [kW4A8TimelineCtas][kW4A8TimelinePoints] after
+// `stream`'s work (synchronizes it); zeros before the first switch on.
+std::vector<uint64_t> read_w4a8_timeline(cudaStream_t stream, int slot = 0);
 // One line per point of a launch's record (`ctas` CTAs, at most
 // kW4A8TimelineCtas counted): of the CTAs that reached it, the median and the
 // largest microseconds since the CTA's own entry; first, the entries' spread

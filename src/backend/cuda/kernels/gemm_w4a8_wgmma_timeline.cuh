@@ -38,6 +38,15 @@ __device__ __forceinline__ void timeline_mark(const Params& p, int point) {
   }
 }
 
+// A profiling build's SM of the calling thread's CTA at kTlSm.
+__device__ __forceinline__ void timeline_mark_sm(const Params& p) {
+  if constexpr (kTimeline) {
+    uint32_t sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    timeline_store(p, kTlSm, sm);
+  }
+}
+
 // A profiling build's main-loop split (kTlLoop*): SM cycles of the consumer
 // thread since `start` (its unit's first stage loaded), summed over the
 // unit's steps (a multi-unit walk records its last unit's); in other builds
