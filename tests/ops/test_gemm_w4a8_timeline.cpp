@@ -11,6 +11,7 @@
 
 #ifdef QSERVE_HAVE_CUDA
 #include "backend/cuda/gemm_w4a8_timeline.h"
+#include "core/error.h"
 #endif
 
 namespace qserve {
@@ -132,6 +133,32 @@ TEST(GemmW4A8Timeline, MainLoopSplitNeedsConsistentCounters) {
   rec.set_loop(0, 1'000, 900, 900, 4);
   const std::string s = summarize_w4a8_timeline(rec.ns, 1);
   EXPECT_EQ(line_of(s, "loop: barrier waits"), "") << s;
+}
+
+TEST(GemmW4A8Timeline, CountsTheSmsOfTheRecordedCtas) {
+  Record rec;
+  // Four CTAs entered, two of them on SM 7 (a cluster's pair may not, but a
+  // persistent walk's later units do); a fifth CTA's SM without an entry
+  // (not reached) is not counted.
+  const uint64_t sm[] = {7, 7, 0, 131};
+  for (int c = 0; c < 4; ++c) {
+    rec.set(c, kTlEntry, 1'000'000 + c);
+    rec.set(c, kTlEnd, 1'005'000);
+    rec.set(c, kTlSm, sm[c]);
+  }
+  rec.set(4, kTlSm, 99);
+  const std::string s = summarize_w4a8_timeline(rec.ns, 5);
+  EXPECT_NE(s.find("4 of 5 CTAs recorded, on 3 SMs"), std::string::npos) << s;
+}
+
+TEST(GemmW4A8Timeline, SlotsOutsideTheBufferAreRefused) {
+  // Host checks only, before any CUDA call (no GPU needed); off, there is no buffer.
+  EXPECT_THROW(set_w4a8_timeline_slot(-1), Error);
+  EXPECT_THROW(set_w4a8_timeline_slot(kW4A8TimelineSlots), Error);
+  EXPECT_THROW(read_w4a8_timeline(nullptr, kW4A8TimelineSlots), Error);
+  set_w4a8_timeline_slot(kW4A8TimelineSlots - 1);
+  EXPECT_EQ(w4a8_timeline_buffer(), nullptr);
+  set_w4a8_timeline_slot(0);
 }
 
 #else
