@@ -68,8 +68,7 @@ namespace {
 struct Layer {
   std::string name;  // qkv, o, gate_up, down, ...
   int64_t n = 0, k = 0;
-  std::string plan_text;  // TILE/SPLITS or auto
-  int tile = -1, splits = 0;  // from plan_text (-1, 0: auto)
+  int tile = -1, splits = 0;  // the plan given, TILE/SPLITS (-1, 0: auto, the planner's)
   cuda::W4A8Plan plan;
   std::vector<cuda::W4A8DeviceWeights> copies;  // the weights, one per rotation copy
   cuda::DeviceBuffer workspace;                  // plan.workspace_bytes, zeroed once
@@ -81,11 +80,6 @@ struct Chain {
   std::vector<Layer> layers;
   std::vector<double> round_us;  // per round: median us per chain
 };
-
-// The CTAs a plan launches (the mma.sync and cluster tiles leave ctas unset: one per unit).
-long long ctas_of(const cuda::W4A8Plan& p) {
-  return p.ctas > 0 ? p.ctas : static_cast<long long>(p.grid_n) * p.grid_m * p.splits;
-}
 
 // "C=qkv:3072x2048:wg64x64c-k256/2,o:2048x2048:auto" -> a chain (plans unset).
 Chain parse_chain(const std::string& spec) {
@@ -102,12 +96,12 @@ Chain parse_chain(const std::string& spec) {
     l.name = item.substr(0, a);
     l.n = std::stoll(item.substr(a + 1, x - a - 1));
     l.k = std::stoll(item.substr(x + 1, b - x - 1));
-    l.plan_text = item.substr(b + 1);
+    const std::string plan = item.substr(b + 1);
     if (l.n <= 0 || l.k <= 0 || l.k % 128 != 0)
       throw std::invalid_argument("--chain: " + item + ": N > 0 and K a positive multiple of 128");
-    if (l.plan_text != "auto") {
+    if (plan != "auto") {
       try {
-        const cuda::W4A8Choice ch = cuda::w4a8_plan(l.plan_text);
+        const cuda::W4A8Choice ch = cuda::w4a8_plan(plan);
         l.tile = ch.tile, l.splits = ch.splits;
       } catch (const char* what) {
         throw std::invalid_argument("--chain: " + item + ": " + what);
@@ -216,7 +210,7 @@ void print_timeline(const Chain& c, cudaStream_t stream, const std::function<voi
   double prev_last_end = -1;
   for (size_t i = 0; i < c.layers.size(); ++i) {
     const Layer& l = c.layers[i];
-    const int ctas = static_cast<int>(std::min<long long>(ctas_of(l.plan), cuda::kW4A8TimelineCtas));
+    const int ctas = static_cast<int>(std::min<int64_t>(l.plan.launched_ctas(), cuda::kW4A8TimelineCtas));
     std::vector<double> entry, end;
     for (int t = 0; t < ctas; ++t) {
       const uint64_t e = at(i, t, cuda::kTlEntry), x = at(i, t, cuda::kTlEnd);
@@ -420,7 +414,7 @@ int run(int argc, char** argv) {
                 c.name.c_str(), med, v.front(), v.back(), sum, med - sum, plans.c_str());
     for (const Layer& l : c.layers)
       std::printf("  %-8s %6lldx%-6lld %-20s ctas %4lld  alone %7.2f us\n", l.name.c_str(), static_cast<long long>(l.n),
-                  static_cast<long long>(l.k), cuda::w4a8_plan_name(l.plan.tile, l.plan.splits).c_str(), ctas_of(l.plan),
+                  static_cast<long long>(l.k), cuda::w4a8_plan_name(l.plan.tile, l.plan.splits).c_str(), static_cast<long long>(l.plan.launched_ctas()),
                   l.alone_us);
     if (json) {
       std::fprintf(json, "  {\"chain\": \"%s\", \"m\": %lld, \"kind\": \"%s\", \"predecessors\": %s, \"pdl\": %s, "
@@ -432,7 +426,7 @@ int run(int argc, char** argv) {
         std::fprintf(json, "%s{\"layer\": \"%s\", \"n\": %lld, \"k\": %lld, \"plan\": \"%s\", \"ctas\": %lld, "
                            "\"alone_us\": %.3f}",
                      j ? ", " : "", l.name.c_str(), static_cast<long long>(l.n), static_cast<long long>(l.k),
-                     cuda::w4a8_plan_name(l.plan.tile, l.plan.splits).c_str(), ctas_of(l.plan), l.alone_us);
+                     cuda::w4a8_plan_name(l.plan.tile, l.plan.splits).c_str(), static_cast<long long>(l.plan.launched_ctas()), l.alone_us);
       }
       std::fprintf(json, "]}%s\n", i + 1 < count ? "," : "");
     }

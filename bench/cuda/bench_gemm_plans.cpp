@@ -70,8 +70,7 @@ int run(int argc, char** argv) {
         // the table's entry, unless the planner set it aside (padding, or the rule's 160-224-token tiles)
         const auto entry = cuda::w4a8_wgmma_supported(dev) ? cuda::measured_w4a8_plan(m, s.n, s.k, g128) : std::nullopt;
         const bool table = entry && entry->tile == p.tile && entry->splits == p.splits;
-        // (the mma.sync plans leave ctas unset: one CTA per unit)
-        const int64_t ctas = p.ctas > 0 ? p.ctas : int64_t{p.grid_n} * p.grid_m * p.splits;
+        const int64_t ctas = p.launched_ctas();
         const std::string name = std::string(s.model) + "/" + s.layer;
         std::printf("%-18s n=%-6lld k=%-6lld m=%-5lld %-4s %-22s ctas %5lld grid %4d x %3d  %s\n", name.c_str(),
                     static_cast<long long>(s.n), static_cast<long long>(s.k), static_cast<long long>(m),

@@ -149,6 +149,8 @@ struct W4A8Plan {
   // wgmma tiles: persistent CTAs; the mma.sync and cluster tiles' grid is
   // grid_n x grid_m x splits (one CTA per unit).
   int ctas = 0;
+  // The CTAs the launch starts: ctas where set, else one per unit.
+  int64_t launched_ctas() const { return ctas > 0 ? ctas : int64_t{grid_n} * grid_m * splits; }
   size_t workspace_bytes = 0;
   size_t scratch_bytes = 0;    // s8 tiles: the INT8 weight copy [n, k], after the split-K part
   bool pdl = false;            // programmatic dependent launch (launch_pdl.cuh; sm_90+)

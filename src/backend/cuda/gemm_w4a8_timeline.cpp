@@ -14,8 +14,13 @@ constexpr size_t kSlotInts = static_cast<size_t>(kW4A8TimelineCtas) * kW4A8Timel
 constexpr size_t kBufferBytes = sizeof(uint64_t) * kSlotInts * kW4A8TimelineSlots;
 
 uint64_t* allocated = nullptr;              // once, never freed (a profiling build's)
-std::atomic<uint64_t*> recording{nullptr};  // allocated + the slot's offset while on
-std::atomic<int> current_slot{0};
+std::atomic<uint64_t*> recording{nullptr};  // allocated while on
+std::atomic<int> current_slot{0};            // where the next launch records (w4a8_timeline_buffer)
+
+void check_slot(int slot) {
+  if (slot < 0 || slot >= kW4A8TimelineSlots)
+    fail(ErrorCode::kInvalidArgument, "W4A8 timeline: slot {} outside 0 .. {}", slot, kW4A8TimelineSlots - 1);
+}
 
 }  // namespace
 
@@ -50,8 +55,7 @@ void set_w4a8_timeline(bool on, cudaStream_t stream) {
 }
 
 void set_w4a8_timeline_slot(int slot) {
-  if (slot < 0 || slot >= kW4A8TimelineSlots)
-    fail(ErrorCode::kInvalidArgument, "W4A8 timeline: slot {} outside 0 .. {}", slot, kW4A8TimelineSlots - 1);
+  check_slot(slot);
   current_slot.store(slot);
 }
 
@@ -61,8 +65,7 @@ uint64_t* w4a8_timeline_buffer() {
 }
 
 std::vector<uint64_t> read_w4a8_timeline(cudaStream_t stream, int slot) {
-  if (slot < 0 || slot >= kW4A8TimelineSlots)
-    fail(ErrorCode::kInvalidArgument, "W4A8 timeline: slot {} outside 0 .. {}", slot, kW4A8TimelineSlots - 1);
+  check_slot(slot);
   std::vector<uint64_t> out(kSlotInts, 0);
   if (allocated == nullptr) return out;
   QS_CUDA_CHECK(cudaMemcpyAsync(out.data(), allocated + kSlotInts * slot, kSlotInts * sizeof(uint64_t),
@@ -78,16 +81,15 @@ std::string summarize_w4a8_timeline(const std::vector<uint64_t>& record, int cta
   // the latest release of the PDL wait (about when the previous kernel ended).
   uint64_t first = 0, last_end = 0, last_release = 0;
   int entered = 0;
+  std::vector<uint64_t> sms;  // the SMs the recorded CTAs ran on
   for (int c = 0; c < ctas; ++c) {
     if (at(c, kTlEntry) == 0) continue;
     first = entered == 0 ? at(c, kTlEntry) : std::min(first, at(c, kTlEntry));
     last_end = std::max(last_end, at(c, kTlEnd));
     if (at(c, kTlXAfterWait) >= at(c, kTlEntry)) last_release = std::max(last_release, at(c, kTlXAfterWait));
+    sms.push_back(at(c, kTlSm));
     ++entered;
   }
-  std::vector<uint64_t> sms;  // the SMs the recorded CTAs ran on
-  for (int c = 0; c < ctas; ++c)
-    if (at(c, kTlEntry) != 0) sms.push_back(at(c, kTlSm));
   std::sort(sms.begin(), sms.end());
   const auto distinct_sms = std::unique(sms.begin(), sms.end()) - sms.begin();
   std::string out;

@@ -238,7 +238,10 @@ __global__ void __launch_bounds__(kThreads, OCC)
 
   const int k64_total = p.k >> 6;
   const int kt_total = (k64_total + 1) >> 1;  // 128-wide stages (the last may be half)
-  if (threadIdx.x == 0) timeline_mark(p, kTlEntry), timeline_mark_sm(p);
+  if (threadIdx.x == 0) {
+    timeline_mark(p, kTlEntry);
+    timeline_mark_sm(p);
+  }
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       ptx::mbar_init(&full[s], kXThread ? 2 : 1);  // the issuing threads' arrivals (below)
