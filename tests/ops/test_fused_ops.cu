@@ -103,10 +103,10 @@ TEST(FusedOpsCuda, SiluMulQuantAndQuantize) {
   int64_t silu_off = 0, silu_codes = 0;
   // 8200, 11008, 14336: the shared-memory SiLU kernel for wide rows (odd chunk
   // count too); 28672: past its shared-memory cap, the register kernel again.
-  // Up to 32 rows of >= 2048 columns: the clustered kernel (8 blocks a row;
-  // 2056: a last block with fewer chunks), 33 rows: the others.
+  // Up to 64 rows of >= 2048 columns: the clustered kernel (8 blocks a row;
+  // 2056: a last block with fewer chunks), 65 rows: the others.
   for (int cols : {16, 2048, 2056, 4096, 8200, 11008, 14336, 28672}) {
-    for (int rows : {1, 3, 17, 32, 33}) {
+    for (int rows : {1, 3, 17, 33, 64, 65}) {
       SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(cols));
       const auto gu = random_half(rng, static_cast<size_t>(rows) * 2 * cols, 2.f);
       Int8Host want(rows, cols);

@@ -32,6 +32,7 @@
 #include "backend/cuda/gemm_w4a8_switches.h"
 #include "backend/cuda/gemm_w4a8_tile_names.h"
 #include "backend/cuda/gemm_w4a8_wgmma_launch.h"
+#include "backend/cuda/kernels/fused_ops.h"
 #include "gemm_test_util.h"
 #include "pdl_late_kernel.h"
 #endif
@@ -591,6 +592,97 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
     EXPECT_EQ(bad, 0) << "accumulators that differ from the reference (activations read before they were written?), "
                       << cuda::w4a8_plan_name(plan.tile, plan.splits);
     EXPECT_EQ(early, 0) << "outputs written before the previous kernel read them";
+  }
+}
+
+// The engine's order under programmatic dependent launch: a small kernel
+// (quantize_int8) between the kernel that writes its input and the GEMM that
+// reads its output. The small kernel lets its dependents launch before its
+// own wait (launch_pdl.cuh, pdl_trigger_and_wait), so the GEMM may be
+// scheduled while the first kernel, which lets its dependents launch at once
+// and then sleeps, has still to write the fp16 rows: three grids in flight.
+// The GEMM must read the quantization of the new rows (read after write two
+// kernels back) and must not write its output before the first kernel has
+// read it (write after read two kernels back).
+TEST(GemmW4A8Pdl, WaitsThroughASmallKernel) {
+  if (cuda::device_count() == 0) GTEST_SKIP() << "skipped: no CUDA device";
+  auto& ctx = context();
+  const cudaStream_t stream = ctx.stream();
+  const uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  RecordProperty("pdl", cuda::pdl_enabled(ctx.info()) ? "on" : "off (plain launches)");
+  const int64_t n = 1536, k = 1536;  // six 256-deep units: splits of 2 and 3 even
+  const std::vector<float> wf = random_weights(n, k, rng);
+  const auto wg = quant::quantize_w4_g128(wf, n, k);
+  const auto wp = quant::quantize_w4_per_channel(wf, n, k);
+  const cuda::W4A8DeviceWeights dg = cuda::upload_w4a8(wg), dp = cuda::upload_w4a8(wp);
+  const bool hopper = cuda::w4a8_wgmma_supported(ctx.info());
+  struct PdlCase {
+    bool g128;
+    int64_t m;
+    const char* tile;  // nullptr: the planner's choice
+    int splits;
+  };
+  for (const PdlCase c : {PdlCase{false, 1, nullptr, 0}, PdlCase{true, 7, nullptr, 0}, PdlCase{false, 64, nullptr, 0},
+                          PdlCase{true, 64, nullptr, 0}, PdlCase{false, 300, nullptr, 0}, PdlCase{true, 129, nullptr, 0},
+                          PdlCase{false, 40, "wg64x64c-k256", 2}, PdlCase{true, 33, "wg128x64c-k256", 3}}) {
+    if (c.tile && !hopper) continue;
+    const cuda::W4A8DeviceWeights& dw = c.g128 ? dg : dp;
+    const cuda::W4A8Plan plan = c.tile ? cuda::plan_w4a8_wgmma(ctx.info(), c.m, n, k, cuda::w4a8_tile(c.tile), c.splits, c.g128)
+                                       : cuda::plan_w4a8(ctx.info(), dw, c.m);
+    SCOPED_TRACE(std::string(c.g128 ? "g128" : "per-channel") + " m " + std::to_string(c.m) + " " +
+                 cuda::w4a8_plan_name(plan.tile, plan.splits));
+    // fp16 rows and their CPU quantization: the GPU's is exact against it.
+    std::vector<uint16_t> x16(c.m * k);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    for (auto& v : x16) v = float_to_half(nd(rng));
+    std::vector<int8_t> q(c.m * k);
+    std::vector<uint16_t> s_x(c.m), a_sum(c.m);
+    std::vector<int32_t> x_sum(c.m);
+    quantize_int8_cpu(x16.data(), static_cast<int>(c.m), static_cast<int>(k),
+                      Int8Rows{q.data(), s_x.data(), a_sum.data(), x_sum.data()});
+    std::vector<int32_t> acc_ref(c.m * n);
+    std::vector<uint16_t> y_ref(c.m * n);
+    if (c.g128)
+      cpu::gemm_w4a8_g128(q.data(), s_x.data(), c.m, wg, acc_ref.data(), y_ref.data());
+    else
+      cpu::gemm_w4a8_per_channel(q.data(), s_x.data(), a_sum.data(), c.m, wp, acc_ref.data(), y_ref.data());
+    auto x16_final = to_device(x16);
+    cuda::DeviceBuffer x16_dev(c.m * k * 2), x8(c.m * k), sx(c.m * 2), asum(c.m * 2), xsum(c.m * 4);
+    cuda::DeviceBuffer acc(c.m * n * 4), snapshot(c.m * n * 4);
+    cuda::DeviceBuffer ws(std::max<size_t>(plan.workspace_bytes, 4));
+    QS_CUDA_CHECK(cudaMemset(ws.data(), 0, ws.size()));
+    QS_CUDA_CHECK(cudaMemset(x16_dev.data(), 0, x16_dev.size()));  // stale rows: all zero
+    QS_CUDA_CHECK(cudaMemset(x8.data(), 0x11, x8.size()));
+    QS_CUDA_CHECK(cudaMemset(acc.data(), 0x5a, acc.size()));        // what the slow kernel must read
+    QS_CUDA_CHECK(cudaMemset(snapshot.data(), 0xff, snapshot.size()));
+    QS_CUDA_CHECK(cudaDeviceSynchronize());  // the legacy-stream setup lands before the stream's kernels
+    test::launch_late_copies(x16_final.data(), x16_dev.data(), x16_dev.size(), acc.data(), snapshot.data(),
+                             snapshot.size(), 200, stream);
+    QS_CUDA_CHECK(cuda::quantize_int8(x16_dev.as<uint16_t>(), static_cast<int>(c.m), static_cast<int>(k),
+                                      Int8Rows{x8.as<int8_t>(), sx.as<uint16_t>(), asum.as<uint16_t>(),
+                                               xsum.as<int32_t>()},
+                                      stream));
+    cuda::W4A8Args args;
+    args.x = x8.as<int8_t>();
+    args.s_x = sx.as<__half>();
+    args.a_sum = asum.as<__half>();
+    args.x_sum = xsum.as<int32_t>();
+    args.m = c.m;
+    args.acc_out = acc.as<int32_t>();
+    cuda::gemm_w4a8(dw, args, plan, ws.data(), stream);
+    QS_CUDA_CHECK(cudaStreamSynchronize(stream));
+    std::vector<int32_t> got(c.m * n), seen(c.m * n);
+    acc.download(got.data(), acc.size());
+    snapshot.download(seen.data(), snapshot.size());
+    int64_t bad = 0, early = 0;
+    for (int64_t i = 0; i < c.m * n; ++i) {
+      bad += got[i] != acc_ref[i];
+      early += seen[i] != 0x5a5a5a5a;
+    }
+    EXPECT_EQ(bad, 0) << "accumulators that differ from the reference (rows read before the first kernel wrote them?)";
+    EXPECT_EQ(early, 0) << "outputs written before the first kernel read them";
   }
 }
 
