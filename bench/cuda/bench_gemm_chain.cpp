@@ -13,7 +13,8 @@
 // own time, which a layer timed after itself cannot show.
 //
 //   bench_gemm_chain --m 64 [--kind pc|g128] [--predecessors] [--no-pdl] [--rounds 8] [--graph-us 2000]
-//                    [--timeline] --chain NAME=LAYER:NxK:PLAN,... [--chain ...] [--json FILE]
+//                    [--timeline] [--attention HQ,HKV,D,CTX]
+//                    --chain NAME=LAYER:NxK:PLAN,... [--chain ...] [--json FILE]
 //
 // LAYER: qkv, o, gate_up, down or any other word; with --predecessors, qkv
 // and gate_up follow rmsnorm_quant, o quantize_int8, down silu_mul_quant
@@ -26,6 +27,15 @@
 //   bench_gemm_chain --m 64 --predecessors
 //     --chain C=qkv:3072x2048:wg64x64c-k256/2,o:2048x2048:wg64x64c-k256/2,gate_up:16384x2048:auto,down:2048x8192:wg64x64c-k256/2
 //     --chain D=qkv:3072x2048:wg64x64c-k256/2,o:2048x2048:wg64x64c-k256/2,gate_up:16384x2048:auto,down:2048x8192:wg64x64c-k256/3
+//
+// --attention HQ,HKV,D,CTX: between the qkv and o layers, the engine's
+// attention block at decode, each of the m tokens a sequence of CTX tokens
+// in a paged KV4 cache (pages of 16): rope_kv_write (RoPE, rotate-half, on
+// qkv's output; K and V quantized into the cache) and decode_attention
+// (split and merged as its planner decides, o's INT8 input written by it, so
+// o has no other predecessor). The chain's qkv layer must have n = (HQ + 2
+// HKV) D and its o layer k = HQ D. The caches rotate over sets larger than
+// 2x L2, with the weights' copies.
 //
 // --timeline (a build configured with -DQSERVE_GEMM_TIMELINE=ON): after the
 // timings, each chain once more as a graph of one pass, replayed a few times,
@@ -40,6 +50,7 @@
 // rounds (and the rounds' range), the sum of its layers alone and the
 // difference; per layer, its time alone. JSON (--json): one object per chain.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -50,6 +61,8 @@
 #include <string>
 #include <vector>
 
+#include "backend/cuda/attention/decode_attention.h"
+#include "backend/cuda/attention/rope_kv_write.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_context.h"
 #include "backend/cuda/device_memory.h"
@@ -236,6 +249,7 @@ void print_timeline(const Chain& c, cudaStream_t stream, const std::function<voi
 int run(int argc, char** argv) {
   int64_t m = 64;
   bool g128 = false, predecessors = false, no_pdl = false, timeline = false;
+  std::vector<int64_t> attention;  // --attention HQ,HKV,D,CTX (empty: none)
   int rounds = 8;
   double graph_us = 2000.0;
   std::string json_path;
@@ -258,10 +272,33 @@ int run(int argc, char** argv) {
     else if (a == "--chain") chains.push_back(parse_chain(next()));
     else if (a == "--json") json_path = next();
     else if (a == "--timeline") timeline = true;
+    else if (a == "--attention") {
+      attention = bench::parse_list(next());
+      if (attention.size() != 4 || attention[0] <= 0 || attention[1] <= 0 || attention[0] % attention[1] != 0 ||
+          (attention[2] != 64 && attention[2] != 128) || attention[3] <= 0)
+        throw std::invalid_argument("--attention wants HQ,HKV,D,CTX: HQ a multiple of HKV, D 64 or 128, CTX > 0");
+    }
     else throw std::invalid_argument("unknown argument " + a);
   }
   if (chains.empty()) throw std::invalid_argument("no --chain given");
   if (m < 1 || rounds < 1 || graph_us <= 0) throw std::invalid_argument("--m, --rounds and --graph-us must be positive");
+  if (!attention.empty()) {
+    const int64_t hq = attention[0], hkv = attention[1], d = attention[2];
+    for (const Chain& c : chains) {
+      bool qkv = false, o = false;
+      for (const Layer& l : c.layers) {
+        if (l.name == "qkv") {
+          if (l.n != (hq + 2 * hkv) * d) throw std::invalid_argument("--attention: chain " + c.name + "'s qkv n is not (HQ + 2 HKV) D");
+          qkv = true;
+        }
+        if (l.name == "o") {
+          if (l.k != hq * d) throw std::invalid_argument("--attention: chain " + c.name + "'s o k is not HQ D");
+          o = true;
+        }
+      }
+      if (!qkv || !o) throw std::invalid_argument("--attention: chain " + c.name + " needs a qkv and an o layer");
+    }
+  }
   if (timeline && !cuda::w4a8_timeline_built())
     throw std::invalid_argument("--timeline: this build's kernels do not record (configure with -DQSERVE_GEMM_TIMELINE=ON)");
   for (const Chain& c : chains)
@@ -330,6 +367,87 @@ int run(int argc, char** argv) {
       e = cuda::silu_mul_quant(in, in + k, 2 * l.k, mi, k, rows_out, stream);
     QS_CUDA_CHECK(e);
   };
+  // --attention: the KV4 caches (sets rotated per pass), page tables, RoPE
+  // table, q and the attention output, the decode plan and its workspace.
+  struct AttentionBlock {
+    AttentionShape shape;
+    KvPageLayout layout;
+    int ctx = 0, pps = 0, sets = 1;
+    cuda::DeviceBuffer k, v, page_table, context_lens, positions, slots, rope_table, q, out, workspace;
+    cuda::DecodePlan plan;
+  };
+  std::unique_ptr<AttentionBlock> attn;
+  if (!attention.empty()) {
+    attn = std::make_unique<AttentionBlock>();
+    AttentionBlock& a = *attn;
+    a.shape = AttentionShape{static_cast<int32_t>(attention[0]), static_cast<int32_t>(attention[1]),
+                             static_cast<int32_t>(attention[2])};
+    a.layout = KvPageLayout{16, a.shape.num_kv_heads, a.shape.head_dim, KvDtype::kInt4};
+    a.ctx = static_cast<int>(attention[3]);
+    a.pps = (a.ctx + a.layout.page_size - 1) / a.layout.page_size;
+    const int64_t set_bytes = 2 * m * a.pps * a.layout.page_bytes();  // K and V
+    a.sets = static_cast<int>(std::max<int64_t>(1, 2 * static_cast<int64_t>(dev.l2_bytes) / set_bytes + 1));
+    const int64_t pages = static_cast<int64_t>(a.sets) * m * a.pps;
+    a.k = cuda::DeviceBuffer(pages * a.layout.page_bytes());
+    a.v = cuda::DeviceBuffer(pages * a.layout.page_bytes());
+    // 0x3c bytes: codes 12 / 3, fp16 scales and zeros 1.06 (finite, timing only).
+    QS_CUDA_CHECK(cudaMemsetAsync(a.k.data(), 0x3c, a.k.size(), stream));
+    QS_CUDA_CHECK(cudaMemsetAsync(a.v.data(), 0x3c, a.v.size(), stream));
+    std::vector<int32_t> pt(pages), ctxs(m, a.ctx), pos(m, a.ctx - 1), slots(static_cast<size_t>(a.sets) * m);
+    for (int64_t i = 0; i < pages; ++i) pt[i] = static_cast<int32_t>(i);  // set s: rows s * m ..
+    for (int64_t b = 0; b < static_cast<int64_t>(a.sets) * m; ++b)
+      slots[b] = pt[b * a.pps + (a.ctx - 1) / a.layout.page_size] * a.layout.page_size + (a.ctx - 1) % a.layout.page_size;
+    std::vector<float> table(static_cast<size_t>(a.ctx) * a.shape.head_dim);
+    for (int p = 0; p < a.ctx; ++p)
+      for (int i = 0; i < a.shape.head_dim / 2; ++i) {
+        const double ang = p * std::pow(500000.0, -2.0 * i / a.shape.head_dim);
+        table[(static_cast<size_t>(p) * a.shape.head_dim / 2 + i) * 2] = static_cast<float>(std::cos(ang));
+        table[(static_cast<size_t>(p) * a.shape.head_dim / 2 + i) * 2 + 1] = static_cast<float>(std::sin(ang));
+      }
+    auto upload = [&](cuda::DeviceBuffer& buf, const void* src, size_t bytes) {
+      buf = cuda::DeviceBuffer(bytes);
+      QS_CUDA_CHECK(cudaMemcpy(buf.data(), src, bytes, cudaMemcpyHostToDevice));
+    };
+    upload(a.page_table, pt.data(), pt.size() * 4);
+    upload(a.context_lens, ctxs.data(), ctxs.size() * 4);
+    upload(a.positions, pos.data(), pos.size() * 4);
+    upload(a.slots, slots.data(), slots.size() * 4);
+    upload(a.rope_table, table.data(), table.size() * 4);
+    const int64_t q_elems = m * a.shape.num_q_heads * a.shape.head_dim;
+    a.q = cuda::DeviceBuffer(q_elems * 2);
+    a.out = cuda::DeviceBuffer(q_elems * 2);
+    a.plan = cuda::plan_decode_attention(a.shape, KvDtype::kInt4, static_cast<int>(m), a.ctx, dev.sm_count);
+    a.workspace = cuda::DeviceBuffer(std::max<size_t>(a.plan.workspace_bytes, 4));
+    std::printf("# attention: %d sequences of %d tokens, %d / %d heads of %d, KV4 pages of 16 (%d sets); decode "
+                "%d split(s) of %d tokens, %s kernel\n",
+                static_cast<int>(m), a.ctx, a.shape.num_q_heads, a.shape.num_kv_heads, a.shape.head_dim, a.sets,
+                a.plan.num_splits, a.plan.split_tokens, cuda::decode_kernel_name(a.plan.kernel));
+  }
+  // After qkv's GEMM (its output in y16, [m, (Hq + 2 Hkv) D]): RoPE + KV
+  // write, then decode attention writing o's INT8 rows.
+  auto attention_block = [&](int rep) {
+    AttentionBlock& a = *attn;
+    const int set = rep % a.sets;
+    const int64_t row = static_cast<int64_t>(a.shape.num_q_heads + 2 * a.shape.num_kv_heads) * a.shape.head_dim;
+    const uint16_t* qkv = y16.as<uint16_t>();
+    const QkvInput in{qkv, qkv + a.shape.num_q_heads * a.shape.head_dim,
+                      qkv + (a.shape.num_q_heads + a.shape.num_kv_heads) * a.shape.head_dim, row, row, row};
+    const KvWriteBatch wb{static_cast<int32_t>(m), a.positions.as<int32_t>(),
+                          a.slots.as<int32_t>() + static_cast<size_t>(set) * m};
+    const PagedKvCache cache{a.k.as<uint8_t>(), a.v.as<uint8_t>(), static_cast<int32_t>(a.sets * m * a.pps), a.layout};
+    QS_CUDA_CHECK(cuda::rope_kv_write(in, wb, a.shape, RopeStyle::kRotateHalf, a.rope_table.as<float>(),
+                                      a.q.as<uint16_t>(), cache, stream));
+    cuda::DecodeArgs args;
+    args.q = a.q.as<uint16_t>();
+    args.out = a.out.as<uint16_t>();
+    args.context_lens = a.context_lens.as<int32_t>();
+    args.page_table = a.page_table.as<int32_t>() + static_cast<size_t>(set) * m * a.pps;
+    args.page_table_stride = a.pps;
+    args.batch = static_cast<int32_t>(m);
+    args.softmax_scale = 1.f / std::sqrt(static_cast<float>(a.shape.head_dim));
+    args.quant = rows_out;
+    QS_CUDA_CHECK(cuda::decode_attention(args, a.shape, cache, a.plan, a.workspace.data(), stream));
+  };
   auto gemm = [&](Layer& l, int copy) {
     cuda::W4A8Args args;
     args.x = x8.as<int8_t>();
@@ -340,18 +458,28 @@ int run(int argc, char** argv) {
     args.y = y16.as<__half>();
     cuda::gemm_w4a8(l.copies[copy % l.copies.size()], args, l.plan, l.workspace.data(), stream);
   };
+  // With --attention, o's INT8 input comes from the attention block after
+  // qkv (its predecessor), not from quantize_int8.
+  auto before = [&](const Layer& l) {
+    if (!(attn && l.name == "o")) predecessor(l);
+  };
+  auto after = [&](const Layer& l, int rep) {
+    if (attn && l.name == "qkv") attention_block(rep);
+  };
   auto run_chain = [&](Chain& c, int rep) {
     for (Layer& l : c.layers) {
-      predecessor(l);
+      before(l);
       gemm(l, rep);
+      after(l, rep);
     }
   };
   // --timeline: the same, each layer's launch recording into slot = its index.
   auto run_chain_recording = [&](Chain& c, int rep) {
     for (size_t i = 0; i < c.layers.size(); ++i) {
-      predecessor(c.layers[i]);
+      before(c.layers[i]);
       cuda::set_w4a8_timeline_slot(static_cast<int>(i));
       gemm(c.layers[i], rep);
+      after(c.layers[i], rep);
     }
   };
   // Reps per graph from one untimed pass: ~graph_us of work per replay.
@@ -382,6 +510,13 @@ int run(int argc, char** argv) {
       GraphTimer t(stream, fn, reps_for(fn));
       l.alone_us = t.median_us(9);
     }
+  // --attention: the attention block alone (RoPE + KV write, decode attention), back to back.
+  if (attn) {
+    const auto fn = [&](int rep) { attention_block(rep); };
+    GraphTimer t(stream, fn, reps_for(fn));
+    std::printf("# attention block alone %.2f us (in a chain it replaces o's quantize_int8, which o's time alone includes)\n",
+                t.median_us(9));
+  }
   // The chains, in turn: round r starts at chain r % count, and every second
   // round runs the order backwards (A B, B A, ...; A B C, C B A, B C A, ...).
   std::vector<std::unique_ptr<GraphTimer>> timers;
