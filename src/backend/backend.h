@@ -136,6 +136,15 @@ struct BackendMemoryInfo {
   int64_t free_bytes = 0;
 };
 
+// The device's share of the steps so far (a device backend under
+// QSERVE_STEP_TIMING=1; empty elsewhere): busy_us[i], the device time of
+// step i from its first upload to its last copy back; idle_us[j], the time
+// the device sat idle between one step's end and the next one's start (the
+// host's part of a step that the device did not overlap).
+struct StepTiming {
+  std::vector<float> busy_us, idle_us;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -143,6 +152,8 @@ class Backend {
   virtual DType float_dtype() const = 0;
   // Sizes the KV cache under --gpu-memory-utilization; the CPU reports unknown.
   virtual BackendMemoryInfo memory_info() const { return {}; }
+  // Step timing (StepTiming above); zeros where not measured.
+  virtual StepTiming step_timing() const { return {}; }
 
   // Zeroed memory of this backend.
   virtual Tensor alloc(DType dtype, std::vector<int64_t> shape) = 0;

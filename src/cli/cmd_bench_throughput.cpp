@@ -49,10 +49,33 @@ class BorrowedRunner final : public ModelRunner {
   }
   std::vector<int32_t> eos_token_ids() const override { return inner_.eos_token_ids(); }
   double kv_zero_seconds() const override { return inner_.kv_zero_seconds(); }
+  StepTiming step_timing() const override { return inner_.step_timing(); }
 
  private:
   ModelRunner& inner_;
 };
+
+// Under QSERVE_STEP_TIMING=1 on a device backend: this run's steps (those
+// after `before`), the device's time from each step's first upload to its
+// last copy back and its idle time between steps (the host's part it did not
+// overlap), as medians (the first step's warm-up and any prefill step do not
+// move them) and totals.
+void put_step_timing(const StepTiming& before, const StepTiming& after, nlohmann::json& j) {
+  if (after.busy_us.size() <= before.busy_us.size()) return;
+  auto slice = [](const std::vector<float>& v, size_t from) {
+    std::vector<double> r(v.begin() + static_cast<std::ptrdiff_t>(std::min(from, v.size())), v.end());
+    std::sort(r.begin(), r.end());
+    return r;
+  };
+  const std::vector<double> busy = slice(after.busy_us, before.busy_us.size());
+  const std::vector<double> idle = slice(after.idle_us, before.idle_us.size());
+  auto sum = [](const std::vector<double>& v) { double s = 0; for (double x : v) s += x; return s; };
+  j["timed_steps"] = busy.size();
+  j["device_busy_us_p50"] = busy[busy.size() / 2];
+  j["device_idle_us_p50"] = idle.empty() ? 0.0 : idle[idle.size() / 2];
+  j["device_busy_s"] = sum(busy) * 1e-6;
+  j["device_idle_s"] = sum(idle) * 1e-6;
+}
 
 // Linear interpolation between closest ranks; v is sorted.
 double percentile(const std::vector<double>& v, double p) {
@@ -103,6 +126,7 @@ nlohmann::json measure(const ThroughputOptions& o, LoadedModel& m, const KvCache
 
   const EngineStats before = engine->stats();
   const double zero_before = m.runner->kv_zero_seconds();
+  const StepTiming timing_before = m.runner->step_timing();
   const std::clock_t cpu_start = std::clock();  // process CPU time, all threads
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::shared_ptr<RequestStream>> streams = engine->submit_all(requests);
@@ -168,6 +192,7 @@ nlohmann::json measure(const ThroughputOptions& o, LoadedModel& m, const KvCache
   j["model_s"] = s.model_s - before.model_s;
   j["kv_zero_s"] = m.runner->kv_zero_seconds() - zero_before;
   j["process_cpu_s"] = cpu_s;  // wall vs CPU time shows how much of the machine the run had
+  put_step_timing(timing_before, m.runner->step_timing(), j);
   j["ttft_ms_p50"] = percentile(ttft, 50) * 1e3;
   j["ttft_ms_p99"] = percentile(ttft, 99) * 1e3;
   j["tpot_ms_p50"] = percentile(tpot, 50) * 1e3;

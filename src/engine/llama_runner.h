@@ -29,6 +29,7 @@ class LlamaModelRunner : public ModelRunner {
                                               std::span<const uint64_t> steps) override;
   std::vector<int32_t> eos_token_ids() const override;
   double kv_zero_seconds() const override { return kv_zero_seconds_; }
+  StepTiming step_timing() const override { return model_->backend().step_timing(); }
 
   LlamaModel& model() { return *model_; }
 

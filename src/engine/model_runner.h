@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"       // StepTiming
 #include "backend/cpu/sampling.h"  // SamplingParams
 #include "engine/kv_block_manager.h"
 
@@ -72,6 +73,9 @@ class ModelRunner {
   virtual std::vector<int32_t> eos_token_ids() const { return {}; }
   // Time spent zeroing fresh pages so far (the cost of the user-data guarantee).
   virtual double kv_zero_seconds() const { return 0.0; }
+  // The device's busy and idle time over the steps so far (backend.h,
+  // StepTiming; zeros unless the backend measures it).
+  virtual StepTiming step_timing() const { return {}; }
 };
 
 }  // namespace qserve

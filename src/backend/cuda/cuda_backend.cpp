@@ -19,6 +19,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/fused_ops.h"
 #include "backend/cuda/kernels/sampling.h"
+#include "backend/cuda/step_timer.h"
 #include "core/error.h"
 #include "core/half.h"
 
@@ -62,7 +63,11 @@ struct StepMeta {
 
 class CudaBackend final : public Backend {
  public:
-  CudaBackend(KvDtype kv, int device) : state_(std::make_shared<CudaBackendState>(device)), kv_(kv) {}
+  CudaBackend(KvDtype kv, int device) : state_(std::make_shared<CudaBackendState>(device)), kv_(kv) {
+    if (cuda::StepTimer::enabled()) step_timer_ = std::make_unique<cuda::StepTimer>();
+  }
+
+  StepTiming step_timing() const override { return step_timer_ ? step_timer_->totals() : StepTiming{}; }
 
   std::string name() const override {
     return fmt::format("cuda ({}, fp16 activations, {} KV pages)", state_->ctx.info().name,
@@ -134,7 +139,9 @@ class CudaBackend final : public Backend {
     if (n == 0) return host;
     std::vector<uint8_t> raw(t.nbytes());
     QS_CUDA_CHECK(cudaMemcpyAsync(raw.data(), t.data(), raw.size(), cudaMemcpyDeviceToHost, stream()));
+    if (step_timer_ && step_.batch) step_timer_->end(stream());
     QS_CUDA_CHECK(cudaStreamSynchronize(stream()));
+    if (step_timer_) step_timer_->collect();
     step_.batch = nullptr;  // a download ends a step
     float* out = host.data_as<float>();
     switch (t.dtype()) {
@@ -385,6 +392,7 @@ class CudaBackend final : public Backend {
   std::shared_ptr<CudaBackendState> state_;
   KvDtype kv_;
   StepMeta step_;
+  std::unique_ptr<cuda::StepTimer> step_timer_;  // QSERVE_STEP_TIMING=1 only
   cuda::PinnedStaging meta_, ids_, rows_;
   Tensor ids_dev_, rows_dev_;
   Tensor decode_workspace_;  // flash-decoding partials
@@ -406,6 +414,7 @@ void CudaBackend::begin_step(const AttentionBatch& batch) {
            static_cast<int64_t>(batch.page_table_offsets.size()) == S + 1 &&
            static_cast<int64_t>(batch.slots.size()) == T && batch.page_size > 0)
       << "malformed attention batch";
+  if (step_timer_) step_timer_->begin(stream());  // before the step's first upload
   StepMeta m;
   m.batch = &batch;
   m.tokens = static_cast<int32_t>(T);
@@ -642,7 +651,9 @@ void CudaBackend::sample(const Tensor& logits, std::span<const SamplingParams> p
   sb.vocab = static_cast<int32_t>(V);
   QS_CUDA_CHECK(cuda::sample_tokens(sb, stream()));
   QS_CUDA_CHECK(cudaMemcpyAsync(tokens.data(), sb.tokens, t_bytes, cudaMemcpyDeviceToHost, stream()));
+  if (step_timer_) step_timer_->end(stream());
   QS_CUDA_CHECK(cudaStreamSynchronize(stream()));  // the step's one synchronization
+  if (step_timer_) step_timer_->collect();
   step_.batch = nullptr;
 }
 
