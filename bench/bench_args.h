@@ -3,10 +3,18 @@
 #pragma once
 
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace qserve::bench {
+
+// The value of the flag argv[i] (argv[i + 1], i advanced past it), or
+// std::invalid_argument naming the flag when it is the last argument.
+inline std::string next_arg(int argc, char** argv, int& i) {
+  if (i + 1 >= argc) throw std::invalid_argument(std::string("missing value for ") + argv[i]);
+  return argv[++i];
+}
 
 // "a,b,c" -> {"a", "b", "c"}.
 inline std::vector<std::string> split_list(const std::string& s) {

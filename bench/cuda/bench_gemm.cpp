@@ -354,10 +354,7 @@ int run(int argc, char** argv) {
   bool timeline = false;   // --timeline
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::runtime_error("missing value for " + a);
-      return argv[++i];
-    };
+    auto next = [&] { return bench::next_arg(argc, argv, i); };
     if (a == "--m") ms = bench::parse_list(next());
     else if (a == "--json") json_path = next();
     else if (a == "--md") md_path = next();

@@ -256,10 +256,7 @@ int run(int argc, char** argv) {
   std::vector<Chain> chains;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument("missing value for " + a);
-      return argv[++i];
-    };
+    auto next = [&] { return bench::next_arg(argc, argv, i); };
     if (a == "--m") m = std::stoll(next());
     else if (a == "--kind") {
       const std::string v = next();

@@ -37,10 +37,7 @@ int run(int argc, char** argv) {
   std::deque<std::string> custom_names;  // stable storage for the custom shapes' names
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
-      return argv[++i];
-    };
+    auto next = [&] { return bench::next_arg(argc, argv, i); };
     if (a == "--sms") {
       dev.sm_count = std::stoi(next());
     } else if (a == "--cc") {

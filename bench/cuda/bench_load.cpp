@@ -34,6 +34,7 @@
 #include "engine/dummy_weights.h"
 #include "quant/quant_linear.h"
 #include "quant/w4a8_repack.h"
+#include "../bench_args.h"
 
 namespace qserve {
 namespace {
@@ -51,10 +52,7 @@ int run(int argc, char** argv) {
   int64_t layers = -1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) fail(ErrorCode::kInvalidArgument, "{} needs a value", a);
-      return argv[++i];
-    };
+    auto next = [&] { return bench::next_arg(argc, argv, i); };
     if (a == "--arch") arch = next();
     else if (a == "--kind") kind = next();
     else if (a == "--layers") layers = std::stoll(next());

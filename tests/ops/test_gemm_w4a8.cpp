@@ -501,6 +501,39 @@ TEST_P(GemmW4A8, MatchesCpuReference) {
 
 INSTANTIATE_TEST_SUITE_P(Ops, GemmW4A8, testing::ValuesIn(all_cases()), case_name);
 
+// The programmatic-launch cases' GEMM arguments: INT8 rows x, their scales
+// and sums on the device, the INT32 accumulators into acc.
+cuda::W4A8Args pdl_gemm_args(const cuda::DeviceBuffer& x, const cuda::DeviceBuffer& s_x,
+                             const cuda::DeviceBuffer& a_sum, const cuda::DeviceBuffer& x_sum, int64_t m,
+                             const cuda::DeviceBuffer& acc) {
+  cuda::W4A8Args args;
+  args.x = x.as<int8_t>();
+  args.s_x = s_x.as<__half>();
+  args.a_sum = a_sum.as<__half>();
+  args.x_sum = x_sum.as<int32_t>();
+  args.m = m;
+  args.acc_out = acc.as<int32_t>();
+  return args;
+}
+
+// After a programmatic-launch case's stream: every accumulator equals the
+// reference (`suspect`: what a difference would mean), and the slow first
+// kernel's snapshot of the output buffer still holds its poison 0x5a (the
+// GEMM did not write it before that kernel read it).
+void expect_waited(const cuda::DeviceBuffer& acc, const cuda::DeviceBuffer& snapshot,
+                   const std::vector<int32_t>& acc_ref, const std::string& suspect) {
+  std::vector<int32_t> got(acc_ref.size()), seen(acc_ref.size());
+  acc.download(got.data(), got.size() * sizeof(int32_t));
+  snapshot.download(seen.data(), seen.size() * sizeof(int32_t));
+  int64_t bad = 0, early = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    bad += got[i] != acc_ref[i];
+    early += seen[i] != 0x5a5a5a5a;
+  }
+  EXPECT_EQ(bad, 0) << "accumulators that differ from the reference (" << suspect << ")";
+  EXPECT_EQ(early, 0) << "outputs written before the first kernel read them";
+}
+
 // Programmatic dependent launch (src/backend/cuda/kernels/pdl.cuh): the GEMM
 // may start while the kernel before it, which lets its dependents launch at
 // once and then sleeps, has still to write the GEMM's activations (read after
@@ -570,28 +603,12 @@ TEST(GemmW4A8Pdl, WaitsForThePreviousKernel) {
     QS_CUDA_CHECK(cudaMemset(acc.data(), 0x5a, acc.size()));    // what the slow kernel must read
     QS_CUDA_CHECK(cudaMemset(snapshot.data(), 0xff, snapshot.size()));
     QS_CUDA_CHECK(cudaDeviceSynchronize());  // the legacy-stream setup lands before the stream's kernels
-    cuda::W4A8Args args;
-    args.x = x.as<int8_t>();
-    args.s_x = sx.as<__half>();
-    args.a_sum = asum.as<__half>();
-    args.x_sum = xsum.as<int32_t>();
-    args.m = c.m;
-    args.acc_out = acc.as<int32_t>();
     test::launch_late_copies(x_final.data(), x.data(), x.size(), acc.data(), snapshot.data(), snapshot.size(), 200,
                              stream);
-    cuda::gemm_w4a8(dw, args, plan, ws.data(), stream);
+    cuda::gemm_w4a8(dw, pdl_gemm_args(x, sx, asum, xsum, c.m, acc), plan, ws.data(), stream);
     QS_CUDA_CHECK(cudaStreamSynchronize(stream));
-    std::vector<int32_t> got(c.m * n), seen(c.m * n);
-    acc.download(got.data(), acc.size());
-    snapshot.download(seen.data(), snapshot.size());
-    int64_t bad = 0, early = 0;
-    for (int64_t i = 0; i < c.m * n; ++i) {
-      bad += got[i] != acc_ref[i];
-      early += seen[i] != 0x5a5a5a5a;
-    }
-    EXPECT_EQ(bad, 0) << "accumulators that differ from the reference (activations read before they were written?), "
-                      << cuda::w4a8_plan_name(plan.tile, plan.splits);
-    EXPECT_EQ(early, 0) << "outputs written before the previous kernel read them";
+    expect_waited(acc, snapshot, acc_ref,
+                  "activations read before they were written? " + std::string(cuda::w4a8_plan_name(plan.tile, plan.splits)));
   }
 }
 
@@ -664,25 +681,9 @@ TEST(GemmW4A8Pdl, WaitsThroughASmallKernel) {
                                       Int8Rows{x8.as<int8_t>(), sx.as<uint16_t>(), asum.as<uint16_t>(),
                                                xsum.as<int32_t>()},
                                       stream));
-    cuda::W4A8Args args;
-    args.x = x8.as<int8_t>();
-    args.s_x = sx.as<__half>();
-    args.a_sum = asum.as<__half>();
-    args.x_sum = xsum.as<int32_t>();
-    args.m = c.m;
-    args.acc_out = acc.as<int32_t>();
-    cuda::gemm_w4a8(dw, args, plan, ws.data(), stream);
+    cuda::gemm_w4a8(dw, pdl_gemm_args(x8, sx, asum, xsum, c.m, acc), plan, ws.data(), stream);
     QS_CUDA_CHECK(cudaStreamSynchronize(stream));
-    std::vector<int32_t> got(c.m * n), seen(c.m * n);
-    acc.download(got.data(), acc.size());
-    snapshot.download(seen.data(), snapshot.size());
-    int64_t bad = 0, early = 0;
-    for (int64_t i = 0; i < c.m * n; ++i) {
-      bad += got[i] != acc_ref[i];
-      early += seen[i] != 0x5a5a5a5a;
-    }
-    EXPECT_EQ(bad, 0) << "accumulators that differ from the reference (rows read before the first kernel wrote them?)";
-    EXPECT_EQ(early, 0) << "outputs written before the first kernel read them";
+    expect_waited(acc, snapshot, acc_ref, "rows read before the first kernel wrote them?");
   }
 }
 

@@ -139,7 +139,7 @@ class CudaBackend final : public Backend {
     if (n == 0) return host;
     std::vector<uint8_t> raw(t.nbytes());
     QS_CUDA_CHECK(cudaMemcpyAsync(raw.data(), t.data(), raw.size(), cudaMemcpyDeviceToHost, stream()));
-    if (step_timer_ && step_.batch) step_timer_->end(stream());
+    if (step_timer_) step_timer_->end(stream());  // (no-op without an open step)
     QS_CUDA_CHECK(cudaStreamSynchronize(stream()));
     if (step_timer_) step_timer_->collect();
     step_.batch = nullptr;  // a download ends a step
