@@ -175,45 +175,50 @@ TEST(FusedOpsCuda, QuantizeEdgeRowsBitExact) {
 TEST(FusedOpsCuda, ProgrammaticLaunchChain) {
   QS_SKIP_WITHOUT_CUDA();
   std::mt19937 rng(5);
-  const int rows = 2049, cols = 4096;
-  const auto x = random_half(rng, static_cast<size_t>(rows) * cols), res = random_half(rng, x.size());
-  const auto gamma = random_half(rng, cols, 0.5f, 1.f);
-  // CPU: y = rmsnorm(x) (fp16), q1 = quant(y); residual chain twice: q2
-  std::vector<uint16_t> y(x.size());
-  rmsnorm_cpu(x.data(), nullptr, gamma.data(), rows, cols, 1e-5f, y.data());
-  auto res_cpu = res;
-  Int8Host q2_cpu(rows, cols);
-  rmsnorm_quant_cpu(x.data(), res_cpu.data(), gamma.data(), rows, cols, 1e-5f, q2_cpu.rows());
-  rmsnorm_quant_cpu(x.data(), res_cpu.data(), gamma.data(), rows, cols, 1e-5f, q2_cpu.rows());
-  cudaStream_t stream;
-  QS_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  std::vector<int8_t> q1_first;
-  for (bool pdl : {true, false}) {
-    SCOPED_TRACE(pdl ? "programmatic launches" : "plain launches");
-    cuda::set_programmatic_launch(pdl);
-    DeviceBuffer<uint16_t> dx(x), dres(res), dg(gamma), dy(x.size());
-    Int8Device q1(rows, cols), q2(rows, cols);
-    QS_CUDA_OK(cudaDeviceSynchronize());  // the buffers' uploads and poison ran on the legacy stream
-    QS_CUDA_OK(cuda::rmsnorm(dx.get(), nullptr, dg.get(), rows, cols, 1e-5f, dy.get(), stream));
-    QS_CUDA_OK(cuda::quantize_int8(dy.get(), rows, cols, q1.rows(), stream));
-    QS_CUDA_OK(cuda::rmsnorm_quant(dx.get(), dres.get(), dg.get(), rows, cols, 1e-5f, q2.rows(), stream));
-    QS_CUDA_OK(cuda::rmsnorm_quant(dx.get(), dres.get(), dg.get(), rows, cols, 1e-5f, q2.rows(), stream));
-    QS_CUDA_OK(cudaStreamSynchronize(stream));
-    const auto y_gpu = dy.download();
-    EXPECT_EQ(compare_half(y_gpu, y, 1e-3, 2e-3).bad, 0);
-    Int8Host q1_want(rows, cols);  // the CPU quantization of what the GPU norm wrote: exact
-    quantize_int8_cpu(y_gpu.data(), rows, cols, q1_want.rows());
-    const auto q1_got = q1.q.download();
-    EXPECT_EQ(q1_got, q1_want.q);
-    EXPECT_EQ(q1.scale.download(), q1_want.scale);
-    EXPECT_EQ(q1.sum.download(), q1_want.sum);
-    EXPECT_EQ(dres.download(), res_cpu) << "residual stream after two norms";
-    expect_int8_close(q2, q2_cpu, rows, cols);
-    if (pdl) q1_first = q1_got;
-    else EXPECT_EQ(q1_got, q1_first) << "plain and programmatic launches differ";
+  // 5 rows: launches that let their dependents launch before their own wait
+  // (kTriggerFirstMaxRows), so up to four grids are in flight; 2049: the wait first.
+  for (const int rows : {5, 2049}) {
+    SCOPED_TRACE(std::to_string(rows) + " rows");
+    const int cols = 4096;
+    const auto x = random_half(rng, static_cast<size_t>(rows) * cols), res = random_half(rng, x.size());
+    const auto gamma = random_half(rng, cols, 0.5f, 1.f);
+    // CPU: y = rmsnorm(x) (fp16), q1 = quant(y); residual chain twice: q2
+    std::vector<uint16_t> y(x.size());
+    rmsnorm_cpu(x.data(), nullptr, gamma.data(), rows, cols, 1e-5f, y.data());
+    auto res_cpu = res;
+    Int8Host q2_cpu(rows, cols);
+    rmsnorm_quant_cpu(x.data(), res_cpu.data(), gamma.data(), rows, cols, 1e-5f, q2_cpu.rows());
+    rmsnorm_quant_cpu(x.data(), res_cpu.data(), gamma.data(), rows, cols, 1e-5f, q2_cpu.rows());
+    cudaStream_t stream;
+    QS_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    std::vector<int8_t> q1_first;
+    for (bool pdl : {true, false}) {
+      SCOPED_TRACE(pdl ? "programmatic launches" : "plain launches");
+      cuda::set_programmatic_launch(pdl);
+      DeviceBuffer<uint16_t> dx(x), dres(res), dg(gamma), dy(x.size());
+      Int8Device q1(rows, cols), q2(rows, cols);
+      QS_CUDA_OK(cudaDeviceSynchronize());  // the buffers' uploads and poison ran on the legacy stream
+      QS_CUDA_OK(cuda::rmsnorm(dx.get(), nullptr, dg.get(), rows, cols, 1e-5f, dy.get(), stream));
+      QS_CUDA_OK(cuda::quantize_int8(dy.get(), rows, cols, q1.rows(), stream));
+      QS_CUDA_OK(cuda::rmsnorm_quant(dx.get(), dres.get(), dg.get(), rows, cols, 1e-5f, q2.rows(), stream));
+      QS_CUDA_OK(cuda::rmsnorm_quant(dx.get(), dres.get(), dg.get(), rows, cols, 1e-5f, q2.rows(), stream));
+      QS_CUDA_OK(cudaStreamSynchronize(stream));
+      const auto y_gpu = dy.download();
+      EXPECT_EQ(compare_half(y_gpu, y, 1e-3, 2e-3).bad, 0);
+      Int8Host q1_want(rows, cols);  // the CPU quantization of what the GPU norm wrote: exact
+      quantize_int8_cpu(y_gpu.data(), rows, cols, q1_want.rows());
+      const auto q1_got = q1.q.download();
+      EXPECT_EQ(q1_got, q1_want.q);
+      EXPECT_EQ(q1.scale.download(), q1_want.scale);
+      EXPECT_EQ(q1.sum.download(), q1_want.sum);
+      EXPECT_EQ(dres.download(), res_cpu) << "residual stream after two norms";
+      expect_int8_close(q2, q2_cpu, rows, cols);
+      if (pdl) q1_first = q1_got;
+      else EXPECT_EQ(q1_got, q1_first) << "plain and programmatic launches differ";
+    }
+    cuda::set_programmatic_launch(true);
+    cudaStreamDestroy(stream);
   }
-  cuda::set_programmatic_launch(true);
-  cudaStreamDestroy(stream);
 }
 
 TEST(FusedOpsCuda, EmbeddingGather) {
