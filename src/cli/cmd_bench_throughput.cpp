@@ -13,11 +13,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cmath>
 #include <cstdlib>
 #include <ctime>
 #include <map>
 #include <tuple>
 #include <random>
+#include <string_view>
 
 #include "cli/cmd_bench.h"
 #include "core/error.h"
@@ -55,28 +57,6 @@ class BorrowedRunner final : public ModelRunner {
   ModelRunner& inner_;
 };
 
-// Under QSERVE_STEP_TIMING=1 on a device backend: this run's steps (those
-// after `before`), the device's time from each step's first upload to its
-// last copy back and its idle time between steps (the host's part it did not
-// overlap), as medians (the first step's warm-up and any prefill step do not
-// move them) and totals.
-void put_step_timing(const StepTiming& before, const StepTiming& after, nlohmann::json& j) {
-  if (after.busy_us.size() <= before.busy_us.size()) return;
-  auto slice = [](const std::vector<float>& v, size_t from) {
-    std::vector<double> r(v.begin() + static_cast<std::ptrdiff_t>(std::min(from, v.size())), v.end());
-    std::sort(r.begin(), r.end());
-    return r;
-  };
-  const std::vector<double> busy = slice(after.busy_us, before.busy_us.size());
-  const std::vector<double> idle = slice(after.idle_us, before.idle_us.size());
-  auto sum = [](const std::vector<double>& v) { double s = 0; for (double x : v) s += x; return s; };
-  j["timed_steps"] = busy.size();
-  j["device_busy_us_p50"] = busy[busy.size() / 2];
-  j["device_idle_us_p50"] = idle.empty() ? 0.0 : idle[idle.size() / 2];
-  j["device_busy_s"] = sum(busy) * 1e-6;
-  j["device_idle_s"] = sum(idle) * 1e-6;
-}
-
 // Linear interpolation between closest ranks; v is sorted.
 double percentile(const std::vector<double>& v, double p) {
   if (v.empty()) return 0;
@@ -84,6 +64,45 @@ double percentile(const std::vector<double>& v, double p) {
   const size_t lo = static_cast<size_t>(pos);
   const size_t hi = std::min(lo + 1, v.size() - 1);
   return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+// Under QSERVE_STEP_TIMING=1 on a device backend: this run's steps (those
+// after `before`), the device's time from each step's first upload to its
+// last copy back and its idle time between steps (the host's part it did not
+// overlap), as medians (the first step's warm-up and any prefill step do not
+// move them), the busy time's tail (p90, p99, max: a few slow steps move the
+// rate but not the median) and totals. QSERVE_STEP_TIMING=steps adds both
+// series in step order (idle[i] is the gap before busy[i + 1]).
+void put_step_timing(const StepTiming& before, const StepTiming& after, nlohmann::json& j) {
+  if (after.busy_us.size() <= before.busy_us.size()) return;
+  auto slice = [](const std::vector<float>& v, size_t from) {
+    return std::vector<double>(v.begin() + static_cast<std::ptrdiff_t>(std::min(from, v.size())), v.end());
+  };
+  auto sorted = [](std::vector<double> v) { std::sort(v.begin(), v.end()); return v; };
+  const std::vector<double> busy_steps = slice(after.busy_us, before.busy_us.size());
+  const std::vector<double> idle_steps = slice(after.idle_us, before.idle_us.size());
+  const std::vector<double> busy = sorted(busy_steps), idle = sorted(idle_steps);
+  auto sum = [](const std::vector<double>& v) { double s = 0; for (double x : v) s += x; return s; };
+  j["timed_steps"] = busy.size();
+  j["device_busy_us_p50"] = busy[busy.size() / 2];
+  j["device_busy_us_p90"] = percentile(busy, 90);
+  j["device_busy_us_p99"] = percentile(busy, 99);
+  j["device_busy_us_max"] = busy.back();
+  j["device_idle_us_p50"] = idle.empty() ? 0.0 : idle[idle.size() / 2];
+  j["device_idle_us_max"] = idle.empty() ? 0.0 : idle.back();
+  j["device_busy_s"] = sum(busy) * 1e-6;
+  j["device_idle_s"] = sum(idle) * 1e-6;
+  const char* mode = std::getenv("QSERVE_STEP_TIMING");
+  if (mode != nullptr && std::string_view(mode) == "steps") {
+    auto rounded = [](const std::vector<double>& v) {
+      std::vector<double> r;
+      r.reserve(v.size());
+      for (double x : v) r.push_back(std::round(x * 10.0) / 10.0);
+      return r;
+    };
+    j["device_busy_us_steps"] = rounded(busy_steps);
+    j["device_idle_us_steps"] = rounded(idle_steps);
+  }
 }
 
 // The memory plan of a run's line: the (emulated) card, its budget, what the

@@ -23,7 +23,7 @@ StepTimer::~StepTimer() {
 bool StepTimer::enabled() {
   static const bool on = [] {
     const char* v = std::getenv("QSERVE_STEP_TIMING");
-    return v != nullptr && std::strcmp(v, "1") == 0;
+    return v != nullptr && (std::strcmp(v, "1") == 0 || std::strcmp(v, "steps") == 0);
   }();
   return on;
 }

@@ -6,6 +6,8 @@
 // when the device had nothing queued while the host scheduled, built the
 // step's metadata and launched it. `qserve bench throughput` reports both
 // (backend.h, StepTiming), so that the host's part of a decode step shows.
+// QSERVE_STEP_TIMING=steps adds each step's two figures in step order to the
+// JSON, to see where the slow steps fall (a tail the median hides).
 // Off by default: two event records and two reads a step, and every step's
 // two figures kept (8 bytes a step): meant for benchmarks, not a server left
 // running for days.
@@ -24,7 +26,8 @@ class StepTimer {
   StepTimer(const StepTimer&) = delete;
   StepTimer& operator=(const StepTimer&) = delete;
 
-  // Whether QSERVE_STEP_TIMING=1 (read once per process).
+  // Whether QSERVE_STEP_TIMING=1 or =steps (read once per process; `steps`
+  // also asks `bench throughput` for every step's figures in order).
   static bool enabled();
 
   // Records the step's start on `stream`; a step begun and never ended is
