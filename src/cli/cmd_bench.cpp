@@ -44,6 +44,9 @@ void add_bench_command(CLI::App& app) {
   tp->add_option("--threads", e.num_threads, "CPU threads (0: all cores)")->capture_default_str()
       ->envname("QSERVE_NUM_THREADS");
   tp->add_option("--seed", o->seed, "Seed of the random prompts and of dummy weights")->capture_default_str();
+  tp->add_option("--warmup-runs", o->warmup_runs,
+                 "Untimed runs of each shape before the timed one (lazy kernel loading, step graph capture)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
   tp->add_flag("--json", o->json, "One JSON line on stdout (per sweep point)");
   tp->add_flag("--sweep", o->sweep,
                "Run max_num_seqs = 1, 2, 4, ... up to --max-num-seqs (0: what the KV cache holds); report the best");

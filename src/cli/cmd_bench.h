@@ -14,6 +14,11 @@ struct ThroughputOptions {
   int output_len = 512;
   int num_prompts = 64;
   uint64_t seed = 0;     // of the random prompts
+  // Untimed runs of each measured shape before the timed one: a shape's first
+  // run pays one-time costs (a device backend's lazy kernel loading, its step
+  // graphs' warm-up and capture, library plans) that a server pays once at
+  // its start. 0: the timed run is the first (the figures before round 55).
+  int warmup_runs = 1;
   bool json = false;
   bool sweep = false;
   // A sweep over these max_num_seqs values (each at most the cap that

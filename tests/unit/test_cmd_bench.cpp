@@ -83,6 +83,34 @@ TEST(BenchThroughput, SweepReportsEveryBatchSizeAndTheBest) {
   EXPECT_EQ(lines[3]["output_tokens_per_s"].get<double>(), best);
 }
 
+// The timed run comes after --warmup-runs untimed runs of the same shape (1
+// by default); its counts are its own, not the warm-up's.
+TEST(BenchThroughput, WarmupRunsAreUntimed) {
+  const std::string model = kSourceDir + "/tests/data/models/tiny-llama";
+  std::vector<int> steps;
+  for (const char* runs : {"", "0", "2"}) {
+    SCOPED_TRACE(std::string("--warmup-runs ") + runs);
+    std::vector<std::string> args{"--model", model, "--input-len", "16", "--output-len", "8", "--num-prompts", "3"};
+    if (*runs) args.insert(args.end(), {"--warmup-runs", runs});
+    const auto j = run_bench(args);
+    check_line(j, 3, 8);
+    EXPECT_EQ(j["warmup_runs"].get<int>(), *runs ? std::atoi(runs) : 1);
+    steps.push_back(j["steps"].get<int>());  // the timed run's steps alone
+  }
+  EXPECT_EQ(steps[0], steps[1]);
+  EXPECT_EQ(steps[0], steps[2]);
+  std::vector<std::string> bad{"qserve", "bench", "throughput", "--model", model, "--warmup-runs", "-1", "--json"};
+  std::vector<char*> argv;
+  for (auto& a : bad) argv.push_back(a.data());
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  const int rc = cli::run_main(static_cast<int>(argv.size()), argv.data());
+  ::testing::internal::GetCapturedStdout();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(err.find("warmup-runs"), std::string::npos) << err;
+}
+
 TEST(BenchThroughput, DefaultModel) {
   const char* home = std::getenv("QSERVE_HOME");
   const std::string base = home && *home ? home : std::string(std::getenv("HOME") ? std::getenv("HOME") : ".") + "/.cache/qserve";
