@@ -17,7 +17,9 @@ field naming the build (`--field`, default "v", as the device scripts add it). P
 and max_num_seqs: each side's runs of the metric, the ratio of B's mean to A's (higher is better
 for tokens per second) and whether the two sides' runs are apart: "B above" when every B run is
 above every A run, "B below" when every one is below, else "overlap" (a ratio whose runs overlap
-is within the runs' spread). Lines without max_num_seqs (a sweep's summary) are skipped.
+is within the runs' spread). Lines without max_num_seqs (a sweep's summary) are skipped. A warning
+follows the table when the sides ran with different warm-ups (`warmup_runs`; lines without it are
+cold first runs, as every run before round 55).
 """
 import argparse
 import json
@@ -87,6 +89,7 @@ def gemm(args):
 
 def engine(args):
     runs = defaultdict(list)  # (arch, precision, seqs, build) -> metric values
+    warmups = defaultdict(set)  # build -> warmup_runs values ("cold" where the line has none: before round 55)
     for path in args.files:
         for line in open(path):
             line = line.strip()
@@ -97,6 +100,7 @@ def engine(args):
                 continue
             runs[(x.get("arch", x.get("model", "")), x.get("precision", ""), x["max_num_seqs"], x[args.field])].append(
                 x[args.metric])
+            warmups[x[args.field]].add(x.get("warmup_runs", "cold"))
     groups = sorted({k[:3] for k in runs})
     print(f"| arch | precision | sequences | {args.a} | {args.b} | {args.b} / {args.a} | runs |")
     print("|---|---|---|---|---|---|---|")
@@ -108,6 +112,12 @@ def engine(args):
         apart = "B above" if min(vb) > max(va) else "B below" if max(vb) < min(va) else "overlap"
         print(f"| {arch} | {precision} | {seqs} | {' / '.join('%.0f' % v for v in va)} | "
               f"{' / '.join('%.0f' % v for v in vb)} | {ratio:.4f} | {apart} |")
+    wa, wb = warmups.get(args.a, set()), warmups.get(args.b, set())
+    if wa and wb and wa != wb:
+        def show(w):
+            return ", ".join(sorted(str(v) for v in w))
+        print(f"warning: the sides ran with different warm-ups ({args.a}: {show(wa)}; {args.b}: {show(wb)} untimed runs "
+              f"first): a cold run counts its shape's one-time costs (lazy kernel loading, graph capture)")
 
 
 def main():

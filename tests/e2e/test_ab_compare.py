@@ -83,3 +83,18 @@ def test_engine_says_when_the_sides_runs_are_apart(tmp_path):
     out = run("engine", str(f), "--a", "A", "--b", "B")
     assert "| llama-3-8b | w4a8kv4 | 16 | 5600 / 5590 | 5560 / 5566 | 0.9943 | B below |" in out
     assert "| llama-3-8b | w4a8kv4-chn | 16 | 5780 / 5743 | 5820 / 5812 | 1.0095 | B above |" in out
+
+
+def test_engine_warns_when_the_sides_warm_up_differently(tmp_path):
+    base = {"precision": "w4a8kv4", "arch": "llama-3-8b", "max_num_seqs": 64}
+    f = tmp_path / "engine.jsonl"
+    # A cold (no warmup_runs: an older build), B warmed once.
+    lines = [dict(base, v="A", decode_tokens_per_s=100.0), dict(base, v="B", decode_tokens_per_s=103.0, warmup_runs=1)]
+    f.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    out = run("engine", str(f), "--a", "A", "--b", "B")
+    assert "| llama-3-8b | w4a8kv4 | 64 | 100 | 103 | 1.0300 | B above |" in out
+    assert "warning: the sides ran with different warm-ups (A: cold; B: 1 untimed runs first)" in out
+    # The same warm-up on both sides: no warning.
+    lines[0]["warmup_runs"] = 1
+    f.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    assert "warning" not in run("engine", str(f), "--a", "A", "--b", "B")
