@@ -143,6 +143,7 @@ struct BackendMemoryInfo {
 // host's part of a step that the device did not overlap).
 struct StepTiming {
   std::vector<float> busy_us, idle_us;
+  bool series = false;  // QSERVE_STEP_TIMING=steps: report both in step order, not only their summary
 };
 
 class Backend {

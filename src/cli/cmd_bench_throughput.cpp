@@ -19,7 +19,6 @@
 #include <map>
 #include <tuple>
 #include <random>
-#include <string_view>
 
 #include "cli/cmd_bench.h"
 #include "core/error.h"
@@ -71,8 +70,9 @@ double percentile(const std::vector<double>& v, double p) {
 // last copy back and its idle time between steps (the host's part it did not
 // overlap), as medians (the first step's warm-up and any prefill step do not
 // move them), the busy time's tail (p90, p99, max: a few slow steps move the
-// rate but not the median) and totals. QSERVE_STEP_TIMING=steps adds both
-// series in step order (idle[i] is the gap before busy[i + 1]).
+// rate but not the median) and totals. With StepTiming::series
+// (QSERVE_STEP_TIMING=steps) both series in step order too (idle[i] is the
+// gap before busy[i + 1]).
 void put_step_timing(const StepTiming& before, const StepTiming& after, nlohmann::json& j) {
   if (after.busy_us.size() <= before.busy_us.size()) return;
   auto slice = [](const std::vector<float>& v, size_t from) {
@@ -92,8 +92,7 @@ void put_step_timing(const StepTiming& before, const StepTiming& after, nlohmann
   j["device_idle_us_max"] = idle.empty() ? 0.0 : idle.back();
   j["device_busy_s"] = sum(busy) * 1e-6;
   j["device_idle_s"] = sum(idle) * 1e-6;
-  const char* mode = std::getenv("QSERVE_STEP_TIMING");
-  if (mode != nullptr && std::string_view(mode) == "steps") {
+  if (after.series) {
     auto rounded = [](const std::vector<double>& v) {
       std::vector<double> r;
       r.reserve(v.size());

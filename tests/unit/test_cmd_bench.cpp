@@ -17,21 +17,32 @@ namespace {
 
 const std::string kSourceDir = QSERVE_SOURCE_DIR;
 
-std::string run_bench_raw(std::vector<std::string> args);
-
-nlohmann::json run_bench(std::vector<std::string> args) { return nlohmann::json::parse(run_bench_raw(std::move(args))); }
-
-std::string run_bench_raw(std::vector<std::string> args) {
+// `qserve bench throughput ARGS` in this process: its exit code, stdout and stderr.
+struct CliRun {
+  int rc = 0;
+  std::string out, err;
+};
+CliRun run_cli(std::vector<std::string> args) {
   args.insert(args.begin(), {"qserve", "bench", "throughput"});
-  args.push_back("--json");
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   ::testing::internal::CaptureStdout();
-  const int rc = cli::run_main(static_cast<int>(argv.size()), argv.data());
-  const std::string out = ::testing::internal::GetCapturedStdout();
-  EXPECT_EQ(rc, 0) << out;
-  return out;
+  ::testing::internal::CaptureStderr();
+  CliRun r;
+  r.rc = cli::run_main(static_cast<int>(argv.size()), argv.data());
+  r.out = ::testing::internal::GetCapturedStdout();
+  r.err = ::testing::internal::GetCapturedStderr();
+  return r;
 }
+
+std::string run_bench_raw(std::vector<std::string> args) {
+  args.push_back("--json");
+  const CliRun r = run_cli(std::move(args));
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  return r.out;
+}
+
+nlohmann::json run_bench(std::vector<std::string> args) { return nlohmann::json::parse(run_bench_raw(std::move(args))); }
 
 void check_line(const nlohmann::json& j, int prompts, int out_len) {
   EXPECT_EQ(j["output_tokens"].get<int>(), prompts * out_len);
@@ -87,7 +98,6 @@ TEST(BenchThroughput, SweepReportsEveryBatchSizeAndTheBest) {
 // by default); its counts are its own, not the warm-up's.
 TEST(BenchThroughput, WarmupRunsAreUntimed) {
   const std::string model = kSourceDir + "/tests/data/models/tiny-llama";
-  std::vector<int> steps;
   for (const char* runs : {"", "0", "2"}) {
     SCOPED_TRACE(std::string("--warmup-runs ") + runs);
     std::vector<std::string> args{"--model", model, "--input-len", "16", "--output-len", "8", "--num-prompts", "3"};
@@ -95,20 +105,15 @@ TEST(BenchThroughput, WarmupRunsAreUntimed) {
     const auto j = run_bench(args);
     check_line(j, 3, 8);
     EXPECT_EQ(j["warmup_runs"].get<int>(), *runs ? std::atoi(runs) : 1);
-    steps.push_back(j["steps"].get<int>());  // the timed run's steps alone
+    // The timed run's steps alone: at most one a generated position plus one
+    // prefill step a prompt (how the prompts meet in steps depends on when
+    // the engine's loop picks them up), where a warm-up's steps counted too
+    // would make at least twice the generated positions.
+    EXPECT_LE(j["steps"].get<int>(), 8 + 3);
   }
-  EXPECT_EQ(steps[0], steps[1]);
-  EXPECT_EQ(steps[0], steps[2]);
-  std::vector<std::string> bad{"qserve", "bench", "throughput", "--model", model, "--warmup-runs", "-1", "--json"};
-  std::vector<char*> argv;
-  for (auto& a : bad) argv.push_back(a.data());
-  ::testing::internal::CaptureStdout();
-  ::testing::internal::CaptureStderr();
-  const int rc = cli::run_main(static_cast<int>(argv.size()), argv.data());
-  ::testing::internal::GetCapturedStdout();
-  const std::string err = ::testing::internal::GetCapturedStderr();
-  EXPECT_NE(rc, 0);
-  EXPECT_NE(err.find("warmup-runs"), std::string::npos) << err;
+  const CliRun bad = run_cli({"--model", model, "--warmup-runs", "-1", "--json"});
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_NE(bad.err.find("warmup-runs"), std::string::npos) << bad.err;
 }
 
 TEST(BenchThroughput, DefaultModel) {

@@ -8,10 +8,24 @@
 
 namespace qserve::cuda {
 
+namespace {
+// QSERVE_STEP_TIMING, read once per process: 0 off, 1 on ("1"), 2 on with
+// every step's figures in the report ("steps").
+int timing_mode() {
+  static const int mode = [] {
+    const char* v = std::getenv("QSERVE_STEP_TIMING");
+    if (v == nullptr) return 0;
+    return std::strcmp(v, "steps") == 0 ? 2 : std::strcmp(v, "1") == 0 ? 1 : 0;
+  }();
+  return mode;
+}
+}  // namespace
+
 StepTimer::StepTimer() {
   QS_CUDA_CHECK(cudaEventCreate(&start_));
   QS_CUDA_CHECK(cudaEventCreate(&stop_));
   QS_CUDA_CHECK(cudaEventCreate(&prev_stop_));
+  totals_.series = timing_mode() == 2;
 }
 
 StepTimer::~StepTimer() {
@@ -20,13 +34,7 @@ StepTimer::~StepTimer() {
   cudaEventDestroy(prev_stop_);
 }
 
-bool StepTimer::enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("QSERVE_STEP_TIMING");
-    return v != nullptr && (std::strcmp(v, "1") == 0 || std::strcmp(v, "steps") == 0);
-  }();
-  return on;
-}
+bool StepTimer::enabled() { return timing_mode() > 0; }
 
 void StepTimer::begin(cudaStream_t stream) {
   QS_CUDA_CHECK(cudaEventRecord(start_, stream));

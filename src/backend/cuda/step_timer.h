@@ -27,7 +27,7 @@ class StepTimer {
   StepTimer& operator=(const StepTimer&) = delete;
 
   // Whether QSERVE_STEP_TIMING=1 or =steps (read once per process; `steps`
-  // also asks `bench throughput` for every step's figures in order).
+  // sets StepTiming::series: `bench throughput` reports every step in order).
   static bool enabled();
 
   // Records the step's start on `stream`; a step begun and never ended is
